@@ -1,0 +1,7 @@
+"""`python -m netsched` is the `netsched` command."""
+
+import sys
+
+from netsched.cli import main
+
+sys.exit(main())

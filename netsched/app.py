@@ -1,0 +1,435 @@
+"""The composition root: the only module that imports plugins/ and wires everything.
+
+`SchedulerApp` builds the cache, queue, frameworks (one per profile), the
+metrics hub, the binder and the reflectors around one KubeAPI.  `run()` is
+the CLI entry: load and validate the config (every problem at once, exit 1),
+then schedule until SIGTERM, which stops taking pods, drains bindings,
+releases the lease and exits 0.
+
+Out-of-tree plugins are added with one call:
+
+    from netsched import app
+    from netsched.framework.registry import with_plugin
+    app.main(with_plugin(MyPlugin))
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from netsched import logutil
+from netsched.cache import ClusterCache
+from netsched.clock import SystemClock
+from netsched.config import ConfigError, SchedulerConfig, load_config, validate_config, write_config
+from netsched.eventhandlers import EventHandlers
+from netsched.framework.interfaces import Clock, EventRecorder, Plugin
+from netsched.framework.registry import Registry, RegistryError
+from netsched.framework.runtime import Framework, FrameworkBuildError, Services
+from netsched.framework.types import PodInfo
+from netsched.observability.metrics import SchedulerMetrics
+from netsched.queue import SchedulingQueue
+from netsched.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+NETSCHED_SCHEDULER_NAME = "netsched"
+# Used when no --config is given: one profile named netsched with kube's default plugins.
+DEFAULT_CONFIG = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: netsched
+"""
+
+
+def build_registry(out_of_tree: Sequence[type[Plugin]] = ()) -> Registry:
+    """In-tree plugins merged with out-of-tree ones; a duplicate name raises RegistryError."""
+    from plugins.registry import in_tree_plugins
+
+    return Registry(in_tree_plugins()).merge(out_of_tree)
+
+
+def load(path: str, registry: Registry) -> SchedulerConfig:
+    """The validated config from a file (or the built-in default when path is empty)."""
+    return load_config(path if path else DEFAULT_CONFIG, registry, default_scheduler_name=NETSCHED_SCHEDULER_NAME)
+
+
+@dataclass
+class AppOptions:
+    metrics_bind_address: str = "127.0.0.1:10259"
+    dry_run: bool = False
+    shadow_scheduler_name: str = "default-scheduler"
+    housekeeping_interval: float = 1.0
+    watch_timeout: int = 300
+
+
+class SchedulerApp:
+    """Everything a running scheduler is made of, around one KubeAPI."""
+
+    def __init__(
+        self,
+        cfg: SchedulerConfig,
+        registry: Mapping[str, type[Plugin]],
+        kube: Any,
+        *,
+        events: Any = None,
+        clock: Clock | None = None,
+        metrics_registry: CollectorRegistry | None = None,
+        options: AppOptions | None = None,
+    ) -> None:
+        from netsched.kube.events import EventBroadcaster, KubeEventSink
+        from netsched.metrics import MetricsHub
+
+        self.cfg = cfg
+        self.kube = kube
+        self.clock: Clock = clock or SystemClock()
+        self.options = options or AppOptions()
+        self.metrics_registry = metrics_registry if metrics_registry is not None else CollectorRegistry()
+        self.metrics = SchedulerMetrics(self.metrics_registry)
+        self.broadcaster = events if events is not None else EventBroadcaster(KubeEventSink(kube.client))
+        self.hub = MetricsHub(registry=self.metrics_registry, clock=self.clock)
+        self.cache = ClusterCache(self.clock)
+        self.cache.on_nodes_changed(self.hub.update_nodes)
+        self.stop_event = threading.Event()
+        self._pdbs: dict[str, dict[str, Any]] = {}
+        self._pdb_lock = threading.Lock()
+
+        self.frameworks: dict[str, Framework] = {}
+        self._recorders: dict[str, EventRecorder] = {}
+        waiting = None
+        for profile in cfg.profiles:
+            if profile.percentage_of_nodes_to_score is None:
+                profile.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
+            recorder = self.broadcaster.new_recorder(profile.scheduler_name)
+            self._recorders[profile.scheduler_name] = recorder
+            services = Services(
+                api=kube,
+                events=recorder,
+                clock=self.clock,
+                parallelism=cfg.parallelism,
+                metrics=self.hub,
+                nominated_pods=self._nominated_pods,
+                nominated_node_names=self._nominated_node_names,
+                pdbs=self._list_pdbs,
+                observe=self.metrics,
+            )
+            if waiting is not None:
+                services.waiting_pods = waiting  # one waiting-pods map for all profiles
+            waiting = services.waiting_pods
+            self.frameworks[profile.scheduler_name] = Framework(profile, registry, services)
+
+        first = next(iter(self.frameworks.values()))
+        self.queue = SchedulingQueue(
+            first.queue_sort,
+            pre_enqueue=self._pre_enqueue,
+            clock=self.clock,  # type: ignore[arg-type]
+            initial_backoff=float(cfg.pod_initial_backoff_seconds),
+            max_backoff=float(cfg.pod_max_backoff_seconds),
+            metrics=self.metrics.set_pending,
+        )
+        self.handlers = EventHandlers(
+            cache=self.cache,
+            queue=self.queue,
+            events_for=self._recorder_for,
+            scheduler_names=list(self.frameworks),
+            on_malformed=lambda _pod, _err: self.metrics.malformed_pods.inc(),
+        )
+        self.scheduler = Scheduler(
+            frameworks=self.frameworks,
+            queue=self.queue,
+            cache=self.cache,
+            api=kube,
+            clock=self.clock,
+            metrics=self.metrics,
+            parallelism=cfg.parallelism,
+            pending_lookup=self.handlers.pending_pod,
+            nominate=self.queue.nominator.add_nominated,
+        )
+        self.reflectors: list[Any] = []
+        self._threads: list[threading.Thread] = []
+        self._leading = threading.Event()
+        self._loop_stop = threading.Event()
+        self._loop_thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------ wiring helpers
+
+    def _recorder_for(self, scheduler_name: str) -> EventRecorder:
+        return self._recorders.get(scheduler_name) or next(iter(self._recorders.values()))
+
+    def _pre_enqueue(self, pod: PodInfo) -> Any:
+        fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is None:
+            from netsched.framework.status import Status
+
+            return Status.success()
+        return fwk.run_pre_enqueue(pod)
+
+    def _nominated_pods(self, node_name: str) -> list[PodInfo]:
+        return self.queue.nominator.nominated_pods_for_node(node_name)
+
+    def _nominated_node_names(self) -> list[str]:
+        return self.queue.nominator.node_names()
+
+    def _list_pdbs(self) -> list[Mapping[str, Any]]:
+        with self._pdb_lock:
+            return list(self._pdbs.values())
+
+    def _on_pdb(self, kind: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        with self._pdb_lock:
+            if kind == "DELETED":
+                self._pdbs.pop(key, None)
+            else:
+                self._pdbs[key] = obj
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start_informers(self, sync_timeout: float = 60.0) -> bool:
+        """List+watch nodes, pods and PDBs; True once all have synced within the timeout."""
+        wt = self.options.watch_timeout
+        self.reflectors = [
+            self.kube.node_reflector(self.handlers.on_node_event, watch_timeout=wt),
+            self.kube.pod_reflector(self.handlers.on_pod_event, watch_timeout=wt),
+            self.kube.pdb_reflector(self._on_pdb, watch_timeout=wt),
+        ]
+        for r in self.reflectors:
+            r.start()
+        synced = all(r.wait_for_sync(sync_timeout) for r in self.reflectors)
+        self.cache.notify_node_listeners(force=True)
+        log.info(
+            "Caches synced synced=%s nodes=%d pods=%d pending=%d",
+            synced,
+            len(self.cache.node_names()),
+            self.cache.pod_count(),
+            self.handlers.pending_count(),
+        )
+        return synced
+
+    @property
+    def synced(self) -> bool:
+        return bool(self.reflectors) and all(r.has_synced.is_set() for r in self.reflectors)
+
+    def start_background(self) -> None:
+        """Queue flushing, assumed-pod expiry, node-listener delivery and the metrics poller."""
+        flush = threading.Thread(
+            target=self.queue.run_flush_loop, args=(self.stop_event,), name="queue-flush", daemon=True
+        )
+        house = threading.Thread(target=self._housekeeping, name="housekeeping", daemon=True)
+        for t in (flush, house):
+            t.start()
+            self._threads.append(t)
+        self.hub.start()
+
+    def _housekeeping(self) -> None:
+        interval = self.options.housekeeping_interval
+        while not self.stop_event.wait(interval):
+            try:
+                self.cache.cleanup_expired()
+                self.cache.notify_node_listeners()
+                self.metrics.cache_nodes.set(len(self.cache.node_names()))
+                self.metrics.cache_assumed_pods.set(self.cache.assumed_count())
+            except Exception:
+                log.exception("Housekeeping failed")
+
+    def start_scheduling(self) -> None:
+        """Start (or resume, after regaining leadership) the scheduling loop."""
+        if self._loop_thread is not None and self._loop_thread.is_alive():
+            return
+        self._loop_stop = threading.Event()
+        self._leading.set()
+        self.metrics.leader.set(1)
+        self._loop_thread = threading.Thread(
+            target=self.scheduler.run, args=(self._loop_stop,), name="scheduling-loop", daemon=True
+        )
+        self._loop_thread.start()
+
+    def stop_scheduling(self, timeout: float = 30.0) -> None:
+        """Stop taking new pods (lost leadership or shutting down); in-flight bindings finish."""
+        self._leading.clear()
+        self.metrics.leader.set(0)
+        self._loop_stop.set()
+        if self._loop_thread is not None:
+            self._loop_thread.join(timeout)
+        self.scheduler.binder.drain(timeout)
+
+    @property
+    def leading(self) -> bool:
+        return self._leading.is_set()
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        self.stop_scheduling(timeout)
+        self.stop_event.set()
+        self.queue.close()
+        self.scheduler.shutdown(timeout)
+        for r in self.reflectors:
+            r.stop()
+        self.hub.stop()
+        self.broadcaster.flush(min(timeout, 5.0))
+        self.broadcaster.stop()
+
+
+# ---------------------------------------------------------------- CLI entry
+
+
+def _apply_flags(cfg: SchedulerConfig, opts: argparse.Namespace) -> None:
+    if opts.leader_elect is not None:
+        cfg.leader_election.leader_elect = opts.leader_elect
+    if opts.kube_api_qps is not None:
+        cfg.client_connection.qps = opts.kube_api_qps
+    if opts.kube_api_burst is not None:
+        cfg.client_connection.burst = opts.kube_api_burst
+    if opts.kubeconfig:
+        cfg.client_connection.kubeconfig = opts.kubeconfig
+
+
+def _print_config_error(err: ConfigError, source: str) -> None:
+    print(f"netsched: invalid configuration in {source or 'the built-in default'}:", file=sys.stderr)
+    for e in err.errors:
+        print(f"  {e}", file=sys.stderr)
+
+
+def run(opts: argparse.Namespace, out_of_tree: Sequence[type[Plugin]] = ()) -> int:
+    logutil.setup(opts.verbosity, opts.logging_format)
+    try:
+        registry = build_registry(out_of_tree)
+    except RegistryError as e:
+        print(f"netsched: {e}", file=sys.stderr)
+        return 1
+    try:
+        cfg = load(opts.config, registry)
+        _apply_flags(cfg, opts)
+        errs = validate_config(cfg)
+        if errs:
+            raise ConfigError(errs)
+    except ConfigError as e:
+        _print_config_error(e, opts.config)
+        return 1
+    except OSError as e:
+        print(f"netsched: cannot read --config {opts.config!r}: {e}", file=sys.stderr)
+        return 1
+    if opts.write_config_to:
+        write_config(cfg, opts.write_config_to)
+        log.info("Wrote configuration file=%s", opts.write_config_to)
+        return 0
+
+    from netsched.kube import KubeAPI, KubeConfigError, build_api_client
+
+    try:
+        client = build_api_client(
+            cfg.client_connection.kubeconfig,
+            opts.master,
+            qps=cfg.client_connection.qps,
+            burst=cfg.client_connection.burst,
+            pool_size=cfg.parallelism + 8,
+        )
+    except KubeConfigError as e:
+        print(f"netsched: {e}", file=sys.stderr)
+        return 1
+    try:
+        app = SchedulerApp(
+            cfg,
+            registry,
+            KubeAPI(client),
+            options=AppOptions(
+                metrics_bind_address=opts.metrics_bind_address,
+                dry_run=opts.dry_run,
+                shadow_scheduler_name=opts.shadow_scheduler_name,
+            ),
+        )
+    except (FrameworkBuildError, ConfigError) as e:
+        print(f"netsched: {e}", file=sys.stderr)
+        return 1
+    return serve(app)
+
+
+def serve(app: SchedulerApp) -> int:
+    """Run until SIGTERM/SIGINT: informers, endpoints, leader election, scheduling."""
+    stop = threading.Event()
+
+    def _signal(signum: int, _frame: Any) -> None:
+        log.info("Received signal, shutting down signal=%s", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _signal)
+    signal.signal(signal.SIGINT, _signal)
+    server = _start_server(app)
+    app.start_informers()
+    app.start_background()
+    elector = _start_election(app, stop)
+    if elector is None:
+        app.start_scheduling()
+    stop.wait()
+    log.info("Stopping: no new pods; draining bindings")
+    app.stop_scheduling()
+    if elector is not None:
+        elector.stop(release=True)
+    app.shutdown()
+    if server is not None:
+        server.stop()
+    log.info("Stopped")
+    return 0
+
+
+def _start_server(app: SchedulerApp) -> Any:
+    addr = app.options.metrics_bind_address
+    host, _, port = addr.rpartition(":")
+    if not port or int(port) == 0:
+        return None
+    from netsched.observability.server import ObservabilityServer
+
+    def ready() -> tuple[bool, dict[str, Any]]:
+        role = "leader" if app.leading else "standby"
+        return app.synced, {"synced": app.synced, "role": role}
+
+    server = ObservabilityServer(
+        address=host or "127.0.0.1",
+        port=int(port),
+        registry=app.metrics_registry,
+        health=lambda: (True, "ok"),
+        ready=ready,
+        debug_handlers=debug_handlers(app),
+    )
+    server.start()
+    log.info("Serving metrics and health address=%s port=%s", host, server.port)
+    return server
+
+
+def debug_handlers(app: SchedulerApp) -> dict[str, Any]:
+    """Extra endpoints under /debug (explain lands here)."""
+    return {}
+
+
+def _start_election(app: SchedulerApp, stop: threading.Event) -> Any:
+    le = app.cfg.leader_election
+    if not le.leader_elect:
+        return None
+    from netsched.leaderelection import LeaderElector, LeaseLock
+
+    elector = LeaderElector(
+        lock=LeaseLock(app.kube.client, le.resource_namespace, le.resource_name),
+        lease_duration=le.lease_duration,
+        renew_deadline=le.renew_deadline,
+        retry_period=le.retry_period,
+        on_started_leading=app.start_scheduling,
+        on_stopped_leading=app.stop_scheduling,
+        gauge=None,
+    )
+    elector.start()
+    return elector
+
+
+def main(*out_of_tree: type[Plugin], argv: Sequence[str] | None = None) -> int:
+    """Entry point for a binary with out-of-tree plugins: `app.main(with_plugin(MyPlugin))`."""
+    from netsched.cli import main as cli_main
+
+    return cli_main(argv, plugins=out_of_tree)

@@ -1,0 +1,57 @@
+"""KubeSchedulerConfiguration for netsched: load, default, validate, write.
+
+    cfg = load_config("/etc/netsched/config.yaml", registry)   # raises ConfigError
+    write_config(cfg, "effective.yaml")                        # like --write-config-to
+
+The loader follows kube-scheduler's v1 semantics (defaults, multiPoint
+expansion, enabled/disabled merging, validation wording); the modules behind
+this facade are: types (the dataclasses and their defaults), defaults (the
+default plugin set, kube's merge, the lease name), resolve (per-point plugin
+lists and weights), validate, load, write, duration, fields.
+"""
+
+from netsched.config.defaults import DEFAULT_PLUGINS, default_lease_name
+from netsched.config.duration import format_duration, parse_duration
+from netsched.config.fields import ConfigError, ErrorList, FieldError, Fields
+from netsched.config.load import load_config, parse_yaml
+from netsched.config.types import (
+    API_VERSION,
+    DEFAULT_SCHEDULER_NAME,
+    EXTENSION_POINTS,
+    MULTI_POINT,
+    ClientConnection,
+    LeaderElectionConfig,
+    PluginRef,
+    PluginSet,
+    Profile,
+    SchedulerConfig,
+)
+from netsched.config.validate import validate_config
+from netsched.config.write import dump_config, encode_config, write_config
+
+__all__ = [
+    "API_VERSION",
+    "DEFAULT_PLUGINS",
+    "DEFAULT_SCHEDULER_NAME",
+    "EXTENSION_POINTS",
+    "MULTI_POINT",
+    "ClientConnection",
+    "ConfigError",
+    "ErrorList",
+    "FieldError",
+    "Fields",
+    "LeaderElectionConfig",
+    "PluginRef",
+    "PluginSet",
+    "Profile",
+    "SchedulerConfig",
+    "default_lease_name",
+    "dump_config",
+    "encode_config",
+    "format_duration",
+    "load_config",
+    "parse_duration",
+    "parse_yaml",
+    "validate_config",
+    "write_config",
+]

@@ -1,0 +1,200 @@
+"""Routes watch events to the cache, the queue and the nominator.
+
+Assigned pods (spec.nodeName set) go to the cache and never to the queue.
+Pending pods whose schedulerName belongs to one of our profiles go to the
+queue.  A pod that cannot be parsed is reported once per resourceVersion
+with a FailedScheduling event naming the field at fault; the loop goes on.
+Cluster events that can make unschedulable pods fit (a node added or
+changed, a pod leaving a node) move them back to the active queue.  The
+queue keeps the nominator (preemption's nominated pods) in step itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Collection, Iterable
+from typing import Any, Protocol
+
+from netsched.cache import ClusterCache
+from netsched.framework.interfaces import EventRecorder
+from netsched.framework.parse import PodParseError, parse_node, parse_pod
+from netsched.framework.types import PodInfo
+
+log = logging.getLogger(__name__)
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+class QueueEvents(Protocol):
+    def add(self, pod: PodInfo) -> bool: ...
+
+    def update(self, old: PodInfo | None, new: PodInfo) -> None: ...
+
+    def delete(self, pod: PodInfo) -> None: ...
+
+    def move_all_to_active_or_backoff(self, event: str) -> None: ...
+
+
+def _ref(raw: dict[str, Any]) -> PodInfo:
+    """A minimal record for a pod that failed to parse (enough to post an Event)."""
+    meta = raw.get("metadata") or {}
+    ns = str(meta.get("namespace") or "default")
+    name = str(meta.get("name") or "")
+    return PodInfo(uid=str(meta.get("uid") or f"{ns}/{name}"), namespace=ns, name=name, raw=raw)
+
+
+class EventHandlers:
+    def __init__(
+        self,
+        *,
+        cache: ClusterCache,
+        queue: QueueEvents,
+        events_for: Callable[[str], EventRecorder],
+        scheduler_names: Collection[str],
+        on_malformed: Callable[[PodInfo, PodParseError], None] | None = None,
+        on_other_pod: Callable[[PodInfo], None] | None = None,
+    ) -> None:
+        self.cache = cache
+        self.queue = queue
+        # Events are reported by the profile (schedulerName) the pod asked for.
+        self.events_for = events_for
+        self.scheduler_names = set(scheduler_names)
+        self._on_malformed = on_malformed
+        # Shadow mode hook: pending pods of other schedulers.
+        self._on_other_pod = on_other_pod
+        self._lock = threading.Lock()
+        self._pending: dict[str, PodInfo] = {}
+        self._reported: dict[str, str] = {}  # uid -> resourceVersion reported as malformed
+
+    # ------------------------------------------------------------ pending pod lookups
+
+    def pending_pod(self, uid: str) -> PodInfo | None:
+        with self._lock:
+            return self._pending.get(uid)
+
+    def pending_count(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    # ------------------------------------------------------------ nodes
+
+    def on_node_event(self, kind: str, raw: dict[str, Any]) -> None:
+        name = (raw.get("metadata") or {}).get("name")
+        if not name:
+            return
+        if kind == "DELETED":
+            self.cache.remove_node(name)
+            return
+        self.cache.add_or_update_node(parse_node(raw))
+        self.queue.move_all_to_active_or_backoff("NodeAdd" if kind == "ADDED" else "NodeUpdate")
+
+    def on_nodes_synced(self, items: Iterable[dict[str, Any]]) -> None:
+        self.cache.replace_nodes(parse_node(raw) for raw in items if (raw.get("metadata") or {}).get("name"))
+        self.queue.move_all_to_active_or_backoff("NodeAdd")
+
+    # ------------------------------------------------------------ pods
+
+    def on_pod_event(self, kind: str, raw: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            self._pod_gone(raw)
+            return
+        status = raw.get("status") or {}
+        if status.get("phase") in TERMINAL_PHASES:
+            # Finished pods hold no resources: treat as gone.
+            self._pod_gone(raw)
+            return
+        try:
+            pod = parse_pod(raw)
+        except PodParseError as e:
+            self._malformed(raw, e)
+            return
+        if pod.node_name:
+            self._assigned(pod)
+        else:
+            self._pending_pod(pod)
+
+    def on_pods_synced(self, items: Iterable[dict[str, Any]]) -> None:
+        """A relist: reconcile everything, including deletions we missed."""
+        assigned: list[PodInfo] = []
+        seen: set[str] = set()
+        for raw in items:
+            if (raw.get("status") or {}).get("phase") in TERMINAL_PHASES:
+                continue
+            try:
+                pod = parse_pod(raw)
+            except PodParseError as e:
+                self._malformed(raw, e)
+                continue
+            seen.add(pod.uid)
+            if pod.node_name:
+                assigned.append(pod)
+                self._drop_pending(pod)
+            else:
+                self._pending_pod(pod)
+        self.cache.replace_pods(assigned)
+        with self._lock:
+            vanished = [p for uid, p in self._pending.items() if uid not in seen]
+        for p in vanished:
+            self._drop_pending(p)
+
+    def _assigned(self, pod: PodInfo) -> None:
+        self._drop_pending(pod)
+        self.cache.add_or_update_pod(pod)
+
+    def _pending_pod(self, pod: PodInfo) -> None:
+        if pod.scheduler_name not in self.scheduler_names:
+            if self._on_other_pod is not None:
+                self._on_other_pod(pod)
+            return
+        with self._lock:
+            old = self._pending.get(pod.uid)
+            self._pending[pod.uid] = pod
+            self._reported.pop(pod.uid, None)
+        if self.cache.is_assumed(pod.uid):
+            # Being bound right now (kube's skipPodUpdate): requeueing would schedule it twice.
+            return
+        if old is None:
+            self.queue.add(pod)
+        elif old.resource_version != pod.resource_version:
+            self.queue.update(old, pod)
+
+    def _drop_pending(self, pod: PodInfo) -> None:
+        with self._lock:
+            old = self._pending.pop(pod.uid, None)
+        if old is not None:
+            self.queue.delete(old)  # also drops its nomination
+
+    def _pod_gone(self, raw: dict[str, Any]) -> None:
+        meta = raw.get("metadata") or {}
+        uid = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
+        with self._lock:
+            self._reported.pop(uid, None)
+            pending = self._pending.get(uid)
+        if pending is not None:
+            self._drop_pending(pending)
+        removed = self.cache.remove_pod(uid)
+        if removed is not None:
+            self.queue.move_all_to_active_or_backoff("AssignedPodDelete")
+
+    def _malformed(self, raw: dict[str, Any], err: PodParseError) -> None:
+        ref = _ref(raw)
+        spec = raw.get("spec") or {}
+        if spec.get("nodeName"):
+            log.warning("Ignoring unparsable assigned pod pod=%s err=%s", ref.key, err)
+            return
+        sched = spec.get("schedulerName") or "default-scheduler"
+        if sched not in self.scheduler_names:
+            return
+        rv = str((raw.get("metadata") or {}).get("resourceVersion") or "")
+        with self._lock:
+            if self._reported.get(ref.uid) == rv:
+                return
+            self._reported[ref.uid] = rv
+            stale = self._pending.pop(ref.uid, None)
+        if stale is not None:
+            self.queue.delete(stale)
+        log.warning("Pod spec cannot be scheduled pod=%s field=%s err=%s", ref.key, err.path, err.detail)
+        self.events_for(sched).event(ref, "Warning", "FailedScheduling", "Scheduling", f"pod spec is invalid: {err}")
+        if self._on_malformed is not None:
+            self._on_malformed(ref, err)

@@ -1,0 +1,48 @@
+"""Per-pod scratch space shared by the plugins of one scheduling cycle.
+
+PreFilter/PreScore compute something once per pod and store it here for
+Filter/Score to read for every node.  Preemption clones the state to try
+"what if these pods were gone" without disturbing the real cycle.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+
+class CycleState:
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "record_plugin_metrics")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+        self.record_plugin_metrics = False
+
+    def read(self, key: str) -> Any:
+        """The value stored under key; KeyError names the key when missing."""
+        try:
+            return self._data[key]
+        except KeyError:
+            raise KeyError(f"cycle state has no {key!r} (did its PreFilter/PreScore run?)") from None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def clone(self) -> CycleState:
+        """Values with a clone() method are cloned; others are shallow-copied."""
+        out = CycleState()
+        for k, v in self._data.items():
+            cl = getattr(v, "clone", None)
+            out._data[k] = cl() if callable(cl) else copy.copy(v)
+        out.skip_filter_plugins = set(self.skip_filter_plugins)
+        out.skip_score_plugins = set(self.skip_score_plugins)
+        out.record_plugin_metrics = self.record_plugin_metrics
+        return out

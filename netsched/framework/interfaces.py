@@ -1,0 +1,403 @@
+"""The plugin contract: one base class per extension point, and the Handle.
+
+A plugin is a class with a constant `name` that subclasses the base class of
+every extension point it implements; enabling it under `multiPoint` turns on
+all of them.  Plugins are built once per profile with their typed args and a
+Handle, and keep their state on the instance (never in module globals, so two
+profiles never share args by accident).
+
+Filter and Score have two forms.  The per-node form (`filter`, `score`) is the
+simple Go-like one and is required: preemption runs filters against a single
+"what if" NodeInfo.  The batch form (`filter_nodes`, `score_nodes`) works on
+the snapshot's node table as NumPy arrays and is what the runtime calls; its
+default loops over the per-node form.  In-tree plugins implement both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from netsched.config.fields import ErrorList, Fields
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.status import Code, Status
+from netsched.framework.types import NodeInfo, PodInfo, QueuedPodInfo
+
+if TYPE_CHECKING:
+    from netsched.framework.snapshot import Snapshot
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+A = TypeVar("A", bound="PluginArgs")
+
+
+class PluginArgs:
+    """Typed, defaulted, validated args of one plugin (the pluginConfig[].args block).
+
+    Subclasses are dataclasses whose field defaults are the documented defaults.
+    `decode` must record every problem in `errs` with its field path and still
+    return a usable object; `encode` gives the camelCase dict written by
+    --write-config-to.
+    """
+
+    @classmethod
+    def decode(cls: type[A], fields: Fields) -> A:
+        raise NotImplementedError
+
+    def encode(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @classmethod
+    def default(cls: type[A]) -> A:
+        errs = ErrorList()
+        out = cls.decode(Fields({}, "", errs))
+        if errs:  # pragma: no cover - a defaults bug, caught by tests
+            raise AssertionError(f"{cls.__name__} defaults are invalid: {errs}")
+        return out
+
+
+class Plugin:
+    """Base of every plugin. Subclasses set `name` and, if configurable, `Args`."""
+
+    name: ClassVar[str] = ""
+    Args: ClassVar[type[PluginArgs] | None] = None
+
+    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+
+
+# ---------------------------------------------------------------- queueing
+
+
+class PreEnqueuePlugin(Plugin):
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """Success lets the pod into the active queue; anything else keeps it gated."""
+        raise NotImplementedError
+
+
+class QueueSortPlugin(Plugin):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        raise NotImplementedError
+
+    def sort_key(self, qp: QueuedPodInfo) -> Any | None:
+        """Optional fast path: a key such that key(a) < key(b) iff less(a, b). None = use less()."""
+        return None
+
+
+# ---------------------------------------------------------------- scheduling cycle
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """Nodes the pod may go to (None = all). Results of several plugins intersect."""
+
+    node_names: set[str] | None = None
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> tuple[PreFilterResult | None, Status]:
+        raise NotImplementedError
+
+    # PreFilterExtensions: keep cycle state right when preemption adds/removes pods.
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status:
+        return Status.success()
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo) -> Status:
+        return Status.success()
+
+
+@dataclass(slots=True)
+class Rejection:
+    """Nodes (a mask over the batch) rejected by one filter for one reason set."""
+
+    mask: BoolArray
+    reasons: tuple[str, ...]
+    code: Code = Code.UNSCHEDULABLE
+
+
+class FilterPlugin(Plugin):
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        raise NotImplementedError
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> list[Rejection]:
+        """Batch form over snapshot rows `idx`; default calls filter() per node."""
+        groups: dict[tuple[Code, tuple[str, ...]], BoolArray] = {}
+        nodes = snapshot.nodes
+        for j, i in enumerate(idx.tolist()):
+            st = self.filter(state, pod, nodes[i])
+            if st.ok:
+                continue
+            if st.code == Code.ERROR:
+                raise PluginError(st.message() or "filter error", st.error)
+            key = (st.code, tuple(st.reasons))
+            m = groups.get(key)
+            if m is None:
+                m = groups[key] = np.zeros(len(idx), dtype=bool)
+            m[j] = True
+        return [Rejection(m, k[1], k[0]) for k, m in groups.items()]
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+
+
+class PostFilterPlugin(Plugin):
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        raise NotImplementedError
+
+
+class PreScorePlugin(Plugin):
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        raise NotImplementedError
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        """Batch form: raw scores for snapshot rows `idx`; default calls score() per node."""
+        nodes = snapshot.nodes
+        return np.fromiter((self.score(state, pod, nodes[i]) for i in idx.tolist()), dtype=np.int64, count=len(idx))
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
+        """Rescale in place into [0, MAX_NODE_SCORE]; default leaves raw scores as they are."""
+        return None
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Undo reserve(); must be idempotent and must not fail."""
+        raise NotImplementedError
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        """(Success|Wait|rejection, timeout seconds for Wait)."""
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------- binding cycle
+
+
+class PreBindPlugin(Plugin):
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Success when bound; Skip to let the next bind plugin try."""
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+EXTENSION_POINTS: dict[str, type[Plugin]] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
+
+
+def extension_points_of(cls: type[Plugin]) -> list[str]:
+    """The extension points a plugin class implements, in framework order."""
+    return [ep for ep, base in EXTENSION_POINTS.items() if issubclass(cls, base)]
+
+
+class PluginError(Exception):
+    """A plugin fault; the runtime turns it into an Error status naming the plugin."""
+
+    def __init__(self, message: str, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+# ---------------------------------------------------------------- diagnosis
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why a pod fits nowhere: per-node codes plus the reason histogram kube prints.
+
+    `node_codes[i]` is the Code of snapshot row i (SUCCESS for nodes not
+    evaluated or feasible).  Preemption only considers rows whose code is
+    UNSCHEDULABLE.
+    """
+
+    num_all_nodes: int
+    node_codes: npt.NDArray[np.int8]
+    reasons: dict[str, int] = field(default_factory=dict)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+    def message(self) -> str:
+        """kube's FitError text: each part is appended as " part." (so a preemption message
+        that ends in "." gives kube's familiar double dot)."""
+        out = f"0/{self.num_all_nodes} nodes are available:"
+        if self.pre_filter_msg:
+            out += f" {self.pre_filter_msg}."
+        else:
+            hist = sorted(f"{n} {r}" for r, n in self.reasons.items())
+            if hist:
+                out += f" {', '.join(hist)}."
+        if self.post_filter_msg:
+            out += f" {self.post_filter_msg}."
+        return out
+
+
+# ---------------------------------------------------------------- handle
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Monotonic seconds: intervals, backoff, expiry."""
+        ...
+
+    def wall(self) -> float:
+        """Unix seconds: timestamps written to the API and compared with Prometheus samples."""
+        ...
+
+
+class WaitingPod(Protocol):
+    @property
+    def pod(self) -> PodInfo: ...
+
+    @property
+    def node_name(self) -> str: ...
+
+    def pending_plugins(self) -> list[str]: ...
+
+    def allow(self, plugin: str) -> None: ...
+
+    def reject(self, plugin: str, message: str) -> None: ...
+
+
+class EventRecorder(Protocol):
+    def event(self, pod: PodInfo, type_: str, reason: str, action: str, message: str) -> None:
+        """Record a Kubernetes Event about pod (type_ Normal|Warning). Never raises."""
+        ...
+
+
+class ClusterAPI(Protocol):
+    """What plugins may ask of the API server (kube/ implements it)."""
+
+    def bind(self, pod: PodInfo, node_name: str) -> None:
+        """Bind via pods/binding; raises netsched.kube.errors.ApiError subclasses."""
+        ...
+
+    def delete_pod(self, pod: PodInfo, grace_period_seconds: int | None = None) -> None: ...
+
+    def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:
+        """Patch status.nominatedNodeName ("" clears it)."""
+        ...
+
+
+class Handle(Protocol):
+    """What a plugin can reach of the scheduler. The runtime implements it per profile."""
+
+    @property
+    def profile_name(self) -> str: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def parallelism(self) -> int: ...
+
+    @property
+    def api(self) -> ClusterAPI: ...
+
+    @property
+    def events(self) -> EventRecorder: ...
+
+    @property
+    def metrics(self) -> Any:
+        """The process-wide metrics hub (netsched.metrics), shared by all profiles."""
+        ...
+
+    def snapshot(self) -> Snapshot:
+        """The snapshot of the cycle in progress (stable for the whole cycle)."""
+        ...
+
+    def iterate_waiting_pods(self) -> Iterator[WaitingPod]: ...
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status: ...
+
+    def list_pdbs(self) -> list[Mapping[str, Any]]:
+        """PodDisruptionBudgets as raw JSON (empty when none are watched)."""
+        ...
+
+
+PluginFactory = type[Plugin]
+
+__all__ = [
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "BindPlugin",
+    "Clock",
+    "ClusterAPI",
+    "Diagnosis",
+    "EventRecorder",
+    "EXTENSION_POINTS",
+    "FilterPlugin",
+    "Handle",
+    "PermitPlugin",
+    "Plugin",
+    "PluginArgs",
+    "PluginError",
+    "PluginFactory",
+    "PostBindPlugin",
+    "PostFilterPlugin",
+    "PostFilterResult",
+    "PreBindPlugin",
+    "PreEnqueuePlugin",
+    "PreFilterPlugin",
+    "PreFilterResult",
+    "PreScorePlugin",
+    "QueueSortPlugin",
+    "Rejection",
+    "ReservePlugin",
+    "ScorePlugin",
+    "WaitingPod",
+    "extension_points_of",
+]

@@ -1,0 +1,104 @@
+"""Everything netsched says to the Kubernetes API server, and the only code importing `kubernetes`.
+
+    client = build_api_client(kubeconfig="~/.kube/config", qps=50, burst=100)
+    api = KubeAPI(client)                       # ClusterAPI: bind, delete_pod, status patches
+    pods = api.pod_reflector(on_event).start()  # raw-JSON list + watch in a daemon thread
+    events = new_event_broadcaster(client)      # one writer thread for all profiles
+    recorder = events.new_recorder("netsched")  # framework EventRecorder
+
+Errors are netsched.kube.errors classes (NotFound, Conflict, ...), never the
+client's. The error classes load eagerly (they are cheap); the rest loads on
+first use, because importing the official client takes a quarter of a second
+and code that only catches Conflict should not pay for it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from netsched.kube.errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    Transient,
+    Unauthorized,
+    from_exception,
+    is_transient,
+)
+
+if TYPE_CHECKING:
+    from netsched.kube.api import ACTIVE_PODS_SELECTOR, KubeAPI
+    from netsched.kube.client import KubeClient, KubeConfigError, RetrySettings, build_api_client
+    from netsched.kube.events import EventBroadcaster, EventRecorder, new_event_broadcaster
+    from netsched.kube.ratelimit import TokenBucket
+    from netsched.kube.reflector import ADDED, BOOKMARK, DELETED, MODIFIED, Backoff, ObjectList, Reflector
+
+_LAZY = {
+    "ACTIVE_PODS_SELECTOR": "api",
+    "KubeAPI": "api",
+    "KubeClient": "client",
+    "KubeConfigError": "client",
+    "RetrySettings": "client",
+    "build_api_client": "client",
+    "EventBroadcaster": "events",
+    "EventRecorder": "events",
+    "new_event_broadcaster": "events",
+    "TokenBucket": "ratelimit",
+    "ADDED": "reflector",
+    "BOOKMARK": "reflector",
+    "DELETED": "reflector",
+    "MODIFIED": "reflector",
+    "Backoff": "reflector",
+    "ObjectList": "reflector",
+    "Reflector": "reflector",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "ACTIVE_PODS_SELECTOR",
+    "ADDED",
+    "BOOKMARK",
+    "DELETED",
+    "MODIFIED",
+    "AlreadyExists",
+    "ApiError",
+    "Backoff",
+    "Conflict",
+    "EventBroadcaster",
+    "EventRecorder",
+    "Forbidden",
+    "Gone",
+    "Invalid",
+    "KubeAPI",
+    "KubeClient",
+    "KubeConfigError",
+    "NotFound",
+    "ObjectList",
+    "Reflector",
+    "RetrySettings",
+    "ServerError",
+    "TokenBucket",
+    "TooManyRequests",
+    "Transient",
+    "Unauthorized",
+    "build_api_client",
+    "from_exception",
+    "is_transient",
+    "new_event_broadcaster",
+]

@@ -1,0 +1,413 @@
+"""The scheduler's requests to the API server: bind, delete, status patches, list and watch.
+
+`KubeAPI` implements framework.interfaces.ClusterAPI (what plugins may ask
+for) plus the writes the scheduler itself makes and the list/watch functions
+its reflectors run. Everything is raw JSON through KubeClient, so requests are
+rate limited, transient failures retried and errors mapped to
+netsched.kube.errors.
+
+Binding goes through create_namespaced_pod_binding with _preload_content=False:
+the client binds and then fails to decode the Status reply (upstream bug), so
+we only look at the HTTP status. 409 means the pod is already bound; the
+caller decides what that means.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from netsched.clock import SystemClock
+from netsched.framework.types import PodInfo
+from netsched.kube.client import KubeClient
+from netsched.kube.errors import Conflict, Gone, NotFound
+from netsched.kube.reflector import (
+    Backoff,
+    EventHandler,
+    ObjectList,
+    Reflector,
+    SyncHandler,
+    WaitClock,
+    WatchStream,
+)
+
+log = logging.getLogger(__name__)
+
+JsonObj = dict[str, Any]
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+# Pods kube-scheduler never needs to see: finished ones hold no resources.
+ACTIVE_PODS_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+_WATCH_READ_SLACK = 30  # seconds a watch read may stay silent beyond its timeoutSeconds
+
+
+class WallClock(Protocol):
+    def wall(self) -> float: ...
+
+
+def rfc3339(wall: float) -> str:
+    """metav1.Time: seconds precision, UTC."""
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def microtime(wall: float) -> str:
+    """metav1.MicroTime: microsecond precision, UTC."""
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class RawWatch:
+    """A WatchStream over the urllib3 response of a watch request."""
+
+    def __init__(self, resp: Any) -> None:
+        self._resp = resp
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def chunks(self) -> Iterator[bytes]:
+        resp = self._resp
+        if resp.chunked and resp.supports_chunked_reads():
+            # Each chunk as soon as it arrives; a watch sends one event (or a batch) per chunk.
+            yield from resp.stream(65536)
+            return
+        while chunk := resp.read1(65536):
+            yield chunk
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        resp = self._resp
+        if not resp.isclosed():
+            # shutdown() wakes a read blocked in another thread; close() alone would not.
+            with contextlib.suppress(Exception):
+                resp.shutdown()
+            with contextlib.suppress(Exception):
+                resp.close()
+        with contextlib.suppress(Exception):
+            resp.release_conn()
+
+
+class KubeAPI:
+    """ClusterAPI over the real API server, plus the scheduler's own reads and writes."""
+
+    def __init__(self, client: KubeClient, *, clock: WallClock | None = None, page_size: int = 500) -> None:
+        self._client = client
+        self._clock: WallClock = clock or SystemClock()
+        self.page_size = page_size
+
+    @property
+    def client(self) -> KubeClient:
+        return self._client
+
+    # --- ClusterAPI ----------------------------------------------------------
+
+    def bind(self, pod: PodInfo, node_name: str) -> None:
+        """POST pods/binding. Raises Conflict if the pod is already bound (to any node)."""
+        meta: JsonObj = {"name": pod.name, "namespace": pod.namespace}
+        if pod.uid:
+            meta["uid"] = pod.uid  # the server refuses to bind a re-created pod of the same name
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        attempts = 0
+
+        def post(*args: Any, **kwargs: Any) -> Any:
+            nonlocal attempts
+            attempts += 1
+            return self._client.core.create_namespaced_pod_binding(*args, **kwargs)
+
+        try:
+            reply = self._client.call("create", "pods/binding", post, pod.name, pod.namespace, body)
+        except Conflict:
+            # A retried POST may find the binding its own unanswered first attempt made.
+            if attempts > 1 and self._bound_to(pod, node_name):
+                log.info("Bind had succeeded on an earlier attempt pod=%s node=%s", pod.key, node_name)
+                return
+            raise
+        if reply.status != 201:
+            log.debug(
+                "Bind returned an unusual status pod=%s node=%s status=%d", pod.key, node_name, reply.status
+            )
+
+    def delete_pod(self, pod: PodInfo, grace_period_seconds: int | None = None) -> None:
+        """Delete the pod (preemption); already gone, or replaced by a namesake, counts as done."""
+        kwargs: dict[str, Any] = {}
+        if grace_period_seconds is not None:
+            kwargs["grace_period_seconds"] = grace_period_seconds
+        if pod.uid:
+            kwargs["body"] = {"preconditions": {"uid": pod.uid}}
+        try:
+            self._client.call(
+                "delete", "pods", self._client.core.delete_namespaced_pod, pod.name, pod.namespace, **kwargs
+            )
+        except NotFound:
+            log.debug("Pod to delete is already gone pod=%s", pod.key)
+        except Conflict:
+            log.debug("Pod to delete was replaced by a namesake pod=%s uid=%s", pod.key, pod.uid)
+
+    def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:
+        """Merge-patch status.nominatedNodeName; "" clears it."""
+        body = {"status": {"nominatedNodeName": node_name or None}}
+        self._patch_status(pod, body, MERGE_PATCH)
+
+    # --- the scheduler's own writes -----------------------------------------
+
+    def update_pod_condition(
+        self, pod: PodInfo, condition: Mapping[str, Any], *, nominated_node_name: str | None = None
+    ) -> None:
+        """Set a pod condition (default type PodScheduled), in one write with nominatedNodeName if given.
+
+        Like kube-scheduler, nothing is sent when the pod already carries the same
+        condition (status, reason, message) and the nomination does not change;
+        lastTransitionTime only moves when the status changes.
+        """
+        cond: JsonObj = {"type": "PodScheduled", **condition}
+        existing = _find_condition(pod.raw, str(cond["type"]))
+        nominate = nominated_node_name is not None and nominated_node_name != pod.nominated_node_name
+        if existing is not None and not nominate and _same_condition(existing, cond):
+            log.debug("Pod condition unchanged, not patching pod=%s type=%s", pod.key, cond["type"])
+            return
+        if "lastTransitionTime" not in cond:
+            same_status = existing is not None and existing.get("status") == cond.get("status")
+            kept = existing.get("lastTransitionTime") if existing is not None and same_status else None
+            cond["lastTransitionTime"] = kept or rfc3339(self._clock.wall())
+        status: JsonObj = {"conditions": [cond]}
+        if nominate:
+            status["nominatedNodeName"] = nominated_node_name or None
+        self._patch_status(pod, {"status": status}, STRATEGIC_MERGE_PATCH)
+
+    def patch_pod_annotations(self, pod: PodInfo, annotations: Mapping[str, str | None]) -> None:
+        """Merge-patch metadata.annotations; a None value removes that annotation."""
+        body = {"metadata": {"annotations": dict(annotations)}}
+        core = self._client.core
+        self._client.call(
+            "patch",
+            "pods",
+            core.patch_namespaced_pod,
+            pod.name,
+            pod.namespace,
+            body,
+            _content_type=MERGE_PATCH,
+        )
+
+    def _patch_status(self, pod: PodInfo, body: JsonObj, content_type: str) -> None:
+        core = self._client.core
+        self._client.call(
+            "patch",
+            "pods/status",
+            core.patch_namespaced_pod_status,
+            pod.name,
+            pod.namespace,
+            body,
+            _content_type=content_type,
+        )
+
+    def _bound_to(self, pod: PodInfo, node_name: str) -> bool:
+        try:
+            current = self.get_pod(pod.namespace, pod.name)
+        except NotFound:
+            return False
+        meta = current.get("metadata") or {}
+        same_pod = not pod.uid or meta.get("uid") == pod.uid
+        return same_pod and (current.get("spec") or {}).get("nodeName") == node_name
+
+    # --- reads ---------------------------------------------------------------
+
+    def get_node(self, name: str) -> JsonObj:
+        return self._client.call_json("get", "nodes", self._client.core.read_node, name)
+
+    def get_pod(self, namespace: str, name: str) -> JsonObj:
+        return self._client.call_json("get", "pods", self._client.core.read_namespaced_pod, name, namespace)
+
+    def list_nodes_raw(self, label_selector: str = "", *, retry: bool = True) -> ObjectList:
+        return self._list("nodes", self._client.core.list_node, retry, label_selector=label_selector or None)
+
+    def list_pods_raw(
+        self, field_selector: str = "", label_selector: str = "", *, retry: bool = True
+    ) -> ObjectList:
+        """Pods in all namespaces; pass ACTIVE_PODS_SELECTOR to skip finished pods as kube does."""
+        return self._list(
+            "pods",
+            self._client.core.list_pod_for_all_namespaces,
+            retry,
+            field_selector=field_selector or None,
+            label_selector=label_selector or None,
+        )
+
+    def list_pdbs_raw(self, *, retry: bool = True) -> ObjectList:
+        return self._list(
+            "poddisruptionbudgets", self._client.policy.list_pod_disruption_budget_for_all_namespaces, retry
+        )
+
+    def watch_nodes(
+        self, resource_version: str, timeout_seconds: int, label_selector: str = ""
+    ) -> WatchStream:
+        return self._watch(
+            "nodes",
+            self._client.core.list_node,
+            resource_version,
+            timeout_seconds,
+            label_selector=label_selector,
+        )
+
+    def watch_pods(
+        self, resource_version: str, timeout_seconds: int, field_selector: str = "", label_selector: str = ""
+    ) -> WatchStream:
+        return self._watch(
+            "pods",
+            self._client.core.list_pod_for_all_namespaces,
+            resource_version,
+            timeout_seconds,
+            field_selector=field_selector,
+            label_selector=label_selector,
+        )
+
+    def watch_pdbs(self, resource_version: str, timeout_seconds: int) -> WatchStream:
+        fn = self._client.policy.list_pod_disruption_budget_for_all_namespaces
+        return self._watch("poddisruptionbudgets", fn, resource_version, timeout_seconds)
+
+    def _list(self, resource: str, fn: Callable[..., Any], retry: bool, **params: Any) -> ObjectList:
+        """All pages of a list; an expired continue token restarts it as one unpaged list."""
+        params = {k: v for k, v in params.items() if v is not None}
+        items: list[JsonObj] = []
+        limit = self.page_size if self.page_size > 0 else None
+        token = ""
+        while True:
+            kwargs = dict(params)
+            if limit:
+                kwargs["limit"] = limit
+            if token:
+                kwargs["_continue"] = token
+            try:
+                body = self._client.call_json("list", resource, fn, retry=retry, **kwargs)
+            except Gone:
+                if not token:
+                    raise
+                log.info("List continue token expired, listing again without pages resource=%s", resource)
+                items, token, limit = [], "", None
+                continue
+            items.extend(body.get("items") or [])
+            meta = body.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            if not token:
+                return ObjectList(items, str(meta.get("resourceVersion") or ""))
+
+    def _watch(
+        self,
+        resource: str,
+        fn: Callable[..., Any],
+        resource_version: str,
+        timeout_seconds: int,
+        **params: str,
+    ) -> WatchStream:
+        kwargs: dict[str, Any] = {k: v for k, v in params.items() if v}
+        if resource_version:
+            kwargs["resource_version"] = resource_version
+        resp = self._client.open_stream(
+            "watch",
+            resource,
+            fn,
+            watch=True,
+            allow_watch_bookmarks=True,
+            timeout_seconds=int(timeout_seconds),
+            _request_timeout=(self._client.timeout, int(timeout_seconds) + _WATCH_READ_SLACK),
+            **kwargs,
+        )
+        return RawWatch(resp)
+
+    # --- reflectors ----------------------------------------------------------
+
+    def node_reflector(
+        self,
+        on_event: EventHandler,
+        *,
+        on_sync: SyncHandler | None = None,
+        watch_timeout: int = 300,
+        backoff: Backoff | None = None,
+        clock: WaitClock | None = None,
+    ) -> Reflector:
+        """Nodes (cluster-wide). Lists go unretried: the reflector loop is the retry."""
+        return Reflector(
+            "nodes",
+            lambda: self.list_nodes_raw(retry=False),
+            self.watch_nodes,
+            on_event,
+            on_sync=on_sync,
+            watch_timeout=watch_timeout,
+            backoff=backoff,
+            clock=clock,
+        )
+
+    def pod_reflector(
+        self,
+        on_event: EventHandler,
+        *,
+        field_selector: str = ACTIVE_PODS_SELECTOR,
+        on_sync: SyncHandler | None = None,
+        watch_timeout: int = 300,
+        backoff: Backoff | None = None,
+        clock: WaitClock | None = None,
+    ) -> Reflector:
+        """Pods in all namespaces, by default without finished ones (as kube-scheduler)."""
+        return Reflector(
+            "pods",
+            lambda: self.list_pods_raw(field_selector, retry=False),
+            lambda rv, timeout: self.watch_pods(rv, timeout, field_selector),
+            on_event,
+            on_sync=on_sync,
+            watch_timeout=watch_timeout,
+            backoff=backoff,
+            clock=clock,
+        )
+
+    def pdb_reflector(
+        self,
+        on_event: EventHandler,
+        *,
+        on_sync: SyncHandler | None = None,
+        watch_timeout: int = 300,
+        optional_retry: float = 300.0,
+        backoff: Backoff | None = None,
+        clock: WaitClock | None = None,
+    ) -> Reflector:
+        """PodDisruptionBudgets (policy/v1); optional: without them (404/403) the scheduler runs on."""
+        return Reflector(
+            "poddisruptionbudgets",
+            lambda: self.list_pdbs_raw(retry=False),
+            self.watch_pdbs,
+            on_event,
+            on_sync=on_sync,
+            optional=True,
+            watch_timeout=watch_timeout,
+            optional_retry=optional_retry,
+            backoff=backoff,
+            clock=clock,
+        )
+
+
+def _find_condition(raw: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    for cond in (raw.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == type_:
+            return cond
+    return None
+
+
+def _same_condition(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(a.get(k) == b.get(k) for k in ("status", "reason", "message"))
+
+
+__all__ = [
+    "ACTIVE_PODS_SELECTOR",
+    "KubeAPI",
+    "RawWatch",
+    "microtime",
+    "rfc3339",
+]

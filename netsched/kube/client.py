@@ -1,0 +1,310 @@
+"""One Kubernetes client per process, with the rate limit and retries every request goes through.
+
+Building the official client is slow (~0.5 s of imports, plus a pool per
+ApiClient), and it retries nothing sensibly on its own, so netsched builds one
+`KubeClient` at start-up and shares it across threads. Every request goes
+through `KubeClient.call`: it waits for a token from the client-side rate
+limiter, asks for the raw response (`_preload_content=False`, parsed with
+json.loads: typed models are ~20x slower), maps failures to
+netsched.kube.errors and retries transient ones with tenacity. Watches use
+`open_stream`, which makes one attempt: the reflector owns their retry loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import tenacity
+from kubernetes import client as k8s
+from kubernetes import config as _k8s_config
+from kubernetes.config.config_exception import ConfigException
+
+from netsched.kube.errors import ApiError, from_exception, is_request_error, is_transient
+from netsched.kube.ratelimit import TokenBucket
+
+log = logging.getLogger(__name__)
+k8s_config: Any = _k8s_config  # the config loaders are untyped
+
+JsonObj = dict[str, Any]
+USER_AGENT = "netsched"
+_THROTTLE_LOG_SECONDS = 1.0  # client-go also reports waits above a second
+
+
+class KubeConfigError(Exception):
+    """No usable cluster configuration (bad kubeconfig, not in a cluster, no --master)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetrySettings:
+    """How transient failures (429, 5xx, timeouts, resets) are repeated.
+
+    A request stops after `max_attempts` tries or once `max_delay` seconds have
+    passed since the first one, whichever comes first. Waits grow from
+    `backoff` by doubling, with up to `backoff` of jitter, capped at
+    `max_backoff`; a server's Retry-After wins when it is longer (capped at
+    `max_retry_after`).
+    """
+
+    max_attempts: int = 5
+    max_delay: float = 30.0
+    backoff: float = 0.2
+    max_backoff: float = 5.0
+    max_retry_after: float = 30.0
+
+
+class Reply(NamedTuple):
+    """A completed request: HTTP status and the JSON body ({} when empty)."""
+
+    status: int
+    body: JsonObj
+
+
+class wait_retry_after(tenacity.wait.wait_base):
+    """Wrap a wait strategy so a server's Retry-After hint wins when it is longer (named like tenacity's)."""
+
+    def __init__(self, inner: tenacity.wait.wait_base, cap: float) -> None:
+        self.inner = inner
+        self.cap = cap
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        wait = float(self.inner(retry_state))
+        outcome = retry_state.outcome
+        if outcome is not None and outcome.failed:
+            exc = outcome.exception()
+            if isinstance(exc, ApiError) and exc.retry_after > wait:
+                return min(exc.retry_after, self.cap)
+        return wait
+
+
+def make_retrying(
+    settings: RetrySettings,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    before_sleep: Callable[[tenacity.RetryCallState], None] | None = None,
+) -> tenacity.Retrying:
+    """The tenacity policy for API calls; `sleep` is injectable so tests never wait."""
+    base = tenacity.wait_exponential_jitter(
+        multiplier=settings.backoff, max=settings.max_backoff, jitter=settings.backoff
+    )
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_exception(is_transient),
+        wait=wait_retry_after(base, settings.max_retry_after),
+        stop=tenacity.stop_after_delay(settings.max_delay)
+        | tenacity.stop_after_attempt(settings.max_attempts),
+        sleep=sleep,
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+
+
+class KubeClient:
+    """The shared ApiClient plus the API groups netsched uses, behind a rate limit and retries.
+
+    `core`, `events`, `policy` and `coordination` are the official generated
+    API objects; call their methods through `call`/`open_stream`, never
+    directly, so limits, retries and error mapping apply.
+    """
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        limiter: TokenBucket | None = None,
+        retry: RetrySettings | None = None,
+        timeout: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.api_client = api_client
+        self.limiter = limiter if limiter is not None else TokenBucket(0, 1)
+        self.timeout = timeout
+        self.retry_settings = retry or RetrySettings()
+        self.retrying = make_retrying(self.retry_settings, sleep=sleep, before_sleep=self._before_sleep)
+        self.core = k8s.CoreV1Api(api_client)
+        self.events = k8s.EventsV1Api(api_client)
+        self.policy = k8s.PolicyV1Api(api_client)
+        self.coordination = k8s.CoordinationV1Api(api_client)
+        self._stats_lock = threading.Lock()
+        self.requests_total = 0
+        self.retries_total = 0
+
+    @property
+    def host(self) -> str:
+        return str(self.api_client.configuration.host)
+
+    def call(
+        self, verb: str, resource: str, fn: Callable[..., Any], *args: Any, retry: bool = True, **kwargs: Any
+    ) -> Reply:
+        """Run one API method to completion and return its status and parsed JSON body.
+
+        `verb` and `resource` ("create", "pods/binding") only label logs. Raises
+        netsched.kube.errors.ApiError subclasses; transient ones are retried
+        first unless `retry` is False.
+        """
+        kwargs.setdefault("_request_timeout", self.timeout)
+        kwargs["_preload_content"] = False
+        if not retry:
+            return self._attempt(verb, resource, fn, args, kwargs)
+        reply: Reply = self.retrying(self._attempt, verb, resource, fn, args, kwargs)
+        return reply
+
+    def call_json(
+        self, verb: str, resource: str, fn: Callable[..., Any], *args: Any, retry: bool = True, **kwargs: Any
+    ) -> JsonObj:
+        """`call`, returning only the body."""
+        return self.call(verb, resource, fn, *args, retry=retry, **kwargs).body
+
+    def open_stream(self, verb: str, resource: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """One attempt at a streaming request (a watch); returns the unread urllib3 response."""
+        kwargs.setdefault("_request_timeout", self.timeout)
+        kwargs["_preload_content"] = False
+        self._throttle(verb, resource)
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            if not is_request_error(e):
+                raise
+            raise from_exception(e) from e
+
+    def close(self) -> None:
+        self.api_client.close()
+
+    # --- internals -----------------------------------------------------------
+
+    def _attempt(
+        self, verb: str, resource: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Reply:
+        self._throttle(verb, resource)
+        try:
+            resp = fn(*args, **kwargs)
+            # Reading the body is part of the attempt: a reset mid-body is as transient as one before it.
+            data = resp.data
+            resp.release_conn()
+            status = int(resp.status)
+        except Exception as e:
+            if not is_request_error(e):
+                raise  # a bug in the call (bad arguments), not a failed request
+            raise from_exception(e) from e
+        return Reply(status, _parse_body(data))
+
+    def _throttle(self, verb: str, resource: str) -> None:
+        waited = self.limiter.acquire()
+        with self._stats_lock:
+            self.requests_total += 1
+        if waited >= _THROTTLE_LOG_SECONDS:
+            log.debug(
+                "Waited for client-side throttling verb=%s resource=%s seconds=%.2f", verb, resource, waited
+            )
+
+    def _before_sleep(self, retry_state: tenacity.RetryCallState) -> None:
+        with self._stats_lock:
+            self.retries_total += 1
+        verb, resource = retry_state.args[0], retry_state.args[1]
+        outcome = retry_state.outcome
+        err = outcome.exception() if outcome is not None else None
+        wait = retry_state.next_action.sleep if retry_state.next_action is not None else 0.0
+        log.debug(
+            "Retrying API request verb=%s resource=%s attempt=%d wait=%.2fs err=%s",
+            verb,
+            resource,
+            retry_state.attempt_number,
+            wait,
+            err,
+        )
+
+
+def _parse_body(data: bytes | None) -> JsonObj:
+    if not data:
+        return {}
+    try:
+        body = json.loads(data)
+    except ValueError as e:
+        raise ApiError(0, "InvalidResponse", f"response is not JSON: {e}") from e
+    return body if isinstance(body, dict) else {"items": body}
+
+
+def load_configuration(kubeconfig: str = "", master: str = "") -> Any:
+    """Cluster address and credentials the way kube-scheduler finds them.
+
+    An explicit kubeconfig wins; with neither flag, the in-cluster service
+    account is used, then $KUBECONFIG / ~/.kube/config if present. `master`
+    overrides the server address of whatever was loaded.
+    """
+    cfg = k8s.Configuration()
+    try:
+        if kubeconfig:
+            k8s_config.load_kube_config(
+                config_file=kubeconfig, client_configuration=cfg, persist_config=False
+            )
+        elif not master:
+            _load_default(cfg)
+    except (ConfigException, OSError, ValueError) as e:
+        # ConfigException messages name files and fields, never credential values.
+        raise KubeConfigError(f"cannot load cluster configuration: {e}") from e
+    if master:
+        cfg.host = master.rstrip("/")
+    return cfg
+
+
+def _load_default(cfg: Any) -> None:
+    try:
+        k8s_config.load_incluster_config(client_configuration=cfg)
+        return
+    except ConfigException as in_cluster_error:
+        path = os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
+        if not os.path.exists(path):
+            raise KubeConfigError(
+                f"not running in a cluster ({in_cluster_error}) and no kubeconfig: pass --kubeconfig or --master"
+            ) from in_cluster_error
+        log.info("Not in a cluster, using the default kubeconfig path=%s", path)
+        k8s_config.load_kube_config(config_file=path, client_configuration=cfg, persist_config=False)
+
+
+def build_api_client(
+    kubeconfig: str = "",
+    master: str = "",
+    qps: float = 50,
+    burst: int = 100,
+    pool_size: int = 16,
+    timeout: float = 30,
+    *,
+    retry: RetrySettings | None = None,
+) -> KubeClient:
+    """Build the process's KubeClient (once: it is thread-safe and costly to create).
+
+    `pool_size` should cover the threads that call concurrently (binder pool,
+    event writer, reflectors); `timeout` bounds connect and each read of a
+    request, not watches.
+    """
+    cfg = load_configuration(kubeconfig, master)
+    cfg.connection_pool_maxsize = max(1, pool_size)
+    cfg.retries = False  # urllib3 must not retry behind our back: tenacity is the one retry layer
+    api_client = k8s.ApiClient(cfg)
+    api_client.user_agent = USER_AGENT
+    log.info(
+        "Built API client host=%s qps=%s burst=%d poolSize=%d timeout=%ss",
+        cfg.host,
+        qps,
+        burst,
+        pool_size,
+        timeout,
+    )
+    return KubeClient(api_client, limiter=TokenBucket(qps, burst), retry=retry, timeout=timeout)
+
+
+__all__ = [
+    "KubeClient",
+    "KubeConfigError",
+    "Reply",
+    "RetrySettings",
+    "build_api_client",
+    "load_configuration",
+    "make_retrying",
+    "wait_retry_after",
+]

@@ -1,0 +1,213 @@
+"""Load of pods placed since the metrics last looked.
+
+Measured load lags: a pod reserved now shows up in rate() only after it has
+started and a rate window has passed, and the poller samples every few
+seconds.  Without correction every pod of a burst lands on the node that
+looked idle at the last poll.  So each reservation adds the pod's expected
+load to its node (Koordinator's estimator: max(request, limit) x factor for
+CPU and memory; the bandwidth annotations, or a default, for network) until a
+sample taken after `reservation time + coverMarginSeconds` covers it, or
+`maxLifetimeSeconds` passes.  Coverage is judged per resource group, against
+that group's own sample timestamps.
+
+Per-node totals are kept as an array aligned with the snapshot's rows and
+updated in place on reserve/unreserve (O(1)), so scoring a pod never loops
+over nodes or pods in Python.  Keyed by pod uid: three plugins reserving the
+same pod count it once.  Reserve runs on the scheduling thread, unreserve may
+run on a binding thread: a lock guards every operation.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from netsched.framework.quantity import CPU, MEMORY, QuantityError, parse_quantity
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.types import PodInfo
+from netsched.metrics.args import EstimationArgs
+from netsched.metrics.mapping import FloatArray
+
+INGRESS_BANDWIDTH = "kubernetes.io/ingress-bandwidth"
+EGRESS_BANDWIDTH = "kubernetes.io/egress-bandwidth"
+
+CPU_COL, MEMORY_COL, RX_COL, TX_COL = 0, 1, 2, 3
+COLUMNS = 4
+# Resource groups a sample can cover, and the columns each holds.
+GROUP_COLUMNS = ((CPU_COL,), (MEMORY_COL,), (RX_COL, TX_COL))
+CPU_GROUP, MEMORY_GROUP, NETWORK_GROUP = 0, 1, 2
+
+
+def annotated_bandwidth(pod: PodInfo, key: str, default: float) -> float:
+    """Bytes/s from a CNI bandwidth annotation ("10M" = 10 Mbit/s), else `default`."""
+    raw = pod.annotations.get(key)
+    if not raw:
+        return default
+    try:
+        bits = float(parse_quantity(raw))
+    except QuantityError:
+        return default
+    return bits / 8 if bits >= 0 else default
+
+
+def pod_bandwidth(pod: PodInfo, default: float) -> tuple[float, float]:
+    """(receive, transmit) bytes/s the pod is expected to add to its node."""
+    return (
+        annotated_bandwidth(pod, INGRESS_BANDWIDTH, default),
+        annotated_bandwidth(pod, EGRESS_BANDWIDTH, default),
+    )
+
+
+def pod_load(pod: PodInfo, args: EstimationArgs) -> FloatArray:
+    """[cpu millicores, memory bytes, rx bytes/s, tx bytes/s] expected of the pod."""
+    cpu = max(pod.nonzero_cpu, pod.limits.get(CPU, 0)) * args.cpu_factor
+    mem = max(pod.nonzero_memory, pod.limits.get(MEMORY, 0)) * args.memory_factor
+    rx, tx = pod_bandwidth(pod, args.default_bandwidth_bytes)
+    return np.array([cpu, mem, rx, tx], dtype=np.float64)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimates:
+    """Estimated extra load per snapshot row (copies: safe to keep for the cycle)."""
+
+    cpu: FloatArray  # millicores
+    memory: FloatArray  # bytes
+    rx: FloatArray  # bytes/s
+    tx: FloatArray  # bytes/s
+
+
+# Sample timestamps per resource group, aligned with snapshot rows (NaN: no sample).
+Coverage = tuple[FloatArray, FloatArray, FloatArray]
+
+
+@dataclass(slots=True)
+class _Pending:
+    uid: str
+    node: str
+    at: float
+    load: FloatArray
+    open_groups: list[bool]
+
+
+class Estimator:
+    def __init__(self, args: EstimationArgs, wall: Callable[[], float]) -> None:
+        self.args = args
+        self._wall = wall
+        self._lock = threading.Lock()
+        self._pods: dict[str, _Pending] = {}
+        self._by_node: dict[str, FloatArray] = {}
+        self._count: dict[str, int] = {}  # pending pods per node
+        self._order: deque[tuple[float, str]] = deque()  # reservation order, for lifetime expiry
+        self._index: dict[str, int] | None = None  # the snapshot.index `_rows` is aligned with
+        self._rows: FloatArray = np.zeros((0, COLUMNS))
+        self._synced_version = -1
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    # ------------------------------------------------------------ reserve / unreserve
+
+    def add(self, pod: PodInfo, node: str, at: float | None = None) -> None:
+        """Count `pod` on `node` from `at` (wall seconds); idempotent per pod uid."""
+        load = pod_load(pod, self.args)
+        with self._lock:
+            old = self._pods.get(pod.uid)
+            if old is not None:
+                if old.node == node:
+                    return
+                self._drop(old)
+            p = _Pending(pod.uid, node, self._wall() if at is None else at, load, [True, True, True])
+            self._pods[pod.uid] = p
+            self._order.append((p.at, p.uid))
+            self._count[node] = self._count.get(node, 0) + 1
+            self._apply(node, load)
+
+    def remove(self, uid: str) -> None:
+        with self._lock:
+            p = self._pods.get(uid)
+            if p is not None:
+                self._drop(p)
+
+    def _drop(self, p: _Pending) -> None:
+        """Forget a pending pod, taking back what is still open of its load."""
+        del self._pods[p.uid]
+        left = p.load.copy()
+        for g, cols in enumerate(GROUP_COLUMNS):
+            if not p.open_groups[g]:
+                left[list(cols)] = 0.0
+        n = self._count[p.node] - 1
+        if n:
+            self._count[p.node] = n
+            self._apply(p.node, -left)
+        else:
+            # Last pod on the node: reset to exact zero rather than keep float residue.
+            del self._count[p.node]
+            self._by_node.pop(p.node, None)
+            self._apply(p.node, None)
+
+    def _apply(self, node: str, delta: FloatArray | None) -> None:
+        if delta is not None:
+            tot = self._by_node.get(node)
+            if tot is None:
+                tot = self._by_node[node] = np.zeros(COLUMNS)
+            tot += delta
+        if self._index is not None:
+            row = self._index.get(node)
+            if row is not None:
+                self._rows[row] = self._by_node.get(node, 0.0)
+
+    # ------------------------------------------------------------ reading
+
+    def totals(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> Estimates:
+        """Estimated load per row of `snapshot`.
+
+        `version` identifies the metrics table; when it changed since the last
+        call, `coverage()` supplies sample timestamps and covered estimates end.
+        """
+        with self._lock:
+            self._expire_old(self._wall() - self.args.max_lifetime_seconds)
+            if version != self._synced_version:
+                self._synced_version = version
+                if self._pods:
+                    self._expire_covered(snapshot, coverage())
+            if self._index is not snapshot.index:
+                self._align(snapshot)
+            rows = self._rows.copy()
+        return Estimates(rows[:, CPU_COL], rows[:, MEMORY_COL], rows[:, RX_COL], rows[:, TX_COL])
+
+    def _align(self, snapshot: Snapshot) -> None:
+        self._index = snapshot.index
+        self._rows = np.zeros((len(snapshot), COLUMNS))
+        for node, tot in self._by_node.items():
+            row = snapshot.index.get(node)
+            if row is not None:
+                self._rows[row] = tot
+
+    def _expire_old(self, cutoff: float) -> None:
+        order = self._order
+        while order and order[0][0] < cutoff:
+            at, uid = order.popleft()
+            p = self._pods.get(uid)
+            if p is not None and p.at == at:
+                self._drop(p)
+
+    def _expire_covered(self, snapshot: Snapshot, coverage: Coverage) -> None:
+        margin = self.args.cover_margin_seconds
+        for p in list(self._pods.values()):
+            row = snapshot.index.get(p.node)
+            if row is None:
+                self._drop(p)  # the node is gone
+                continue
+            covered = np.zeros(COLUMNS)
+            for g, cols in enumerate(GROUP_COLUMNS):
+                if p.open_groups[g] and coverage[g][row] > p.at + margin:  # NaN compares False
+                    p.open_groups[g] = False
+                    covered[list(cols)] = p.load[list(cols)]
+            if covered.any():
+                self._apply(p.node, -covered)
+            if not any(p.open_groups):
+                self._drop(p)

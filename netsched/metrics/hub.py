@@ -1,0 +1,197 @@
+"""MetricsHub: the one metrics pipeline of the process.
+
+app.py creates one hub and hands it to every profile through Handle.metrics.
+Plugins ask it for a source with their `prometheus:` args; sources with the
+same connection share a Poller (one APScheduler interval job, one thread, one
+table) and fully equal args share the MetricSource itself.  The cluster cache
+calls `update_nodes` on (re)list and node add/remove so the self-check and the
+per-node gauges know the nodes.
+
+Polling runs on an APScheduler 3 BackgroundScheduler: one job per poller on
+its own 1-thread executor, max_instances=1 and coalesce=True so a slow
+Prometheus delays polls instead of stacking them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.job import Job
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+from prometheus_client import CollectorRegistry
+
+from netsched.clock import SystemClock
+from netsched.framework.interfaces import Clock
+from netsched.metrics.args import ConnectionKey, PrometheusArgs, redact
+from netsched.metrics.client import ClientFactory, PrometheusHTTPClient
+from netsched.metrics.instruments import Instruments, NodeCollector
+from netsched.metrics.mapping import NodeLike, NodeResolver, node_ref
+from netsched.metrics.poller import Poller, PollOutcome
+from netsched.metrics.selfcheck import SelfCheckReport
+from netsched.metrics.source import MetricSource
+
+log = logging.getLogger(__name__)
+
+
+class MetricsHub:
+    def __init__(
+        self,
+        *,
+        registry: CollectorRegistry | None = None,
+        clock: Clock | None = None,
+        client_factory: ClientFactory | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        """`client_factory(connection)` builds the Prometheus client (tests pass a fake);
+        `sleep` is used between retries (default: the clock's sleep, else time.sleep)."""
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        clock_sleep: Callable[[float], None] = getattr(self.clock, "sleep", None) or time.sleep
+        self._sleep = sleep or clock_sleep
+        self._client_factory: ClientFactory = client_factory or PrometheusHTTPClient
+        self._ins = Instruments(self.registry)
+        self.registry.register(NodeCollector(self._poller_estimates, self.clock.wall))
+        self._lock = threading.RLock()
+        self._pollers: dict[ConnectionKey, Poller] = {}
+        self._sources: dict[PrometheusArgs, MetricSource] = {}
+        self._directory: NodeResolver | None = None
+        self._scheduler: BackgroundScheduler | None = None
+        self._jobs: dict[str, Job] = {}
+
+    # ------------------------------------------------------------ sources
+
+    def source(self, args: PrometheusArgs) -> MetricSource:
+        """The shared source for these args (the same object for equal args)."""
+        with self._lock:
+            src = self._sources.get(args)
+            if src is None:
+                poller = self._poller(args)
+                src = self._sources[args] = MetricSource(args, poller, self.clock.wall, len(self._sources))
+            return src
+
+    def _poller(self, args: PrometheusArgs) -> Poller:
+        conn = args.connection
+        p = self._pollers.get(conn)
+        if p is not None:
+            return p
+        name = redact(conn.address)
+        taken = {q.name for q in self._pollers.values()}
+        if name in taken:
+            name = next(f"{name}#{i}" for i in range(2, len(taken) + 2) if f"{name}#{i}" not in taken)
+        p = Poller(name, conn, self._client_factory(conn), self.clock, self._sleep, self._ins)
+        if self._directory is not None:
+            p.set_directory(self._directory)
+        self._pollers[conn] = p
+        if self._scheduler is not None:
+            self._add_job(p)
+        return p
+
+    @property
+    def pollers(self) -> list[Poller]:
+        with self._lock:
+            return list(self._pollers.values())
+
+    @property
+    def sources(self) -> list[MetricSource]:
+        with self._lock:
+            return list(self._sources.values())
+
+    def _poller_estimates(self) -> list[tuple[Poller, int]]:
+        with self._lock:
+            counts = {id(p): 0 for p in self._pollers.values()}
+            for s in self._sources.values():
+                counts[id(s.poller)] += len(s.estimator)
+            return [(p, counts[id(p)]) for p in self._pollers.values()]
+
+    # ------------------------------------------------------------ nodes
+
+    def update_nodes(self, nodes: Iterable[NodeLike]) -> None:
+        """The cluster's nodes (NodeInfo, NodeRef or (name, addresses, labels)); re-runs the self-check."""
+        directory = NodeResolver([node_ref(n) for n in nodes])
+        with self._lock:
+            self._directory = directory
+            pollers = list(self._pollers.values())
+        for p in pollers:
+            p.set_directory(directory)
+
+    def self_check(self) -> list[SelfCheckReport]:
+        return [s.self_check() for s in self.sources]
+
+    # ------------------------------------------------------------ polling
+
+    def poll_now(self) -> list[PollOutcome]:
+        """Poll every source once on the calling thread (tests; start-up without a scheduler)."""
+        return [p.poll_once() for p in self.pollers]
+
+    def start(self, first_poll_timeout: float | None = 10.0) -> None:
+        """Start polling; wait up to `first_poll_timeout` s for each source's first poll (None: don't wait)."""
+        with self._lock:
+            if self._scheduler is not None:
+                return
+            self._scheduler = BackgroundScheduler(timezone=UTC)
+            for p in self._pollers.values():
+                self._add_job(p)
+            self._scheduler.start()
+            pollers = list(self._pollers.values())
+        if first_poll_timeout is not None:
+            for p in pollers:
+                if not p.wait_after(1, first_poll_timeout):
+                    log.warning(
+                        "First metrics poll still running source=%s waited=%.1fs", p.name, first_poll_timeout
+                    )
+
+    def _add_job(self, p: Poller) -> None:
+        assert self._scheduler is not None
+        alias = f"netsched-poll-{len(self._jobs)}"
+        # APScheduler logs every run at INFO; a poll every 15 s is not news.
+        logging.getLogger(f"apscheduler.executors.{alias}").setLevel(logging.WARNING)
+        self._scheduler.add_executor(ThreadPoolExecutor(max_workers=1), alias)
+        interval = p.conn.poll_interval_seconds
+        self._jobs[p.name] = self._scheduler.add_job(
+            p.poll_once,
+            IntervalTrigger(seconds=interval, timezone=UTC),
+            id=alias,
+            name=f"poll {p.name}",
+            executor=alias,
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=max(1, int(interval)),
+            next_run_time=datetime.now(UTC),
+        )
+
+    def trigger(self, timeout: float = 10.0) -> bool:
+        """Run every poller's job now and wait until each has finished a poll started after this call.
+
+        For tests: no sleeping, no waiting for the interval.  Without a running
+        scheduler, polls synchronously.
+        """
+        with self._lock:
+            scheduler = self._scheduler
+            pollers = list(self._pollers.values())
+        if scheduler is None:
+            self.poll_now()
+            return True
+        seqs = []
+        for p in pollers:
+            seq = p.begin_wait()
+            self._jobs[p.name].modify(next_run_time=datetime.now(UTC))
+            seqs.append((p, seq))
+        scheduler.wakeup()
+        deadline = time.monotonic() + timeout
+        return all(p.wait_after(seq, max(0.0, deadline - time.monotonic())) for p, seq in seqs)
+
+    def stop(self) -> None:
+        with self._lock:
+            scheduler, self._scheduler = self._scheduler, None
+            self._jobs.clear()
+            pollers = list(self._pollers.values())
+        if scheduler is not None:
+            scheduler.shutdown(wait=True)
+        for p in pollers:
+            p.close()

@@ -1,0 +1,195 @@
+"""What a plugin holds: a view of one poller under one `prometheus:` args block.
+
+    self.source = handle.metrics.source(args.prometheus)
+    self.source.require(NETWORK_RX, NETWORK_TX)           # built-in metrics
+    self.source.require_query("gpu", "avg by ($by) (DCGM_FI_DEV_GPU_UTIL) / 100")
+    values, age = self.source.values(NETWORK_RX, snapshot)  # arrays over snapshot rows
+
+Reads never query Prometheus: they align the poller's current table with the
+snapshot's rows (a dict lookup per series, once per poll and node layout,
+cached in `snapshot.cache`) and then cost a few vector operations per cycle.
+The view also owns the staleness rules (maxSampleAgeSeconds, stalePolicy)
+and the estimator shared by every plugin using the same args.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.types import PodInfo
+from netsched.metrics.args import PrometheusArgs
+from netsched.metrics.estimation import Coverage, Estimates, Estimator, pod_bandwidth
+from netsched.metrics.mapping import BoolArray, FloatArray, NodeResolver, align
+from netsched.metrics.poller import Poller
+from netsched.metrics.queries import CPU, MEMORY, NETWORK_RX, NETWORK_TX, QueryKey, builtin_query, render
+from netsched.metrics.selfcheck import SelfCheckReport
+
+_RESOLVER = "netsched.metrics/resolver"
+
+
+class MetricSource:
+    def __init__(self, args: PrometheusArgs, poller: Poller, wall: Callable[[], float], view: int) -> None:
+        self.args = args
+        self.poller = poller
+        self._wall = wall
+        self._keys: dict[str, QueryKey] = {}
+        self._lock = threading.Lock()
+        self.estimator = Estimator(args.estimation, wall)
+        self._aligned_key = f"netsched.metrics/aligned/{poller.name}"
+        self._bandwidth_key = f"netsched.metrics/pod-bandwidth/{poller.name}/{view}"
+
+    @property
+    def name(self) -> str:
+        return self.poller.name
+
+    # ------------------------------------------------------------ declaring queries
+
+    def require(self, *metrics: str) -> None:
+        """Poll these built-in metrics (netsched.metrics.NETWORK_RX, CPU...)."""
+        for m in metrics:
+            self._bind(m, builtin_query(m, self.args))
+
+    def require_query(self, name: str, promql: str) -> None:
+        """Poll a custom instant query returning one series per node ($by, $window are substituted)."""
+        self._bind(name, render(promql, self.args))
+
+    def _bind(self, name: str, promql: str) -> None:
+        with self._lock:
+            old = self._keys.get(name)
+            if old is not None and old.promql != promql:
+                raise ValueError(f"metric {name!r} is already bound to another query: {old.promql}")
+            key = QueryKey(name, promql)
+            self._keys[name] = key
+        self.poller.require(key)
+
+    def query(self, metric: str) -> str:
+        """The PromQL polled for `metric`."""
+        return self._key(metric).promql
+
+    def _key(self, metric: str) -> QueryKey:
+        key = self._keys.get(metric)
+        if key is None:
+            raise KeyError(f"metric {metric!r} was not required from source {self.name}")
+        return key
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def polled(self) -> bool:
+        return self.poller.table.version > 0
+
+    @property
+    def in_fallback(self) -> bool:
+        """Prometheus did not answer the last poll (or none has run): plugins score by requests."""
+        return self.poller.fallback or self.poller.table.version == 0
+
+    @property
+    def fail_closed(self) -> bool:
+        return self.args.fail_closed
+
+    @property
+    def max_age(self) -> float:
+        return self.args.max_sample_age_seconds
+
+    def self_check(self) -> SelfCheckReport:
+        with self._lock:
+            keys = list(self._keys.values())
+        return self.poller.self_check(keys)
+
+    # ------------------------------------------------------------ reading
+
+    def values(self, metric: str, snapshot: Snapshot) -> tuple[FloatArray, FloatArray]:
+        """(value, sample age in seconds) per snapshot row; NaN where the node has no sample.
+
+        The value array is shared and read-only; the age array is new each call.
+        """
+        vals, ts = self._aligned(self._key(metric), snapshot)
+        age = self._wall() - ts
+        np.maximum(age, 0.0, out=age)  # a Prometheus clock slightly ahead is not "from the future"
+        return vals, age
+
+    def fresh(self, metric: str, snapshot: Snapshot) -> tuple[FloatArray, BoolArray]:
+        """(value, usable) per row: usable = has a sample no older than maxSampleAgeSeconds."""
+        vals, age = self.values(metric, snapshot)
+        return vals, age <= self.max_age  # NaN age compares False
+
+    def _aligned(self, key: QueryKey, snapshot: Snapshot) -> tuple[FloatArray, FloatArray]:
+        table = self.poller.table
+        entry: Any = snapshot.cache.get(self._aligned_key)
+        if entry is None or entry[0] is not table:
+            entry = (table, {})
+            snapshot.cache[self._aligned_key] = entry
+        got: tuple[FloatArray, FloatArray] | None = entry[1].get(key)
+        if got is None:
+            series = table.series.get(key)
+            n = len(snapshot)
+            if series is None:
+                vals, ts = np.full(n, np.nan), np.full(n, np.nan)
+            else:
+                vals, ts = align(_resolver(snapshot).rows(series.keys), series.values, series.timestamps, n)
+            vals.flags.writeable = False
+            ts.flags.writeable = False
+            got = entry[1][key] = (vals, ts)
+        return got
+
+    # ------------------------------------------------------------ estimation
+
+    def reserve(self, pod: PodInfo, node_name: str) -> None:
+        """Count the pod's expected load on the node until metrics cover it (idempotent per uid)."""
+        self.estimator.add(pod, node_name, self._wall())
+
+    def unreserve(self, pod: PodInfo) -> None:
+        self.estimator.remove(pod.uid)
+
+    def estimates(self, snapshot: Snapshot) -> Estimates:
+        """Load of pods reserved since their node's latest samples, per snapshot row."""
+        return self.estimator.totals(snapshot, self.poller.table.version, lambda: self._coverage(snapshot))
+
+    def _coverage(self, snapshot: Snapshot) -> Coverage:
+        n = len(snapshot)
+
+        def ts(metric: str) -> FloatArray:
+            key = self._keys.get(metric)
+            return self._aligned(key, snapshot)[1] if key is not None else np.full(n, np.nan)
+
+        # A network estimate ends when both directions have been sampled after it.
+        network = np.fmin(ts(NETWORK_RX), ts(NETWORK_TX))
+        return ts(CPU), ts(MEMORY), network
+
+    def requested_bandwidth(self, snapshot: Snapshot) -> tuple[FloatArray, FloatArray]:
+        """(rx, tx) bytes/s per row from the bandwidth annotations of the pods on each node.
+
+        The fallback when Prometheus is down.  Rows are recomputed only for nodes
+        whose NodeInfo changed since the last call (usually one per cycle).
+        """
+        nodes = snapshot.nodes
+        n = len(nodes)
+        cached: Any = snapshot.cache.get(self._bandwidth_key)
+        if cached is None or len(cached[0]) != n:
+            cached = ([None] * n, [-1] * n, [-1] * n, np.zeros(n), np.zeros(n))
+            snapshot.cache[self._bandwidth_key] = cached
+        seen, gens, counts, rx, tx = cached
+        default = self.args.estimation.default_bandwidth_bytes
+        for i, node in enumerate(nodes):
+            # The cache replaces a changed node's object; the other checks cover in-place edits.
+            if seen[i] is node and gens[i] == node.generation and counts[i] == len(node.pods):
+                continue
+            r = t = 0.0
+            for pod in node.pods.values():
+                pr, pt = pod_bandwidth(pod, default)
+                r += pr
+                t += pt
+            seen[i], gens[i], counts[i], rx[i], tx[i] = node, node.generation, len(node.pods), r, t
+        return rx.copy(), tx.copy()
+
+
+def _resolver(snapshot: Snapshot) -> NodeResolver:
+    r: NodeResolver | None = snapshot.cache.get(_RESOLVER)
+    if r is None:
+        r = snapshot.cache[_RESOLVER] = NodeResolver(snapshot.nodes)
+    return r

@@ -1,0 +1,205 @@
+"""The scheduler's own HTTP endpoints: /metrics, /healthz, /livez, /readyz and /debug/*.
+
+Prometheus scrapes /metrics; the kubelet probes /livez (restart a wedged
+process) and /readyz (route traffic, pace rolling updates). Plain HTTP on a
+stdlib ThreadingHTTPServer: nothing here needs TLS termination that a
+NetworkPolicy or a mesh cannot give, and a scrape must not depend on the
+scheduling thread.
+
+Readiness is deliberately not leadership. A standby replica whose caches are
+synced answers 200 (body "role=standby"): a Deployment's rolling update waits
+for the new pod to be Ready before stopping an old one, and if only the leader
+were Ready the new pod (always a standby at first) would never become Ready and
+the rollout would stall. Whether a replica leads is in the body and in the
+netsched_leader gauge. Before the caches have synced, /readyz answers 503 with
+the reason.
+
+The server binds exactly the address it is given (default 127.0.0.1); listening
+on all interfaces (0.0.0.0, as in a pod) must be asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 10259
+TEXT = "text/plain; charset=utf-8"
+
+# health() -> (healthy, message); ready() -> (ready, details such as {"role": "standby"}).
+HealthCheck = Callable[[], tuple[bool, str]]
+ReadyCheck = Callable[[], tuple[bool, Mapping[str, Any]]]
+# A debug endpoint gets the parsed query string and returns (status, content type, body).
+DebugHandler = Callable[[dict[str, list[str]]], tuple[int, str, bytes]]
+
+
+def always_healthy() -> tuple[bool, str]:
+    return True, "ok"
+
+
+def parse_bind_address(value: str, default_port: int = DEFAULT_PORT) -> tuple[str, int]:
+    """ "host:port", "host", ":port" or "[v6]:port" -> (host, port); an empty host is 127.0.0.1."""
+    host, port = value.strip(), default_port
+    if host.startswith("["):
+        inner, _, rest = host[1:].partition("]")
+        host = inner
+        if rest.startswith(":"):
+            port = int(rest[1:])
+    elif host.count(":") == 1:
+        host, _, port_text = host.partition(":")
+        port = int(port_text)
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port out of range in bind address {value!r}")
+    return host or "127.0.0.1", port
+
+
+class ObservabilityServer:
+    """Serves the endpoints on a daemon thread; start() binds, stop() closes.
+
+    server = ObservabilityServer("127.0.0.1", 0, registry=metrics.registry).start()
+    server.port  # the port chosen when 0 was given
+    """
+
+    def __init__(
+        self,
+        address: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        *,
+        registry: CollectorRegistry,
+        health: HealthCheck = always_healthy,
+        ready: ReadyCheck | None = None,
+        debug: Mapping[str, DebugHandler] | None = None,
+    ) -> None:
+        self.address = address
+        self.registry = registry
+        self.health = health
+        # Without a readiness check, ready means alive (a process with nothing to sync).
+        self.ready: ReadyCheck = ready or (lambda: (health()[0], {}))
+        self.debug = dict(debug or {})
+        for path in self.debug:
+            if not path.startswith("/debug/"):
+                raise ValueError(f"debug endpoints live under /debug/, got {path!r}")
+        self._requested_port = port
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            return self._requested_port
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> ObservabilityServer:
+        if self._httpd is not None:
+            raise RuntimeError("ObservabilityServer already started")
+        server_class = _Server6 if ":" in self.address else _Server
+        self._httpd = server_class((self.address, self._requested_port), self)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="observability", daemon=True
+        )
+        self._thread.start()
+        log.info("Serving metrics and health endpoints address=%s", self.url)
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ObservabilityServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- the endpoints ----------------------------------------------------------
+
+    def respond(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        """(status, content type, body) for a GET; the handler only does the HTTP."""
+        if path == "/metrics":
+            return 200, CONTENT_TYPE_LATEST, generate_latest(self.registry)
+        if path in ("/healthz", "/livez"):
+            ok, message = self.health()
+            return (200, TEXT, b"ok\n") if ok else (500, TEXT, f"unhealthy: {message}\n".encode())
+        if path == "/readyz":
+            ok, details = self.ready()
+            lines = ["ok" if ok else f"not ready: {details.get('reason', 'unknown')}"]
+            lines += [f"{key}={value}" for key, value in details.items() if key != "reason"]
+            return (200 if ok else 503), TEXT, ("\n".join(lines) + "\n").encode()
+        handler = self.debug.get(path)
+        if handler is not None:
+            return handler(query)
+        return 404, TEXT, b"404 page not found\n"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], endpoints: ObservabilityServer) -> None:
+        self.endpoints = endpoints
+        super().__init__(address, _Handler)
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive for Prometheus' scrapes
+    disable_nagle_algorithm = True  # else each keep-alive reply waits ~40 ms for the ACK
+    server_version = "netsched"
+
+    def do_GET(self) -> None:
+        assert isinstance(self.server, _Server)
+        endpoints = self.server.endpoints
+        split = urlsplit(self.path)
+        try:
+            status, content_type, body = endpoints.respond(split.path, parse_qs(split.query))
+        except Exception as e:
+            log.exception("Endpoint failed path=%s", split.path)
+            status, content_type, body = 500, TEXT, f"internal error: {type(e).__name__}\n".encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        self._not_allowed()
+
+    do_PUT = do_PATCH = do_DELETE = do_POST
+
+    def _not_allowed(self) -> None:
+        self.close_connection = True  # the request body, if any, is left unread
+        body = b"method not allowed\n"
+        self.send_response(405)
+        self.send_header("Allow", "GET")
+        self.send_header("Content-Type", TEXT)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # Probes and scrapes arrive every few seconds: only at debug level.
+        log.debug("HTTP request client=%s request=%s", self.address_string(), format % args)

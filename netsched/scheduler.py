@@ -1,0 +1,221 @@
+"""schedule_one: pop a pod, run the scheduling cycle, assume, hand to binding.
+
+One thread runs the scheduling cycle serially, as kube-scheduler does, so
+every decision sees the previous one (the assumed pod is already counted).
+Everything slow (binding, API status writes, events) happens elsewhere.
+Failures never escape the loop: an unschedulable pod is reported and parked
+until the cluster changes, a plugin error puts the pod in backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+from netsched.binder import Binder, BindRequest
+from netsched.cache import ClusterCache
+from netsched.framework.interfaces import Clock
+from netsched.framework.runtime import FitError, Framework, PluginFault
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.status import Code, Status
+from netsched.framework.types import PodInfo, QueuedPodInfo
+from netsched.observability.metrics import SchedulerMetrics
+
+log = logging.getLogger(__name__)
+
+
+class QueueLike(Protocol):
+    def pop(self, timeout: float | None = None) -> QueuedPodInfo | None: ...
+
+    def done(self, uid: str) -> None: ...
+
+    def add_unschedulable_if_not_present(self, qp: QueuedPodInfo, pod_scheduling_cycle: int | None = None, *, error: bool = False) -> bool: ...
+
+    @property
+    def scheduling_cycle(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class StatusWriter(Protocol):
+    """The API writes the scheduler makes about a pod (netsched.kube.KubeAPI)."""
+
+    def update_pod_condition(
+        self, pod: PodInfo, condition: dict[str, Any], *, nominated_node_name: str | None = None
+    ) -> None: ...
+
+
+class Scheduler:
+    def __init__(
+        self,
+        *,
+        frameworks: Mapping[str, Framework],
+        queue: QueueLike,
+        cache: ClusterCache,
+        api: StatusWriter,
+        clock: Clock,
+        metrics: SchedulerMetrics | None = None,
+        parallelism: int = 16,
+        pending_lookup: Callable[[str], PodInfo | None] = lambda _uid: None,
+        nominate: Callable[[PodInfo, str], None] = lambda _p, _n: None,
+    ) -> None:
+        self.frameworks = dict(frameworks)
+        self.queue = queue
+        self.cache = cache
+        self.api = api
+        self.clock = clock
+        self.metrics = metrics
+        self.snapshot = Snapshot()
+        # Latest version of a pending pod by uid (None once deleted or bound elsewhere).
+        self._pending_lookup = pending_lookup
+        self._nominate = nominate
+        self.binder = Binder(cache, self._bound, self._binding_failed, parallelism)
+        # Status writes (conditions, nominatedNodeName) leave the scheduling thread.
+        self._writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="status")
+        self._stop = threading.Event()
+        self.scheduled = 0
+        self.on_scheduled: Callable[[PodInfo, str], None] | None = None
+
+    # ------------------------------------------------------------ loop
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        """Schedule until stop is set (or stop() is called)."""
+        stop = stop or self._stop
+        log.info("Starting scheduling loop profiles=%s", ",".join(self.frameworks))
+        while not stop.is_set() and not self._stop.is_set():
+            try:
+                self.schedule_one(timeout=0.2)
+            except Exception:  # the loop must survive anything a single pod can cause
+                log.exception("Unexpected error in scheduling loop")
+        log.info("Scheduling loop stopped")
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def shutdown(self, timeout: float = 30.0) -> bool:
+        """Stop taking pods, finish in-flight bindings and status writes."""
+        self._stop.set()
+        drained = self.binder.shutdown(timeout)
+        self._writer.shutdown(wait=True)
+        return drained
+
+    def schedule_one(self, timeout: float | None = None) -> bool:
+        """One pod through the scheduling cycle. Returns False when the queue had nothing."""
+        qp = self.queue.pop(timeout=timeout)
+        if qp is None:
+            return False
+        cycle = self.queue.scheduling_cycle
+        pod = qp.pod
+        fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is None or pod.deleting or self.cache.is_assumed(pod.uid):
+            self.queue.done(pod.uid)
+            return True
+        started = time.perf_counter()
+        self.cache.update_snapshot(self.snapshot)
+        fwk.set_snapshot(self.snapshot)
+        state = fwk.new_cycle_state()
+        try:
+            result = fwk.schedule(state, pod, self.snapshot)
+        except FitError as e:
+            self._failed(fwk, qp, cycle, started, e.diagnosis.message(), Code.UNSCHEDULABLE, e)
+            return True
+        except PluginFault as e:
+            self._failed(fwk, qp, cycle, started, e.status.message(), Code.ERROR, None, e.status.plugin)
+            return True
+
+        node = result.node_name
+        assumed = self.cache.assume(pod, node)
+        st = fwk.run_reserve(state, assumed, node)
+        if st.ok:
+            st = fwk.run_permit(state, assumed, node)
+        if not st.ok and st.code != Code.WAIT:
+            fwk.run_unreserve(state, assumed, node)
+            self.cache.forget(pod.uid)
+            code = Code.ERROR if st.code == Code.ERROR else Code.UNSCHEDULABLE
+            self._failed(fwk, qp, cycle, started, st.message() or str(st), code, None, st.plugin)
+            return True
+        self.queue.done(pod.uid)
+        self.binder.submit(BindRequest(fwk, state, qp, assumed, node, started, cycle))
+        return True
+
+    # ------------------------------------------------------------ outcomes
+
+    def _bound(self, req: BindRequest) -> None:
+        pod, node, fwk = req.pod, req.node, req.framework
+        self.scheduled += 1
+        if self.metrics is not None:
+            self.metrics.schedule_attempts.labels("scheduled", fwk.profile_name).inc()
+            self.metrics.scheduling_attempt_duration.labels("scheduled", fwk.profile_name).observe(
+                time.perf_counter() - req.started
+            )
+            self.metrics.pod_scheduling_attempts.observe(req.queued.attempts)
+            self.metrics.placements.labels(node, fwk.profile_name).inc()
+        fwk.events.event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {node}")
+        if self.on_scheduled is not None:
+            self.on_scheduled(pod, node)
+
+    def _binding_failed(self, req: BindRequest, stage: str, st: Status) -> None:
+        if self.metrics is not None:
+            self.metrics.bind_errors.labels(stage, req.framework.profile_name).inc()
+        code = Code.UNSCHEDULABLE if st.is_rejection else Code.ERROR
+        msg = f"Binding rejected: {st.message()}" if stage == "bind" else st.message() or str(st)
+        self._failed(req.framework, req.queued, req.cycle, req.started, msg, code, None, st.plugin)
+
+    def _failed(
+        self,
+        fwk: Framework,
+        qp: QueuedPodInfo,
+        cycle: int,
+        started: float,
+        message: str,
+        code: Code,
+        fit: FitError | None,
+        plugin: str = "",
+    ) -> None:
+        """kube's handleSchedulingFailure: count, report, requeue (if the pod still exists)."""
+        pod = qp.pod
+        result = "unschedulable" if code != Code.ERROR else "error"
+        if self.metrics is not None:
+            self.metrics.schedule_attempts.labels(result, fwk.profile_name).inc()
+            self.metrics.scheduling_attempt_duration.labels(result, fwk.profile_name).observe(time.perf_counter() - started)
+        if fit is not None:
+            qp.unschedulable_plugins = frozenset(p for p in fit.diagnosis.unschedulable_plugins if p)
+            qp.pending_plugins = frozenset(fit.diagnosis.pending_plugins)
+        elif plugin:
+            qp.unschedulable_plugins = frozenset({plugin})
+        log.info(
+            "Unable to schedule pod; waiting pod=%s profile=%s err=%r", pod.key, fwk.profile_name, message
+        ) if code != Code.ERROR else log.warning(
+            "Error scheduling pod; retrying pod=%s profile=%s err=%r", pod.key, fwk.profile_name, message
+        )
+        current = self._pending_lookup(pod.uid)
+        if current is None:
+            # Deleted or bound by someone else while we were deciding: nothing to requeue or report.
+            self.queue.done(pod.uid)
+            return
+        if current is not pod:
+            qp.pod = current
+        self.queue.add_unschedulable_if_not_present(qp, cycle, error=code == Code.ERROR)
+        self.queue.done(pod.uid)
+        nominated = fit.nominated_node_name if fit is not None else ""
+        if nominated:
+            self._nominate(current, nominated)
+        fwk.events.event(current, "Warning", "FailedScheduling", "Scheduling", message)
+        reason = "Unschedulable" if code != Code.ERROR else "SchedulerError"
+        condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
+        self._writer.submit(self._write_status, current, condition, nominated)
+
+    def _write_status(self, pod: PodInfo, condition: dict[str, Any], nominated: str) -> None:
+        try:
+            # One status patch for both (kube writes them together too).
+            self.api.update_pod_condition(pod, condition, nominated_node_name=nominated or None)
+        except Exception as e:  # a status write is best effort; the pod is already requeued
+            log.warning("Could not update pod status pod=%s err=%s", pod.key, e)
+
+    def drain_status_writes(self) -> None:
+        """Wait for queued status writes (tests, shutdown)."""
+        self._writer.submit(lambda: None).result()

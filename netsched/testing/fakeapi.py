@@ -1,0 +1,289 @@
+"""A stateful fake Kubernetes API server over real sockets, for integration tests and benchmarks.
+
+No real API server can be installed here, and a mocked client would never prove
+that netsched's raw-JSON calls, watches and retries work on the wire. This fake
+speaks the same HTTP as kube-apiserver for the resources a scheduler touches:
+one global resourceVersion, list + watch (bookmarks, 410 after compaction,
+selector transitions), pods/binding, pods/status, events in both API groups,
+leases with 409 on stale writes, and poddisruptionbudgets.
+
+Tests drive it over HTTP through the official client or netsched.kube, and reach
+into it through plain thread-safe hooks: create/get/list/update/patch/delete/bind
+objects, compact() the history, inject_fault() to fail requests, and inspect
+`requests` (RBAC-style tuples) to check a ClusterRole covers what was used.
+
+Resource names for the hooks: a bare plural for the core group ("pods", "nodes",
+"namespaces", "events"), "group/plural" otherwise ("events.k8s.io/events",
+"coordination.k8s.io/leases", "policy/poddisruptionbudgets"); a bare plural that
+only one group serves ("leases", "poddisruptionbudgets") is accepted too. Core
+events and events.k8s.io events are stored separately.
+
+    with FakeAPIServer() as server:
+        server.write_kubeconfig(tmp_path / "kubeconfig")
+        server.create("nodes", {"metadata": {"name": "n1"}})
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import copy
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
+
+from netsched.testing.fakeapi_http import Fault, HTTPServer, RecordedRequest
+from netsched.testing.fakeapi_patch import strategic_merge_patch
+from netsched.testing.fakeapi_select import selector_matcher
+from netsched.testing.fakeapi_store import (
+    RESOURCES,
+    ApiError,
+    JsonObj,
+    ResourceType,
+    Store,
+    deep_copy,
+    resolve_resource,
+)
+
+__all__ = ["RESOURCES", "ApiError", "FakeAPIServer", "Fault", "RecordedRequest", "ResourceType"]
+
+T = TypeVar("T")
+
+
+class FakeAPIServer:
+    """The fake API server; every public method is safe to call from any thread."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        watch_timeout: float = 30.0,
+        bookmark_interval: float = 1.0,
+        history_size: int = 100_000,
+        log_requests: bool = False,
+    ) -> None:
+        """`watch_timeout` applies to watches sent without timeoutSeconds; `history_size`
+        bounds the replayable watch history (at least that many events are kept)."""
+        self.store = Store(history_size)
+        self.watch_timeout = watch_timeout
+        self.bookmark_interval = bookmark_interval
+        self.log_requests = log_requests
+        self._address = (host, port)
+        self._httpd: HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._faults: list[Fault] = []
+        self._connections: set[socket.socket] = set()
+
+    # --- lifecycle -----------------------------------------------------------
+
+    def start(self) -> FakeAPIServer:
+        """Bind and serve in a daemon thread; returns self so `FakeAPIServer().start()` chains."""
+        if self._httpd is not None:
+            raise RuntimeError("FakeAPIServer already started")
+        self._httpd = HTTPServer(self._address, self)
+        # A short poll interval keeps stop() fast; idle cost is negligible.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fakeapi", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, end open watches and drop kept-alive connections."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self.store.close_watchers()
+        httpd.shutdown()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            # Without this, a pooled client connection would keep being served after stop().
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeAPIServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("FakeAPIServer not started")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        host = self._address[0]
+        return f"http://{host}:{self.port}"
+
+    def write_kubeconfig(self, path: str | Path) -> Path:
+        """Write a kubeconfig (plain http, no auth) that kubernetes.config.load_kube_config accepts.
+
+        JSON is valid YAML, so no YAML library is needed to write it.
+        """
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "users": [{"name": "fake", "user": {}}],
+            "contexts": [
+                {"name": "fake", "context": {"cluster": "fake", "user": "fake", "namespace": "default"}}
+            ],
+            "current-context": "fake",
+        }
+        target = Path(path)
+        target.write_text(json.dumps(config, indent=2))
+        return target
+
+    # --- object hooks (bypass HTTP; no request is recorded) ------------------
+
+    def create(self, resource: str, obj: JsonObj, namespace: str | None = None) -> JsonObj:
+        """Create an object as a POST would; namespaced objects default to "default"."""
+        rt = resolve_resource(resource)
+        return copy.deepcopy(self.store.create(rt, self._ns(rt, obj, namespace), copy.deepcopy(obj)))
+
+    def get(self, resource: str, name: str, namespace: str | None = None) -> JsonObj:
+        """Raises ApiError (code 404) if absent."""
+        rt = resolve_resource(resource)
+        return copy.deepcopy(self.store.get(rt, self._ns(rt, None, namespace), name))
+
+    def list(
+        self, resource: str, namespace: str | None = None, label_selector: str = "", field_selector: str = ""
+    ) -> list[JsonObj]:
+        """All matching objects; namespace None means every namespace."""
+        rt = resolve_resource(resource)
+        items, _ = self.store.list(rt, namespace, selector_matcher(label_selector, field_selector))
+        return deep_copy(items)
+
+    def update(self, resource: str, obj: JsonObj, namespace: str | None = None) -> JsonObj:
+        """Replace the whole object, status included (unlike a PUT); 409 ApiError if its
+        metadata.resourceVersion is set and stale."""
+        rt = resolve_resource(resource)
+        body = copy.deepcopy(obj)
+        name = str((body.get("metadata") or {}).get("name", ""))
+        return copy.deepcopy(self.store.mutate(rt, self._ns(rt, obj, namespace), name, lambda _cur: body))
+
+    def patch(self, resource: str, name: str, patch: JsonObj, namespace: str | None = None) -> JsonObj:
+        """Strategic-merge `patch` into the object (status included), e.g. to relabel a node."""
+        rt = resolve_resource(resource)
+        body = copy.deepcopy(patch)
+        ns = self._ns(rt, None, namespace)
+        return copy.deepcopy(self.store.mutate(rt, ns, name, lambda cur: strategic_merge_patch(cur, body)))
+
+    def delete(self, resource: str, name: str, namespace: str | None = None) -> JsonObj:
+        """Delete at once (no graceful termination) and return the final state."""
+        rt = resolve_resource(resource)
+        return copy.deepcopy(self.store.delete(rt, self._ns(rt, None, namespace), name))
+
+    def bind(self, namespace: str, name: str, node: str) -> JsonObj:
+        """Bind a pod as POST pods/binding does; 409 ApiError if already bound."""
+        return copy.deepcopy(self.store.bind(namespace, name, node))
+
+    def compact(self) -> None:
+        """Drop the watch history: watches from any older resourceVersion now get 410 Expired."""
+        self.store.compact()
+
+    @property
+    def resource_version(self) -> int:
+        """The global counter: the resourceVersion of the latest write."""
+        return self.store.resource_version
+
+    @staticmethod
+    def _ns(rt: ResourceType, obj: JsonObj | None, namespace: str | None) -> str | None:
+        if not rt.namespaced:
+            return None
+        from_obj = ((obj or {}).get("metadata") or {}).get("namespace")
+        return namespace or from_obj or "default"
+
+    # --- faults --------------------------------------------------------------
+
+    def inject_fault(
+        self,
+        method: str,
+        path_regex: str,
+        status: int | None = 503,
+        count: int = 1,
+        delay: float = 0.0,
+        reset: bool = False,
+    ) -> Fault:
+        """Make the next `count` requests matching `method` ("*" for any) and `path_regex`
+        (searched in the path with its query string) fail.
+
+        Each one first sleeps `delay` seconds; then, if `reset`, the connection is
+        closed without a response; else if `status`, a Status error with that code
+        is returned (429 carries Retry-After: 1); with status None the request is
+        only delayed. A negative count never runs out. The returned Fault's `hits`
+        counts the requests it caught.
+        """
+        fault = Fault(method.upper(), re.compile(path_regex), status, count, delay, reset)
+        with self._lock:
+            self._faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    def take_fault(self, method: str, path: str) -> Fault | None:
+        """Called by the handler for every request: the first live matching fault, used up by one."""
+        with self._lock:
+            for fault in self._faults:
+                if fault.matches(method, path):
+                    fault.hits += 1
+                    if fault.remaining > 0:
+                        fault.remaining -= 1
+                    return fault
+        return None
+
+    # --- request log ---------------------------------------------------------
+
+    @property
+    def requests(self) -> builtins.list[RecordedRequest]:
+        """Every resource request served so far, as (verb, api_group, resource, subresource, namespace)."""
+        with self._lock:
+            return list(self._requests)
+
+    def clear_requests(self) -> None:
+        with self._lock:
+            self._requests.clear()
+
+    def record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def track(self, conn: socket.socket, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._connections.add(conn)
+            else:
+                self._connections.discard(conn)
+
+    # --- helpers -------------------------------------------------------------
+
+    def wait_for(self, predicate: Callable[[], T], timeout: float = 5.0, interval: float = 0.01) -> T:
+        """Poll `predicate` until it returns something truthy and return that; TimeoutError otherwise."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = predicate()
+            if result:
+                return result
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"condition not met within {timeout} s")
+            time.sleep(interval)

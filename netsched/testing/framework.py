@@ -1,0 +1,141 @@
+"""Run plugins through the real runtime in a test, in one call.
+
+    result = schedule_pod(make_pod("p").req(cpu="1"), nodes, plugins=[MyScore], weights={"MyScore": 2})
+
+Builds a Framework (with a queue sort and binder added when missing) over an
+in-memory snapshot, runs the scheduling cycle and returns the chosen node
+plus the per-plugin score breakdown, or raises FitError like the scheduler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.interfaces import (
+    EXTENSION_POINTS,
+    BindPlugin,
+    Plugin,
+    PluginArgs,
+    QueueSortPlugin,
+    extension_points_of,
+)
+from netsched.framework.runtime import Framework, ScheduleResult, Services
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.status import Status
+from netsched.framework.types import NodeInfo, PodInfo, QueuedPodInfo
+from netsched.testing.builders import NodeBuilder, PodBuilder, node_infos
+from netsched.testing.clock import FakeClock
+from netsched.testing.handle import RecordingAPI, RecordingEvents
+
+
+@dataclass
+class Ref:
+    name: str
+    weight: int = 0
+
+
+@dataclass
+class TestProfile:
+    __test__ = False  # not a pytest test class
+
+    scheduler_name: str = "test-scheduler"
+    percentage_of_nodes_to_score: int | None = None
+    plugins: dict[str, list[Ref]] = field(default_factory=dict)
+    plugin_config: dict[str, PluginArgs] = field(default_factory=dict)
+
+
+class FifoSort(QueueSortPlugin):
+    """Minimal queue sort so a test profile builds without PrioritySort."""
+
+    name = "TestFifoSort"
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        return a.timestamp < b.timestamp
+
+
+class NoopBinder(BindPlugin):
+    """Binds through handle.api (RecordingAPI in tests)."""
+
+    name = "TestBinder"
+
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        self.handle.api.bind(pod, node_name)
+        return Status.success()
+
+
+def build_framework(
+    plugins: Sequence[type[Plugin]],
+    *,
+    weights: Mapping[str, int] | None = None,
+    args: Mapping[str, PluginArgs] | None = None,
+    services: Services | None = None,
+    percentage_of_nodes_to_score: int | None = None,
+) -> Framework:
+    """A Framework enabling each plugin at every point it implements (multiPoint-like)."""
+    classes = list(plugins)
+    if not any(issubclass(p, QueueSortPlugin) for p in classes):
+        classes.append(FifoSort)
+    if not any(issubclass(p, BindPlugin) for p in classes):
+        classes.append(NoopBinder)
+    weights = dict(weights or {})
+    points: dict[str, list[Ref]] = {ep: [] for ep in EXTENSION_POINTS}
+    for cls in classes:
+        for ep in extension_points_of(cls):
+            points[ep].append(Ref(cls.name, weights.get(cls.name, 1) if ep == "score" else 0))
+    profile = TestProfile(percentage_of_nodes_to_score=percentage_of_nodes_to_score, plugins=points, plugin_config=dict(args or {}))
+    registry = {c.name: c for c in classes}
+    services = services or Services(api=RecordingAPI(), events=RecordingEvents(), clock=FakeClock())
+    return Framework(profile, registry, services)
+
+
+@dataclass
+class Outcome:
+    node: str
+    result: ScheduleResult
+    # plugin -> {node: (normalised, weighted)}
+    scores: dict[str, dict[str, tuple[int, int]]]
+    totals: dict[str, int]
+
+
+def schedule_pod(
+    pod: PodInfo | PodBuilder,
+    nodes: Sequence[NodeInfo | NodeBuilder],
+    *,
+    plugins: Sequence[type[Plugin]] = (),
+    framework: Framework | None = None,
+    existing: Sequence[PodInfo | PodBuilder] = (),
+    weights: Mapping[str, int] | None = None,
+    args: Mapping[str, PluginArgs] | None = None,
+) -> Outcome:
+    """Run PreFilter..Score for one pod; raises FitError/PluginFault as the scheduler would."""
+    fwk = framework or build_framework(plugins, weights=weights, args=args)
+    pi = pod.info() if isinstance(pod, PodBuilder) else pod
+    snap = Snapshot.of(node_infos(list(nodes), list(existing)))
+    fwk.set_snapshot(snap)
+    state = fwk.new_cycle_state()
+    result = fwk.schedule(state, pi, snap)
+    # Re-run scoring on a fresh state for the breakdown (schedule() does not keep it).
+    state2 = fwk.new_cycle_state()
+    pre, _ = fwk.run_pre_filter(state2, pi, snap)
+    from netsched.framework.interfaces import Diagnosis
+
+    diag = Diagnosis(len(snap), np.zeros(len(snap), dtype=np.int8))
+    feasible, _ = fwk.find_feasible(state2, pi, snap, pre, diag)
+    names = [snap.nodes[int(i)].name for i in feasible]
+    scores: dict[str, dict[str, tuple[int, int]]] = {}
+    totals = dict.fromkeys(names, 0)
+    if len(feasible) > 1:
+        total, detail = fwk.prioritize(state2, pi, snap, feasible, breakdown=True)
+        totals = {n: int(t) for n, t in zip(names, total.tolist(), strict=True)}
+        for plugin, (norm, weighted) in detail.items():
+            scores[plugin] = {n: (int(a), int(b)) for n, a, b in zip(names, norm.tolist(), weighted.tolist(), strict=True)}
+    return Outcome(result.node_name, result, scores, totals)
+
+
+def node_names(nodes: Sequence[Any]) -> list[str]:
+    return [n.name for n in nodes]

@@ -1,0 +1,148 @@
+"""ImageLocality: prefer nodes that already hold the pod's container images.
+
+For each container image present on the node, its size is counted scaled by
+its spread (the fraction of all nodes holding it), so an image on every node
+does not make any node special and pods do not pile onto the one node that
+happens to have a rare image.  The sum is clamped to
+[23 MiB, 1000 MiB x number of containers] and mapped linearly onto 0..100
+(kube's formula and thresholds; init containers count too).
+
+Image names are compared in a canonical form: "nginx", "nginx:latest" and
+"docker.io/library/nginx:latest" are one image (kube only appends ":latest",
+so it misses the containerd-style names most nodes report).
+
+Batch form: per snapshot layout, an index canonical image -> (rows, sizes) is
+built lazily for the images pods ask about, and each pod's full score column
+is memoised by its image list, so replicas cost one lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.interfaces import MAX_NODE_SCORE, Handle, IntArray, PluginArgs, ScorePlugin
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.types import NodeInfo, PodInfo
+
+NAME = "ImageLocality"
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+DEFAULT_REGISTRY = "docker.io"
+_MEMO_LIMIT = 1024
+
+
+def normalized_image_name(name: str) -> str:
+    """Docker-style canonical reference: registry/repo[:tag|@digest], ':latest' when neither."""
+    ref = name.strip()
+    slash = ref.find("/")
+    first = ref[:slash] if slash >= 0 else ""
+    if slash < 0 or ("." not in first and ":" not in first and first != "localhost"):
+        domain, rest = DEFAULT_REGISTRY, ref
+    else:
+        domain, rest = first, ref[slash + 1 :]
+    if domain == "index.docker.io":
+        domain = DEFAULT_REGISTRY
+    if domain == DEFAULT_REGISTRY and "/" not in rest:
+        rest = "library/" + rest
+    if "@" not in rest and ":" not in rest.rsplit("/", 1)[-1]:
+        rest += ":latest"
+    return f"{domain}/{rest}"
+
+
+def calculate_priority(sum_scores: int, num_containers: int) -> int:
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    clamped = min(max(sum_scores, MIN_THRESHOLD), max_threshold)
+    return MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+
+
+def scaled_image_score(size: int, num_nodes: int, total_nodes: int) -> int:
+    # Same float64 operations as kube: int64(float64(size) * (float64(n) / float64(total))).
+    return int(float(size) * (float(num_nodes) / float(total_nodes)))
+
+
+@dataclass(slots=True)
+class _ImageIndex:
+    """Per-layout: where each canonical image is, and memoised per-pod score columns."""
+
+    n: int
+    node_images: list[dict[str, int]] | None = None
+    where: dict[str, tuple[IntArray, IntArray]] = field(default_factory=dict)
+    scores: dict[tuple[str, ...], IntArray] = field(default_factory=dict)
+
+
+class ImageLocality(ScorePlugin):
+    name = NAME
+
+    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self._canonical: dict[str, str] = {}  # raw name -> canonical, shared by all snapshots
+
+    def canonical(self, name: str) -> str:
+        got = self._canonical.get(name)
+        if got is None:
+            if len(self._canonical) >= 64 * _MEMO_LIMIT:
+                self._canonical.clear()
+            got = self._canonical[name] = normalized_image_name(name)
+        return got
+
+    def node_images(self, node: NodeInfo) -> dict[str, int]:
+        return {self.canonical(k): v for k, v in node.images.items()}
+
+    def _index(self, snapshot: Snapshot) -> _ImageIndex:
+        key = f"{NAME}/index@{snapshot.layout_version}"
+        got = snapshot.cache.get(key)
+        if not isinstance(got, _ImageIndex):
+            got = _ImageIndex(len(snapshot.nodes))
+            snapshot.cache[key] = got
+        return got
+
+    def _where(self, snapshot: Snapshot, ix: _ImageIndex, image: str) -> tuple[IntArray, IntArray]:
+        got = ix.where.get(image)
+        if got is None:
+            if ix.node_images is None:
+                ix.node_images = [self.node_images(n) if n.images else {} for n in snapshot.nodes]
+            rows = [i for i, imgs in enumerate(ix.node_images) if image in imgs]
+            sizes = [ix.node_images[i][image] for i in rows]
+            got = ix.where[image] = (np.array(rows, dtype=np.int64), np.array(sizes, dtype=np.int64))
+        return got
+
+    def _pod_images(self, pod: PodInfo) -> tuple[str, ...]:
+        return tuple(self.canonical(i) for i in pod.images)
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        if not pod.images:
+            return 0
+        snapshot = self.handle.snapshot()
+        ix = self._index(snapshot)
+        have = self.node_images(node)
+        total = 0
+        for image in self._pod_images(pod):
+            size = have.get(image)
+            if size is not None:
+                total += scaled_image_score(size, len(self._where(snapshot, ix, image)[0]), ix.n)
+        return calculate_priority(total, len(pod.images))
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        if not pod.images or not snapshot.nodes:
+            return np.zeros(len(idx), dtype=np.int64)
+        ix = self._index(snapshot)
+        images = self._pod_images(pod)
+        column = ix.scores.get(images)
+        if column is None:
+            sums = np.zeros(ix.n, dtype=np.int64)
+            for image in images:
+                rows, sizes = self._where(snapshot, ix, image)
+                if len(rows):
+                    spread = float(len(rows)) / float(ix.n)
+                    sums[rows] += (sizes.astype(np.float64) * spread).astype(np.int64)
+            max_threshold = MAX_CONTAINER_THRESHOLD * len(images)
+            clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
+            column = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+            if len(ix.scores) >= _MEMO_LIMIT:
+                ix.scores.clear()
+            ix.scores[images] = column
+        return column[idx]

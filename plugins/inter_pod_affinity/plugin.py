@@ -1,0 +1,131 @@
+"""InterPodAffinity: pod affinity and anti-affinity, required (Filter) and preferred (Score).
+
+Semantics follow kube-scheduler's InterPodAffinity plugin: the incoming pod's
+required terms, existing pods' required anti-affinity against the incoming pod
+(symmetry), the first-pod-of-a-group exception, hardPodAffinityWeight for
+existing pods' required affinity when scoring, and
+ignorePreferredTermsOfExistingPods.  See filtering.py and scoring.py.
+
+Pods without affinity cost next to nothing: PreFilter skips unless the pod has
+required terms or some node holds a pod with required anti-affinity;
+PreScore skips unless the pod has preferred terms or some node holds a pod
+with affinity (or always, with ignorePreferredTermsOfExistingPods).
+"""
+
+from __future__ import annotations
+
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.interfaces import (
+    FilterPlugin,
+    Handle,
+    IntArray,
+    PluginArgs,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    Rejection,
+    ScorePlugin,
+)
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.status import Status
+from netsched.framework.types import NodeInfo, PodInfo
+from plugins.inter_pod_affinity import filtering, scoring
+from plugins.inter_pod_affinity.args import InterPodAffinityArgs
+from plugins.inter_pod_affinity.pod_index import PodIndex, pod_index
+from plugins.inter_pod_affinity.terms import NamespaceLabels
+
+
+class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+    name = "InterPodAffinity"
+    Args = InterPodAffinityArgs
+
+    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        if args is not None and not isinstance(args, InterPodAffinityArgs):
+            raise TypeError(f"want args of type InterPodAffinityArgs, got {type(args).__name__}")
+        self.ipa_args = args or InterPodAffinityArgs.default()
+        self._index: PodIndex | None = None
+
+    def _pod_index(self, state: CycleState, snapshot: Snapshot) -> PodIndex:
+        self._index = pod_index(state, snapshot, self._index)
+        return self._index
+
+    # ------------------------------------------------------------ PreFilter / Filter
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        existing = bool(snapshot.nodes_with_required_anti_affinity())
+        if not existing and not pod.required_affinity and not pod.required_anti_affinity:
+            return None, Status.skip()
+        s = filtering.compute(
+            pod,
+            snapshot,
+            self._pod_index(state, snapshot),
+            NamespaceLabels.of(self.handle),
+            existing=existing,
+        )
+        if (
+            s.existing_anti.is_empty()
+            and not s.terms.required_affinity
+            and not s.terms.required_anti_affinity
+        ):
+            return None, Status.skip()
+        state.write(filtering.PRE_FILTER_KEY, s)
+        return None, Status.success()
+
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status:
+        s = state.get(filtering.PRE_FILTER_KEY)
+        if isinstance(s, filtering.FilterState):
+            filtering.update_with_pod(s, to_add, node, 1)
+        return Status.success()
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo) -> Status:
+        s = state.get(filtering.PRE_FILTER_KEY)
+        if isinstance(s, filtering.FilterState):
+            filtering.update_with_pod(s, to_remove, node, -1)
+        return Status.success()
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        s: filtering.FilterState = state.read(filtering.PRE_FILTER_KEY)
+        return filtering.filter_node(s, node)
+
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
+    ) -> list[Rejection]:
+        s: filtering.FilterState = state.read(filtering.PRE_FILTER_KEY)
+        return filtering.filter_rows(s, snapshot, idx)
+
+    # ------------------------------------------------------------ PreScore / Score
+
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
+        own = bool(pod.preferred_affinity or pod.preferred_anti_affinity)
+        if not own and (
+            self.ipa_args.ignore_preferred_terms_of_existing_pods or not snapshot.nodes_with_pod_affinity()
+        ):
+            return Status.skip()
+        if len(idx) == 0:
+            return Status.skip()
+        s = scoring.compute(
+            pod,
+            snapshot,
+            self._pod_index(state, snapshot),
+            NamespaceLabels.of(self.handle),
+            hard_weight=self.ipa_args.hard_pod_affinity_weight,
+            with_own_terms=own,
+        )
+        if not s.touched:
+            return Status.skip()
+        state.write(scoring.PRE_SCORE_KEY, s)
+        return Status.success()
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        s: scoring.ScoreState = state.read(scoring.PRE_SCORE_KEY)
+        return scoring.score_node(s, node)
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        s: scoring.ScoreState = state.read(scoring.PRE_SCORE_KEY)
+        return scoring.score_rows(s, snapshot, idx)
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
+        scoring.normalize(scores)

@@ -1,0 +1,105 @@
+"""InterPodAffinity PreScore/Score/NormalizeScore.
+
+Every existing pod adds to a sum per (topology key, value) of its node:
+  + weight   for each preferred affinity term of the incoming pod it matches,
+  - weight   for each preferred anti-affinity term of the incoming pod it matches,
+  + hardPodAffinityWeight for each of its required affinity terms the pod matches,
+  + weight   for each of its preferred affinity terms the pod matches,
+  - weight   for each of its preferred anti-affinity terms the pod matches.
+A node scores the sum over topology keys of its value's total; scores are then
+scaled to 0..100 by (s - min) * 100 / (max - min), as kube does.
+
+Through the pod index every term is checked once per workload group, and the
+group's per-row pod counts land in the domains with one bincount.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from netsched.framework.interfaces import MAX_NODE_SCORE, IntArray
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.types import NodeInfo, PodInfo
+from plugins.inter_pod_affinity.counts import TopoCounts
+from plugins.inter_pod_affinity.filtering import group_terms, selected
+from plugins.inter_pod_affinity.pod_index import PodGroup, PodIndex, label_codes
+from plugins.inter_pod_affinity.terms import NamespaceLabels, Term, compile_preferred, term_matches
+
+PRE_SCORE_KEY = "PreScoreInterPodAffinity"
+
+
+@dataclass(slots=True)
+class ScoreState:
+    sums: TopoCounts = field(default_factory=TopoCounts)
+    touched: bool = False  # kube skips Score when no term contributed anywhere
+
+    def clone(self) -> ScoreState:
+        return self  # read-only after PreScore
+
+    def add(self, snapshot: Snapshot, term: Term, groups: list[PodGroup], weight: int) -> None:
+        codes = label_codes(snapshot, term.topology_key)
+        for g in groups:
+            if self.sums.add_group(term.topology_key, codes, g, weight):
+                self.touched = True
+
+
+def compute(
+    pod: PodInfo,
+    snapshot: Snapshot,
+    index: PodIndex,
+    nsl: NamespaceLabels,
+    *,
+    hard_weight: int,
+    with_own_terms: bool,
+) -> ScoreState:
+    s = ScoreState()
+    if with_own_terms:
+        for t in compile_preferred(pod, pod.preferred_affinity):
+            s.add(snapshot, t, selected(index, t, nsl), t.weight)
+        for t in compile_preferred(pod, pod.preferred_anti_affinity):
+            s.add(snapshot, t, selected(index, t, nsl), -t.weight)
+    ns, labels = pod.namespace, pod.labels
+    for g in index.live(index.affinity_gids):
+        terms = group_terms(g)
+        if hard_weight > 0:
+            for t in terms.required_affinity:
+                if term_matches(t, ns, labels, nsl):
+                    s.add(snapshot, t, [g], hard_weight)
+        for t in terms.preferred_affinity:
+            if term_matches(t, ns, labels, nsl):
+                s.add(snapshot, t, [g], t.weight)
+        for t in terms.preferred_anti_affinity:
+            if term_matches(t, ns, labels, nsl):
+                s.add(snapshot, t, [g], -t.weight)
+    return s
+
+
+def score_node(s: ScoreState, node: NodeInfo) -> int:
+    total = 0
+    for key in s.sums.topology_keys():
+        v = node.labels.get(key)
+        if v is not None:
+            total += s.sums.get(key, v)
+    return total
+
+
+def score_rows(s: ScoreState, snapshot: Snapshot, idx: IntArray) -> IntArray:
+    total = np.zeros(len(idx), dtype=np.int64)
+    for key in s.sums.topology_keys():
+        total += s.sums.at_rows(key, label_codes(snapshot, key), idx)
+    return total
+
+
+def normalize(scores: IntArray) -> None:
+    """kube: MaxNodeScore * (s - min) / (max - min) in float64, truncated; all 0 when max == min."""
+    if len(scores) == 0:
+        return
+    lo, hi = int(scores.min()), int(scores.max())
+    diff = hi - lo
+    if diff <= 0:
+        scores[:] = 0
+        return
+    scaled = float(MAX_NODE_SCORE) * ((scores - lo).astype(np.float64) / float(diff))
+    scores[:] = scaled.astype(np.int64)

@@ -1,0 +1,127 @@
+"""LoadAware: prefer nodes with low measured CPU and memory utilisation.
+
+Per resource r (cpu, memory), as a fraction of the node's allocatable:
+
+    u_r = measured_r + (estimated_r + incoming_r) / allocatable_r
+
+measured_r is the polled utilisation, estimated_r the load of pods reserved
+on the node since its last sample and incoming_r the pod being scheduled,
+both max(request, limit) x factor (cpuFactor 0.85, memoryFactor 0.70), as
+Koordinator's LoadAwareScheduling.  Per-resource score:
+
+    least-loaded (default):   s_r = 100 x (1 - min(u_r, 1))
+    targetLoadPacking (X %):  U = 100 u_r;  U <= X: (100 - X) U / X + X
+                                            X < U <= 100: X (100 - U) / (100 - X)
+                                            U > 100: 0          (Trimaran's curve)
+
+score = round(sum_r weight_r x s_r / sum_r weight_r).  A resource without a
+fresh sample on a node scores the mean of the fresh candidates (failOpen) or
+0 (failClosed).  While Prometheus is down, u_r = (requested_r +
+incoming request_r) / allocatable_r from the node table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.interfaces import (
+    MAX_NODE_SCORE,
+    Handle,
+    IntArray,
+    PluginArgs,
+    PreScorePlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.status import Status
+from netsched.framework.types import NodeInfo, PodInfo
+from netsched.metrics import CPU, pod_load
+from netsched.metrics.estimation import CPU_COL, MEMORY_COL
+from netsched.metrics.mapping import FloatArray
+from netsched.metrics.utilisation import fill_stale, ratio, resource_usage, source_for, to_int_scores
+from plugins.load_aware.args import LoadAwareArgs
+
+_STATE = "LoadAware/scores"
+
+
+def target_load_packing(u_percent: FloatArray, target: float) -> FloatArray:
+    """Trimaran's TargetLoadPacking score of utilisation U (percent) for target X (percent)."""
+    x = target
+    u = np.maximum(u_percent, 0.0)
+    rising = (100.0 - x) * u / x + x
+    falling = x * (100.0 - u) / (100.0 - x)
+    return np.where(u <= x, rising, np.where(u <= 100.0, falling, 0.0))
+
+
+@dataclass(frozen=True, slots=True)
+class _Scores:
+    index: dict[str, int]
+    rows: IntArray
+
+
+class LoadAware(PreScorePlugin, ScorePlugin, ReservePlugin):
+    name = "LoadAware"
+    Args = LoadAwareArgs
+
+    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.cfg = args if isinstance(args, LoadAwareArgs) else LoadAwareArgs.default()
+        self.weights = {r.name: float(r.weight) for r in self.cfg.resources if r.weight > 0}
+        self.source = source_for(handle, self.cfg.prometheus, self.name)
+        self.source.require(*self.weights)
+
+    # ------------------------------------------------------------ scoring
+
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
+        rows = np.zeros(len(snapshot), dtype=np.int64)
+        rows[idx] = self.scores(pod, snapshot, idx)
+        state.write(_STATE, _Scores(snapshot.index, rows))
+        return Status.success()
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        st: _Scores = state.read(_STATE)
+        return st.rows[idx]
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        st: _Scores = state.read(_STATE)
+        row = st.index.get(node.name)
+        if row is None:
+            return 0 if self.source.fail_closed else MAX_NODE_SCORE // 2
+        return int(st.rows[row])
+
+    def scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        """Scores of snapshot rows `idx` for `pod` (see the module docstring)."""
+        usage = resource_usage(self.source, snapshot, tuple(self.weights))
+        incoming = pod_load(pod, self.source.args.estimation)
+        total = np.zeros(len(idx))
+        for res, weight in self.weights.items():
+            use = usage[res]
+            col = snapshot.col[res]
+            alloc = snapshot.allocatable[idx, col].astype(np.float64)
+            if use.measured:
+                pod_amount = float(incoming[CPU_COL] if res == CPU else incoming[MEMORY_COL])
+            else:
+                pod_amount = float(pod.nonzero_cpu if res == CPU else pod.nonzero_memory)
+            u = use.utilisation[idx] + ratio(np.full(len(idx), pod_amount), alloc)
+            u = np.nan_to_num(u, nan=0.0)  # stale rows are replaced below
+            total += weight * fill_stale(self._curve(u), use.fresh[idx], self.source.fail_closed)
+        return to_int_scores(total / sum(self.weights.values()))
+
+    def _curve(self, u: FloatArray) -> FloatArray:
+        tlp = self.cfg.target_load_packing
+        if tlp.enabled:
+            return target_load_packing(100.0 * u, tlp.target_utilization)
+        return MAX_NODE_SCORE * (1.0 - np.clip(u, 0.0, 1.0))
+
+    # ------------------------------------------------------------ estimation
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        self.source.reserve(pod, node_name)
+        return Status.success()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        self.source.unreserve(pod)

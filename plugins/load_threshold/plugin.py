@@ -1,0 +1,136 @@
+"""LoadThreshold: filter out nodes whose measured utilisation is above a limit.
+
+A node is rejected when, for an enabled threshold (percent, 0 = disabled):
+
+    network: max(rx, tx) / linkSpeed      > networkUtilizationPercent
+    cpu:     measured cpu utilisation     > cpuUtilizationPercent
+    memory:  measured memory utilisation  > memoryUtilizationPercent
+
+each including the estimated load of pods reserved on the node since its last
+sample (so a burst cannot push a node far past its limit before the metrics
+catch up), but not the pod being scheduled: the filter describes the node.
+Nodes with no link speed are not checked for network.  A node without a
+fresh sample passes (stalePolicy failOpen) or is rejected with "node(s) had
+no recent <kind> metrics" (failClosed); while Prometheus is down nothing is
+fresh, so failClosed rejects every node.
+
+The reasons read like kube's own in FailedScheduling events:
+"0/5 nodes are available: 2 node(s) had cpu utilisation above 65%."  The
+code is UnschedulableAndUnresolvable: evicting pods cannot lower a measured
+load within a scheduling cycle, so preemption skips these nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.interfaces import FilterPlugin, Handle, IntArray, PluginArgs, Rejection, ReservePlugin
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.status import Code, Status
+from netsched.framework.types import NodeInfo, PodInfo
+from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
+from netsched.metrics.utilisation import network_load, resource_usage, source_for
+from plugins.load_threshold.args import LoadThresholdArgs
+
+NETWORK = "network"
+CODE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    kind: str  # network | cpu | memory
+    limit: float  # fraction
+    over_reason: str
+    stale_reason: str
+
+
+class LoadThreshold(FilterPlugin, ReservePlugin):
+    name = "LoadThreshold"
+    Args = LoadThresholdArgs
+
+    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.cfg = args if isinstance(args, LoadThresholdArgs) else LoadThresholdArgs.default()
+        limits = (
+            (NETWORK, self.cfg.network_utilization_percent),
+            (CPU, self.cfg.cpu_utilization_percent),
+            (MEMORY, self.cfg.memory_utilization_percent),
+        )
+        self.checks = tuple(
+            _Check(
+                kind,
+                pct / 100.0,
+                f"node(s) had {kind} utilisation above {pct:g}%",
+                f"node(s) had no recent {kind} metrics",
+            )
+            for kind, pct in limits
+            if pct > 0
+        )
+        self.source = source_for(handle, self.cfg.prometheus, self.name)
+        for c in self.checks:
+            if c.kind == NETWORK:
+                self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
+            else:
+                self.source.require(c.kind)
+
+    # ------------------------------------------------------------ filtering
+
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
+    ) -> list[Rejection]:
+        codes = self.reason_bits(snapshot, idx)
+        rejected = codes != 0
+        if not rejected.any():
+            return []
+        return [
+            Rejection(codes == bits, self._reasons(int(bits)), CODE) for bits in np.unique(codes[rejected])
+        ]
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        snapshot = self.handle.snapshot()
+        row = snapshot.index.get(node.name)
+        if row is None:  # a node this cycle knows nothing of: no metrics for it either
+            bits = sum(2 << (2 * i) for i in range(len(self.checks))) if self.source.fail_closed else 0
+        else:
+            bits = int(self.reason_bits(snapshot, np.array([row], dtype=np.int64))[0])
+        return Status(CODE, list(self._reasons(bits)), self.name) if bits else Status.success()
+
+    def reason_bits(self, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        """Per row of `idx`: bit 2i = check i over its limit, bit 2i+1 = no fresh metrics for it."""
+        out = np.zeros(len(idx), dtype=np.int64)
+        fail_closed = self.source.fail_closed
+        resources = tuple(c.kind for c in self.checks if c.kind != NETWORK)
+        usage = resource_usage(self.source, snapshot, resources) if resources else {}
+        for i, c in enumerate(self.checks):
+            if c.kind == NETWORK:
+                net = network_load(self.source, snapshot)
+                u, fresh = net.utilisation()[idx], net.fresh[idx] & net.measured
+            else:
+                use = usage[c.kind]
+                u, fresh = use.utilisation[idx], use.fresh[idx] & use.measured
+            over = fresh & (u > c.limit)  # NaN (no link speed) compares False
+            out |= over.astype(np.int64) << (2 * i)
+            if fail_closed:
+                out |= (~fresh).astype(np.int64) << (2 * i + 1)
+        return out
+
+    def _reasons(self, bits: int) -> tuple[str, ...]:
+        out = []
+        for i, c in enumerate(self.checks):
+            if bits & (1 << (2 * i)):
+                out.append(c.over_reason)
+            if bits & (2 << (2 * i)):
+                out.append(c.stale_reason)
+        return tuple(out)
+
+    # ------------------------------------------------------------ estimation
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        self.source.reserve(pod, node_name)
+        return Status.success()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        self.source.unreserve(pod)

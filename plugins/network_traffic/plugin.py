@@ -1,0 +1,104 @@
+"""NetworkTraffic: prefer nodes whose network links are least busy.
+
+Load of a node = the busier direction of its physical interfaces, in bytes/s
+(max(rx, tx): links are full duplex, so 6 Gb/s in plus 6 Gb/s out is 60 % of a
+10 Gb/s link, not 120 %), plus the bandwidth of pods reserved on it since its
+last sample (estimation).  Then, per candidate node:
+
+    u = load / linkSpeed                        when the node's link speed is known
+    u = load / max(load of fresh candidates     otherwise (relative: the busiest such
+                   without a link speed)          node gets u = 1; all idle -> u = 0)
+    score = round(100 x (1 - min(u, 1)))
+
+Nodes without a fresh sample get the mean score of the fresh candidates
+(stalePolicy failOpen) or 0 (failClosed).  While Prometheus is down the load
+is the sum of the bandwidth annotations of the pods on the node (default per
+pod: estimation.defaultBandwidthBytes).
+
+Scores are computed once per pod in PreScore for all candidates and read by
+Score (per node) and score_nodes (batch), which therefore always agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.interfaces import (
+    MAX_NODE_SCORE,
+    Handle,
+    IntArray,
+    PluginArgs,
+    PreScorePlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.status import Status
+from netsched.framework.types import NodeInfo, PodInfo
+from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
+from netsched.metrics.utilisation import fill_stale, network_load, source_for, to_int_scores
+from plugins.network_traffic.args import NetworkTrafficArgs
+
+_STATE = "NetworkTraffic/scores"
+
+
+@dataclass(frozen=True, slots=True)
+class _Scores:
+    index: dict[str, int]  # snapshot.index the rows refer to
+    rows: IntArray  # score per snapshot row (candidates only; others 0)
+
+
+class NetworkTraffic(PreScorePlugin, ScorePlugin, ReservePlugin):
+    name = "NetworkTraffic"
+    Args = NetworkTrafficArgs
+
+    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.cfg = args if isinstance(args, NetworkTrafficArgs) else NetworkTrafficArgs.default()
+        self.source = source_for(handle, self.cfg.prometheus, self.name)
+        self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
+
+    # ------------------------------------------------------------ scoring
+
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
+        rows = np.zeros(len(snapshot), dtype=np.int64)
+        rows[idx] = self.scores(snapshot, idx)
+        state.write(_STATE, _Scores(snapshot.index, rows))
+        return Status.success()
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        st: _Scores = state.read(_STATE)
+        return st.rows[idx]
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        st: _Scores = state.read(_STATE)
+        row = st.index.get(node.name)
+        if row is None:  # not a node of this cycle's snapshot: nothing known about it
+            return 0 if self.source.fail_closed else MAX_NODE_SCORE // 2
+        return int(st.rows[row])
+
+    def scores(self, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        """Scores of snapshot rows `idx` (see the module docstring for the formula)."""
+        net = network_load(self.source, snapshot)
+        busy, speed, fresh = net.busy[idx], net.speed[idx], net.fresh[idx]
+        has_speed = np.isfinite(speed) & (speed > 0)
+        relative = fresh & ~has_speed
+        ref = float(busy[relative].max()) if relative.any() else 0.0
+        u = np.zeros(len(idx))
+        np.divide(busy, speed, out=u, where=has_speed)
+        if ref > 0:
+            np.divide(busy, ref, out=u, where=~has_speed)
+        raw = MAX_NODE_SCORE * (1.0 - np.clip(np.nan_to_num(u, nan=0.0), 0.0, 1.0))
+        return to_int_scores(fill_stale(raw, fresh, self.source.fail_closed))
+
+    # ------------------------------------------------------------ estimation
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        self.source.reserve(pod, node_name)
+        return Status.success()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        self.source.unreserve(pod)

@@ -1,0 +1,40 @@
+"""NodeName: a pod that names its node (spec.nodeName) fits only that node.
+
+netsched never queues such pods (the kubelet runs them directly), but the
+plugin stays in the default set for parity with kube and for tools that run
+the filters on already-placed pods (preemption simulations, what-if checks).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.interfaces import FilterPlugin, IntArray, Rejection
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.status import Code, Status
+from netsched.framework.types import NodeInfo, PodInfo
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName(FilterPlugin):
+    name = "NodeName"
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if not pod.node_name or pod.node_name == node.name:
+            return Status.success()
+        return Status.unresolvable(ERR_REASON)
+
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
+    ) -> list[Rejection]:
+        if not pod.node_name:
+            return []
+        mask = np.ones(len(idx), dtype=bool)
+        row = snapshot.index.get(pod.node_name)
+        if row is not None:
+            mask &= idx != row
+        if not mask.any():
+            return []
+        return [Rejection(mask, (ERR_REASON,), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)]

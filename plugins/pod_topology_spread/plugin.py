@@ -1,0 +1,132 @@
+"""PodTopologySpread: spread matching pods evenly over topology domains.
+
+Hard constraints (whenUnsatisfiable: DoNotSchedule) are enforced by
+PreFilter/Filter (filtering.py), soft ones (ScheduleAnyway) scored by
+PreScore/Score (scoring.py), both as kube-scheduler does, including
+minDomains, nodeAffinityPolicy, nodeTaintsPolicy, matchLabelKeys and default
+constraints (args.py, constraints.py).
+
+A pod with no constraints of a kind, and no default constraints that apply to
+it, returns Skip from PreFilter (or PreScore) at once.
+"""
+
+from __future__ import annotations
+
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.interfaces import (
+    FilterPlugin,
+    Handle,
+    IntArray,
+    PluginArgs,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    Rejection,
+    ScorePlugin,
+)
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.status import Status
+from netsched.framework.types import NodeInfo, PodInfo
+from plugins.inter_pod_affinity.pod_index import PodIndex, pod_index
+from plugins.pod_topology_spread import filtering, scoring
+from plugins.pod_topology_spread.args import (
+    DO_NOT_SCHEDULE,
+    SCHEDULE_ANYWAY,
+    SYSTEM_DEFAULTING,
+    PodTopologySpreadArgs,
+)
+from plugins.pod_topology_spread.constraints import (
+    DEFAULTED_OWNER_KINDS,
+    Constraint,
+    default_constraints,
+    own_constraints,
+)
+
+
+class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+    name = "PodTopologySpread"
+    Args = PodTopologySpreadArgs
+
+    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        if args is not None and not isinstance(args, PodTopologySpreadArgs):
+            raise TypeError(f"want args of type PodTopologySpreadArgs, got {type(args).__name__}")
+        self.pts_args = args or PodTopologySpreadArgs.default()
+        self.defaults = self.pts_args.effective_defaults
+        self.system_defaulted = self.pts_args.defaulting_type == SYSTEM_DEFAULTING
+        self._default_actions = frozenset(c.when_unsatisfiable for c in self.defaults)
+        self._index: PodIndex | None = None
+
+    def constraints(self, pod: PodInfo, action: str) -> tuple[Constraint, ...]:
+        """The pod's constraints of one kind (DoNotSchedule or ScheduleAnyway), own or default."""
+        if pod.topology_spread_constraints:
+            return own_constraints(pod, action)
+        if action not in self._default_actions or pod.owner_kind not in DEFAULTED_OWNER_KINDS:
+            return ()
+        return default_constraints(pod, action, self.defaults)
+
+    def _pod_index(self, state: CycleState, snapshot: Snapshot) -> PodIndex:
+        self._index = pod_index(state, snapshot, self._index)
+        return self._index
+
+    # ------------------------------------------------------------ PreFilter / Filter
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        constraints = self.constraints(pod, DO_NOT_SCHEDULE)
+        if not constraints:
+            return None, Status.skip()
+        s = filtering.compute(pod, snapshot, self._pod_index(state, snapshot), constraints)
+        state.write(filtering.PRE_FILTER_KEY, s)
+        return None, Status.success()
+
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status:
+        s = state.get(filtering.PRE_FILTER_KEY)
+        if isinstance(s, filtering.FilterState):
+            filtering.update_with_pod(s, pod, to_add, node, 1)
+        return Status.success()
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo) -> Status:
+        s = state.get(filtering.PRE_FILTER_KEY)
+        if isinstance(s, filtering.FilterState):
+            filtering.update_with_pod(s, pod, to_remove, node, -1)
+        return Status.success()
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        s: filtering.FilterState = state.read(filtering.PRE_FILTER_KEY)
+        return filtering.filter_node(s, node)
+
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
+    ) -> list[Rejection]:
+        s: filtering.FilterState = state.read(filtering.PRE_FILTER_KEY)
+        return filtering.filter_rows(s, idx)
+
+    # ------------------------------------------------------------ PreScore / Score
+
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
+        if len(snapshot) == 0:
+            return Status.skip()
+        constraints = self.constraints(pod, SCHEDULE_ANYWAY)
+        if not constraints:
+            return Status.skip()
+        # Nodes lacking a key are still scored under the system defaults (a
+        # cluster without zones still spreads by hostname).
+        require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
+        s = scoring.compute(
+            pod, snapshot, self._pod_index(state, snapshot), constraints, idx, require_all=require_all
+        )
+        state.write(scoring.PRE_SCORE_KEY, s)
+        return Status.success()
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        s: scoring.ScoreState = state.read(scoring.PRE_SCORE_KEY)
+        return scoring.score_node(s, node)
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        s: scoring.ScoreState = state.read(scoring.PRE_SCORE_KEY)
+        return scoring.score_rows(s, idx)
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
+        scoring.normalize(scores)

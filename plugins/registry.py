@@ -1,0 +1,36 @@
+"""The in-tree plugins: one line each.  Out-of-tree plugins join with
+`netsched.app.main(with_plugin(MyPlugin))` and are merged in app.build_registry."""
+
+from __future__ import annotations
+
+from netsched.framework.interfaces import Plugin
+
+
+def in_tree_plugins() -> list[type[Plugin]]:
+    from plugins.default_binder import DefaultBinder
+    from plugins.image_locality import ImageLocality
+    from plugins.node_affinity import NodeAffinity
+    from plugins.node_name import NodeName
+    from plugins.node_ports import NodePorts
+    from plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
+    from plugins.node_resources_fit import NodeResourcesFit
+    from plugins.node_unschedulable import NodeUnschedulable
+    from plugins.priority_sort import PrioritySort
+    from plugins.scheduling_gates import SchedulingGates
+    from plugins.taint_toleration import TaintToleration
+    from plugins.volume_claim_guard import VolumeClaimGuard
+
+    return [
+        PrioritySort,
+        SchedulingGates,
+        NodeUnschedulable,
+        NodeName,
+        TaintToleration,
+        NodeAffinity,
+        NodePorts,
+        NodeResourcesFit,
+        VolumeClaimGuard,
+        NodeResourcesBalancedAllocation,
+        ImageLocality,
+        DefaultBinder,
+    ]

@@ -1,0 +1,66 @@
+"""The client-side token bucket, on a fake clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from netsched.kube.ratelimit import TokenBucket
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.t = 100.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+
+
+def bucket(qps: float, burst: int) -> tuple[TokenBucket, FakeTime]:
+    ft = FakeTime()
+    return TokenBucket(qps, burst, clock=ft.clock, sleep=ft.sleep), ft
+
+
+def test_burst_is_served_without_waiting() -> None:
+    tb, ft = bucket(10, 5)
+    assert [tb.acquire() for _ in range(5)] == [0.0] * 5
+    assert ft.sleeps == []
+
+
+def test_callers_beyond_the_burst_wait_their_turn_in_order() -> None:
+    tb, ft = bucket(10, 2)
+    for _ in range(5):
+        tb.acquire()
+    # Reservations: the 3rd, 4th, 5th callers wait 0.1, 0.2, 0.3 s (time did not move).
+    assert ft.sleeps == pytest.approx([0.1, 0.2, 0.3])
+    assert tb.waited_seconds == pytest.approx(0.6)
+
+
+def test_tokens_refill_at_qps_up_to_burst() -> None:
+    tb, ft = bucket(10, 3)
+    for _ in range(3):
+        tb.acquire()
+    ft.t += 0.2  # two tokens back
+    assert tb.try_acquire()
+    assert tb.try_acquire()
+    assert not tb.try_acquire()
+    ft.t += 100.0  # a long idle period saves at most `burst`
+    assert sum(tb.try_acquire() for _ in range(10)) == 3
+
+
+def test_zero_qps_disables_limiting() -> None:
+    tb, ft = bucket(0, 1)
+    assert not tb.enabled
+    for _ in range(1000):
+        tb.acquire()
+    assert ft.sleeps == []
+    assert tb.try_acquire()
+
+
+def test_burst_below_one_still_admits_one() -> None:
+    tb, ft = bucket(5, 0)
+    assert tb.acquire() == 0.0
+    assert tb.acquire() == pytest.approx(0.2)

@@ -1,0 +1,383 @@
+"""Framework runtime rules: profile build checks, point ordering, scores, reserve/permit/bind."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.interfaces import (
+    BindPlugin,
+    Diagnosis,
+    FilterPlugin,
+    PermitPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from netsched.framework.runtime import FitError, FrameworkBuildError, PluginFault, Services
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.status import Code, Status
+from netsched.framework.types import NodeInfo, PodInfo
+from netsched.testing.builders import make_node, make_pod, node_infos
+from netsched.testing.clock import FakeClock
+from netsched.testing.framework import FifoSort, NoopBinder, Ref, TestProfile, build_framework, schedule_pod
+from netsched.testing.handle import RecordingAPI, RecordingEvents
+
+CALLS: list[str] = []
+
+
+class RejectOdd(FilterPlugin):
+    """Rejects nodes whose name ends in an odd digit."""
+
+    name = "RejectOdd"
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if int(node.name[-1]) % 2:
+            return Status.unschedulable("node(s) were odd")
+        return Status.success()
+
+
+class RejectAll(FilterPlugin):
+    name = "RejectAll"
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        return Status.unresolvable("node(s) were rejected by all")
+
+
+class NameScore(ScorePlugin):
+    """Raw score = the node's trailing digit x 10."""
+
+    name = "NameScore"
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        return int(node.name[-1]) * 10
+
+
+class ReverseScore(ScorePlugin):
+    name = "ReverseScore"
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        return 100 - int(node.name[-1]) * 10
+
+
+class BadScore(ScorePlugin):
+    name = "BadScore"
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        return 150
+
+
+class NormalizingScore(ScorePlugin):
+    """Raw 1000s, normalised by dividing by 100."""
+
+    name = "NormalizingScore"
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        return int(node.name[-1]) * 1000
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: Any) -> None:
+        scores //= 100
+
+
+def nodes(n: int) -> list[Any]:
+    return [make_node(f"n{i}") for i in range(n)]
+
+
+def test_profile_build_fails_without_weight_queue_sort_or_binder() -> None:
+    services = Services(api=RecordingAPI(), events=RecordingEvents(), clock=FakeClock())
+    reg = {c.name: c for c in (FifoSort, NoopBinder, NameScore)}
+    no_weight = TestProfile(
+        plugins={
+            "queueSort": [Ref("TestFifoSort")],
+            "bind": [Ref("TestBinder")],
+            "score": [Ref("NameScore", 0)],
+        }
+    )
+    with pytest.raises(FrameworkBuildError, match="score plugin 'NameScore' is not configured with weight"):
+        build = __import__("netsched.framework.runtime", fromlist=["Framework"]).Framework
+        build(no_weight, reg, services)
+    from netsched.framework.runtime import Framework
+
+    with pytest.raises(FrameworkBuildError, match="only one queue sort plugin"):
+        Framework(TestProfile(plugins={"bind": [Ref("TestBinder")]}), reg, services)
+    with pytest.raises(FrameworkBuildError, match="at least one bind plugin"):
+        Framework(TestProfile(plugins={"queueSort": [Ref("TestFifoSort")]}), reg, services)
+    with pytest.raises(FrameworkBuildError, match="does not extend filter"):
+        Framework(
+            TestProfile(
+                plugins={
+                    "queueSort": [Ref("TestFifoSort")],
+                    "bind": [Ref("TestBinder")],
+                    "filter": [Ref("NameScore")],
+                }
+            ),
+            reg,
+            services,
+        )
+
+
+def test_weights_multiply_and_sum() -> None:
+    out = schedule_pod(
+        make_pod("p"),
+        nodes(4),
+        plugins=[NameScore, ReverseScore],
+        weights={"NameScore": 3, "ReverseScore": 1},
+    )
+    # n3: 30*3 + 70*1 = 160 is the best; n0: 0 + 100 = 100.
+    assert out.totals == {"n0": 100, "n1": 120, "n2": 140, "n3": 160}
+    assert out.node == "n3"
+    assert out.scores["NameScore"]["n2"] == (20, 60)
+
+
+def test_normalize_then_range_check() -> None:
+    out = schedule_pod(make_pod("p"), nodes(3), plugins=[NormalizingScore])
+    assert out.totals == {"n0": 0, "n1": 10, "n2": 20}
+    with pytest.raises(PluginFault, match="invalid score 150"):
+        schedule_pod(make_pod("p"), nodes(3), plugins=[BadScore])
+
+
+def test_filter_first_rejection_counts_and_message() -> None:
+    with pytest.raises(FitError) as ei:
+        schedule_pod(make_pod("p"), nodes(5), plugins=[RejectOdd, RejectAll])
+    d = ei.value.diagnosis
+    # Odd nodes stop at RejectOdd; the rest at RejectAll. kube sorts "count reason" strings.
+    assert d.reasons == {"node(s) were odd": 2, "node(s) were rejected by all": 3}
+    assert str(ei.value) == "0/5 nodes are available: 2 node(s) were odd, 3 node(s) were rejected by all."
+    assert list(d.node_codes) == [3, 2, 3, 2, 3]
+    assert d.unschedulable_plugins == {"RejectOdd", "RejectAll"}
+
+
+class SkipPreFilter(PreFilterPlugin, FilterPlugin):
+    name = "SkipPreFilter"
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        return None, Status.skip()
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        raise AssertionError("filter must be skipped after PreFilter Skip")
+
+
+class OnlyNodes(PreFilterPlugin):
+    name = "OnlyNodes"
+    allowed: set[str] = {"n1", "n3"}
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        return PreFilterResult(set(self.allowed)), Status.success()
+
+
+class OnlyOther(PreFilterPlugin):
+    name = "OnlyOther"
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        return PreFilterResult({"n0"}), Status.success()
+
+
+def test_prefilter_skip_skips_filter_and_subset_narrows() -> None:
+    out = schedule_pod(make_pod("p"), nodes(4), plugins=[SkipPreFilter, OnlyNodes, NameScore])
+    assert out.node == "n3"
+    assert set(out.totals) == {"n1", "n3"}
+    with pytest.raises(FitError) as ei:
+        schedule_pod(make_pod("p"), nodes(4), plugins=[OnlyNodes, OnlyOther])
+    assert "didn't satisfy plugin(s) [OnlyNodes, OnlyOther] simultaneously" in str(ei.value)
+
+
+class SkipScore(PreScorePlugin, ScorePlugin):
+    name = "SkipScore"
+
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: Any) -> Status:
+        return Status.skip()
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        raise AssertionError("score must be skipped after PreScore Skip")
+
+
+def test_prescore_skip() -> None:
+    out = schedule_pod(make_pod("p"), nodes(3), plugins=[SkipScore, NameScore])
+    assert out.node == "n2"
+    assert "SkipScore" not in out.scores
+
+
+class Preempt(PostFilterPlugin):
+    name = "Preempt"
+    seen: list[Diagnosis] = []
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        self.seen.append(diagnosis)
+        if pod.name == "nominate":
+            return PostFilterResult("n0"), Status.success()
+        return None, Status.unschedulable(
+            "0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+        )
+
+
+def test_postfilter_message_and_nomination() -> None:
+    with pytest.raises(FitError) as ei:
+        schedule_pod(make_pod("p"), nodes(2), plugins=[RejectAll, Preempt])
+    # kube appends " preemption: <msg>." so a message ending in "." reads "..".
+    assert str(ei.value) == (
+        "0/2 nodes are available: 2 node(s) were rejected by all. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+    )
+    with pytest.raises(FitError) as ei2:
+        schedule_pod(make_pod("nominate"), nodes(2), plugins=[RejectAll, Preempt])
+    assert ei2.value.nominated_node_name == "n0"
+
+
+class Recorder(ReservePlugin, PermitPlugin):
+    """Appends to CALLS; behaviour set per instance name."""
+
+    name = "R1"
+    fail_reserve = False
+    permit_status = Status()
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        CALLS.append(f"reserve:{self.name}")
+        return Status.unschedulable("no") if self.fail_reserve else Status.success()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        CALLS.append(f"unreserve:{self.name}")
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        return self.permit_status, 5.0
+
+
+class R2(Recorder):
+    name = "R2"
+
+
+class R3(Recorder):
+    name = "R3"
+    fail_reserve = True
+
+
+def test_unreserve_runs_all_in_reverse_order() -> None:
+    CALLS.clear()
+    fwk = build_framework([Recorder, R2, R3])
+    pod = make_pod("p").info()
+    st = fwk.run_reserve(CycleState(), pod, "n0")
+    assert st.code == Code.UNSCHEDULABLE and st.plugin == "R3"
+    fwk.run_unreserve(CycleState(), pod, "n0")
+    assert CALLS == ["reserve:R1", "reserve:R2", "reserve:R3", "unreserve:R3", "unreserve:R2", "unreserve:R1"]
+
+
+class WaitPermit(PermitPlugin):
+    name = "WaitPermit"
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        return Status.wait(), 30.0
+
+
+def test_permit_wait_allow_reject_and_timeout() -> None:
+    clock = FakeClock()
+    services = Services(api=RecordingAPI(), events=RecordingEvents(), clock=clock)
+    fwk = build_framework([WaitPermit], services=services)
+    pod = make_pod("p").info()
+    assert fwk.run_permit(CycleState(), pod, "n0").code == Code.WAIT
+    wp = fwk.get_waiting_pod(pod.uid)
+    assert wp is not None and wp.pending_plugins() == ["WaitPermit"]
+    # Another plugin allows it through the waiting-pods map.
+    for w in fwk.iterate_waiting_pods():
+        w.allow("WaitPermit")
+    assert fwk.wait_on_permit(pod).ok
+    assert fwk.get_waiting_pod(pod.uid) is None
+
+    pod2 = make_pod("p2").info()
+    fwk.run_permit(CycleState(), pod2, "n0")
+    fwk.get_waiting_pod(pod2.uid).reject("Gang", "gang member failed")  # type: ignore[union-attr]
+    st = fwk.wait_on_permit(pod2)
+    assert st.code == Code.UNSCHEDULABLE and st.plugin == "Gang" and st.reasons == ["gang member failed"]
+
+    pod3 = make_pod("p3").info()
+    fwk.run_permit(CycleState(), pod3, "n0")
+    result: list[Status] = []
+    t = threading.Thread(target=lambda: result.append(fwk.wait_on_permit(pod3)))
+    t.start()
+    clock.step(31)
+    t.join(5)
+    assert result and "timeout after waiting 30s at plugin WaitPermit" in result[0].message()
+
+
+class SkipBinder(BindPlugin):
+    name = "SkipBinder"
+
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return Status.skip()
+
+
+def test_first_non_skip_binder_binds() -> None:
+    fwk = build_framework([SkipBinder, NoopBinder])
+    pod = make_pod("p").info()
+    assert fwk.run_bind(CycleState(), pod, "n1").ok
+    assert fwk.api.calls == [("bind", "default/p", "n1")]  # type: ignore[attr-defined]
+    only_skip = build_framework([SkipBinder])
+    st = only_skip.run_bind(CycleState(), pod, "n1")
+    assert st.code == Code.ERROR
+
+
+@pytest.mark.parametrize(
+    ("nodes_n", "pct", "want"),
+    [
+        (50, None, 50),
+        (100, None, 100),
+        (1000, None, 420),
+        (5000, None, 500),
+        (6000, None, 300),
+        (20000, None, 1000),
+        (5000, 100, 5000),
+        (5000, 1, 100),
+    ],
+)
+def test_num_feasible_nodes_to_find(nodes_n: int, pct: int | None, want: int) -> None:
+    # kube: adaptive = max(5, 50 - n/125) percent, at least 100 nodes.
+    fwk = build_framework([], percentage_of_nodes_to_score=pct)
+    assert fwk.num_feasible_nodes_to_find(nodes_n) == want
+
+
+def test_rotating_start_index_spreads_evaluation() -> None:
+    fwk = build_framework([], percentage_of_nodes_to_score=10)
+    snap = Snapshot.of(node_infos([make_node(f"n{i:03d}") for i in range(1000)]))
+    pod = make_pod("p").info()
+    firsts = []
+    for _ in range(3):
+        diag = Diagnosis(len(snap), np.zeros(len(snap), dtype=np.int8))
+        feasible, evaluated = fwk.find_feasible(CycleState(), pod, snap, None, diag)
+        assert len(feasible) == 100 and evaluated == 100
+        firsts.append(int(feasible[0]))
+    assert firsts == [0, 100, 200]
+
+
+def test_plugin_exception_becomes_error_with_plugin_name() -> None:
+    class Boom(FilterPlugin):
+        name = "Boom"
+
+        def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+            raise RuntimeError("kaboom")
+
+    with pytest.raises(PluginFault) as ei:
+        schedule_pod(make_pod("p"), nodes(2), plugins=[Boom])
+    assert ei.value.status.plugin == "Boom" and ei.value.status.code == Code.ERROR
+
+
+def test_status_helpers() -> None:
+    from netsched.framework.status import merge
+
+    st = merge([Status.unschedulable("a"), Status.unresolvable("b"), Status.success()])
+    assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and st.reasons == ["b"]
+    assert Status.success().with_plugin("X").plugin == ""
+    assert str(Status.unschedulable("x", plugin="P")) == "UNSCHEDULABLE P: x"
