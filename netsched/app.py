@@ -95,7 +95,8 @@ class SchedulerApp:
         self.options = options or AppOptions()
         self.metrics_registry = metrics_registry if metrics_registry is not None else CollectorRegistry()
         self.metrics = SchedulerMetrics(self.metrics_registry)
-        self.broadcaster = events if events is not None else EventBroadcaster(KubeEventSink(kube.client))
+        # A large queue: a burst of thousands of pods must not drop their Scheduled events.
+        self.broadcaster = events if events is not None else EventBroadcaster(KubeEventSink(kube.client), queue_size=20000)
         self.hub = MetricsHub(registry=self.metrics_registry, clock=self.clock)
         self.cache = ClusterCache(self.clock)
         self.cache.on_nodes_changed(self.hub.update_nodes)

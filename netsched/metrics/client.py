@@ -88,7 +88,12 @@ class PrometheusHTTPClient:
         session.verify = conn.ca_file or not conn.insecure_skip_verify
         self._token = BearerToken(conn.bearer_token_file) if conn.bearer_token_file else None
         self._prom = PrometheusConnect(
-            url=conn.address, session=session, retry=Retry(total=0), timeout=conn.timeout_seconds
+            url=conn.address,
+            session=session,
+            # No retries down there; read=False re-raises a read timeout as itself
+            # (requests' ReadTimeout) instead of a MaxRetryError "connection error".
+            retry=Retry(total=0, read=False),
+            timeout=conn.timeout_seconds,
         )
 
     def query(self, promql: str, timeout: float) -> Any:

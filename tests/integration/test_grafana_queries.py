@@ -252,8 +252,8 @@ class Exporter:
         m.preemption_attempts.inc()
         for queue, count in (("active", 3), ("backoff", 1), ("unschedulable", 2), ("gated", 0)):
             m.set_pending(queue, count)
-        # Leadership flips once, a few seconds in, so the annotation has something to show.
-        m.leader.set(0 if 2.0 < time.monotonic() - self.started < 3.0 else 1)
+        # Leadership lapses for 1 s in every 6, so the "Leader changes" annotation has data.
+        m.leader.set(0 if int(time.monotonic() - self.started) % 6 == 5 else 1)
         m.cache_nodes.set(len(NODES))
         m.cache_assumed_pods.set(r.randint(0, 3))
         for metric in ("cpu", "memory", "networkReceive"):

@@ -45,24 +45,48 @@ def test_max_age_defaults_to_four_poll_intervals() -> None:
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
-        ({"prometheusAddress": "prom:9090"}, 'args.prometheus.prometheusAddress: Invalid value: "prom:9090": must start'),
+        (
+            {"prometheusAddress": "prom:9090"},
+            'args.prometheus.prometheusAddress: Invalid value: "prom:9090": must start',
+        ),
         ({"prometheusAddress": "http://p/?q=1"}, "must not have a query string"),
-        ({"timeoutSeconds": 20}, "args.prometheus.timeoutSeconds: Invalid value: 20.0: must be less than pollIntervalSeconds (15)"),
-        ({"pollIntervalSeconds": 0.5}, "args.prometheus.pollIntervalSeconds: Invalid value: 0.5: must be greater than or equal to 1"),
-        ({"maxSampleAgeSeconds": 10}, "args.prometheus.maxSampleAgeSeconds: Invalid value: 10.0: must be at least pollIntervalSeconds (15)"),
-        ({"stalePolicy": "open"}, 'args.prometheus.stalePolicy: Unsupported value: "open": supported values: "failOpen", "failClosed"'),
+        (
+            {"timeoutSeconds": 20},
+            "args.prometheus.timeoutSeconds: Invalid value: 20.0: must be less than pollIntervalSeconds (15)",
+        ),
+        (
+            {"pollIntervalSeconds": 0.5},
+            "args.prometheus.pollIntervalSeconds: Invalid value: 0.5: must be greater than or equal to 1",
+        ),
+        (
+            {"maxSampleAgeSeconds": 10},
+            "args.prometheus.maxSampleAgeSeconds: Invalid value: 10.0: must be at least pollIntervalSeconds (15)",
+        ),
+        (
+            {"stalePolicy": "open"},
+            'args.prometheus.stalePolicy: Unsupported value: "open": supported values: "failOpen", "failClosed"',
+        ),
         ({"nodeMapping": {"by": "ip"}}, 'args.prometheus.nodeMapping.by: Unsupported value: "ip"'),
-        ({"nodeMapping": {"label": "kubernetes.io/hostname"}}, "args.prometheus.nodeMapping.label: Invalid value"),
+        (
+            {"nodeMapping": {"label": "kubernetes.io/hostname"}},
+            "args.prometheus.nodeMapping.label: Invalid value",
+        ),
         ({"nodeMapping": {"lable": "node"}}, "args.prometheus.nodeMapping.lable: Unknown field"),
         ({"queries": {"cpu": "  "}}, "args.prometheus.queries.cpu: Invalid value"),
         ({"queries": {"gpu": "x"}}, "args.prometheus.queries.gpu: Unknown field"),
-        ({"rateWindow": "1 minute"}, 'args.prometheus.rateWindow: Invalid value: "1 minute": must be a Prometheus duration'),
+        (
+            {"rateWindow": "1 minute"},
+            'args.prometheus.rateWindow: Invalid value: "1 minute": must be a Prometheus duration',
+        ),
         ({"estimation": {"cpuFactor": -1}}, "args.prometheus.estimation.cpuFactor: Invalid value: -1.0"),
         (
             {"estimation": {"coverMarginSeconds": 60, "maxLifetimeSeconds": 50}},
             "args.prometheus.estimation.maxLifetimeSeconds: Invalid value: 50.0: must be greater than coverMarginSeconds (60)",
         ),
-        ({"insecureSkipVerify": True, "caFile": "/ca.pem"}, "args.prometheus.insecureSkipVerify: Invalid value: true"),
+        (
+            {"insecureSkipVerify": True, "caFile": "/ca.pem"},
+            "args.prometheus.insecureSkipVerify: Invalid value: true",
+        ),
         ({"bearerToken": "secret"}, "args.prometheus.bearerToken: Unknown field"),
     ],
 )

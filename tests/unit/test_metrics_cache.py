@@ -29,7 +29,9 @@ def test_parse_drops_and_counts_bad_values() -> None:
     assert s.dropped == {"nan": 1, "inf": 2, "negative": 1}
 
 
-@pytest.mark.parametrize("result", [[1700000000, "1"], "x", [{"metric": {}, "value": ["x"]}], [{"metric": {}}]])
+@pytest.mark.parametrize(
+    "result", [[1700000000, "1"], "x", [{"metric": {}, "value": ["x"]}], [{"metric": {}}]]
+)
 def test_parse_rejects_non_vectors(result: object) -> None:
     with pytest.raises(BadResponse):
         parse_vector(result, NodeMappingArgs())

@@ -102,7 +102,16 @@ def test_unreachable_enters_fallback_once_and_leaves_once(caplog: pytest.LogCapt
         assert len(fake.calls) - n_before == 3
     assert src.in_fallback
     assert sample(reg, "netsched_metrics_fallback", source=src.name) == 1
-    assert sample(reg, "netsched_prometheus_query_errors_total", source=src.name, metric=NETWORK_RX, reason="unreachable") == 4
+    assert (
+        sample(
+            reg,
+            "netsched_prometheus_query_errors_total",
+            source=src.name,
+            metric=NETWORK_RX,
+            reason="unreachable",
+        )
+        == 4
+    )
     fake.fail_all = None
     for _ in range(3):
         hub.poll_now()
@@ -127,7 +136,10 @@ def test_a_bad_query_does_not_stop_the_others(caplog: pytest.LogCaptureFixture) 
     table = src.poller.table
     assert table.errors == {src.poller.keys()[0]: "bad_query"}
     assert not src.in_fallback  # memory still answers
-    assert sample(reg, "netsched_prometheus_query_errors_total", source=src.name, metric=CPU, reason="bad_query") == 3
+    assert (
+        sample(reg, "netsched_prometheus_query_errors_total", source=src.name, metric=CPU, reason="bad_query")
+        == 3
+    )
     failed = [r.getMessage() for r in caplog.records if "Prometheus query failed" in r.getMessage()]
     assert len(failed) == 1 and src.query(CPU) in failed[0]
 
@@ -140,7 +152,10 @@ def test_nan_samples_are_dropped_and_counted() -> None:
     fake.serve(src, CPU, {"n1": float("nan"), "n2": float("inf"), "n3": -2.0, "n4": 0.4})
     hub.poll_now()
     for reason in ("nan", "inf", "negative"):
-        assert sample(reg, "netsched_metrics_dropped_samples_total", source=src.name, metric=CPU, reason=reason) == 1
+        assert (
+            sample(reg, "netsched_metrics_dropped_samples_total", source=src.name, metric=CPU, reason=reason)
+            == 1
+        )
     assert src.poller.table.series[src.poller.keys()[0]].keys == ("n4",)
 
 

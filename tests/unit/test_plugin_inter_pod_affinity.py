@@ -50,9 +50,19 @@ def required(kind: str, *terms: dict[str, Any]) -> dict[str, Any]:
 def preferred(kind: str, *weighted: tuple[int, dict[str, Any]]) -> dict[str, Any]:
     return {
         kind: {
-            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": w, "podAffinityTerm": t} for w, t in weighted]
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": w, "podAffinityTerm": t} for w, t in weighted
+            ]
         }
     }
+
+
+def merged(*parts: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for part in parts:
+        for kind, v in part.items():
+            out.setdefault(kind, {}).update(v)
+    return out
 
 
 def zoned(n: int, zones: int = 2) -> list[NodeBuilder]:
@@ -64,7 +74,10 @@ def plugin(handle: Any = None, **args: Any) -> InterPodAffinity:
 
 
 def verdicts(
-    pl: InterPodAffinity, pod: PodInfo | PodBuilder, nodes: Sequence[NodeInfo | NodeBuilder], existing: Sequence[Any] = ()
+    pl: InterPodAffinity,
+    pod: PodInfo | PodBuilder,
+    nodes: Sequence[NodeInfo | NodeBuilder],
+    existing: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """node -> OK | (code, reason) | "skip", checking per-node filter() and batch filter_nodes() agree."""
     pi = pod.info() if isinstance(pod, PodBuilder) else pod
@@ -88,7 +101,10 @@ def verdicts(
 
 
 def scores(
-    pl: InterPodAffinity, pod: PodInfo | PodBuilder, nodes: Sequence[NodeInfo | NodeBuilder], existing: Sequence[Any] = ()
+    pl: InterPodAffinity,
+    pod: PodInfo | PodBuilder,
+    nodes: Sequence[NodeInfo | NodeBuilder],
+    existing: Sequence[Any] = (),
 ) -> dict[str, tuple[int, int]] | str:
     """node -> (raw, normalised), checking score() and score_nodes() agree; "skip" when PreScore skips."""
     pi = pod.info() if isinstance(pod, PodBuilder) else pod
@@ -115,7 +131,9 @@ def test_args_defaults_and_round_trip() -> None:
     a = InterPodAffinityArgs.default()
     assert (a.hard_pod_affinity_weight, a.ignore_preferred_terms_of_existing_pods) == (1, False)
     errs = ErrorList()
-    b = InterPodAffinityArgs.decode(Fields({"hardPodAffinityWeight": 5, "ignorePreferredTermsOfExistingPods": True}, "args", errs))
+    b = InterPodAffinityArgs.decode(
+        Fields({"hardPodAffinityWeight": 5, "ignorePreferredTermsOfExistingPods": True}, "args", errs)
+    )
     assert not errs
     assert InterPodAffinityArgs.decode(Fields(b.encode(), "args", ErrorList())) == b
 
@@ -123,11 +141,26 @@ def test_args_defaults_and_round_trip() -> None:
 @pytest.mark.parametrize(
     ("raw", "want"),
     [
-        ({"hardPodAffinityWeight": -1}, 'args.hardPodAffinityWeight: Invalid value: -1: not in valid range [0, 100]'),
-        ({"hardPodAffinityWeight": 101}, "args.hardPodAffinityWeight: Invalid value: 101: not in valid range [0, 100]"),
-        ({"hardPodAffinityWeight": "x"}, 'args.hardPodAffinityWeight: Invalid value: "x": must be an integer'),
-        ({"ignorePreferredTermsOfExistingPods": 1}, "args.ignorePreferredTermsOfExistingPods: Invalid value: 1: must be true or false"),
-        ({"hardPodAfinityWeight": 1}, "args.hardPodAfinityWeight: Unknown field: not a field of this object (typo?)"),
+        (
+            {"hardPodAffinityWeight": -1},
+            "args.hardPodAffinityWeight: Invalid value: -1: not in valid range [0, 100]",
+        ),
+        (
+            {"hardPodAffinityWeight": 101},
+            "args.hardPodAffinityWeight: Invalid value: 101: not in valid range [0, 100]",
+        ),
+        (
+            {"hardPodAffinityWeight": "x"},
+            'args.hardPodAffinityWeight: Invalid value: "x": must be an integer',
+        ),
+        (
+            {"ignorePreferredTermsOfExistingPods": 1},
+            "args.ignorePreferredTermsOfExistingPods: Invalid value: 1: must be true or false",
+        ),
+        (
+            {"hardPodAfinityWeight": 1},
+            "args.hardPodAfinityWeight: Unknown field: not a field of this object (typo?)",
+        ),
     ],
 )
 def test_args_errors_name_the_field(raw: dict[str, Any], want: str) -> None:
@@ -138,7 +171,10 @@ def test_args_errors_name_the_field(raw: dict[str, Any], want: str) -> None:
 
 def test_zero_hard_weight_is_valid() -> None:
     errs = ErrorList()
-    assert InterPodAffinityArgs.decode(Fields({"hardPodAffinityWeight": 0}, "a", errs)).hard_pod_affinity_weight == 0
+    assert (
+        InterPodAffinityArgs.decode(Fields({"hardPodAffinityWeight": 0}, "a", errs)).hard_pod_affinity_weight
+        == 0
+    )
     assert not errs
 
 
@@ -183,11 +219,19 @@ def test_required_anti_affinity() -> None:
     existing = [make_pod("w").labels(**WEB).node("n0")]
     pod = make_pod("p").affinity(required("podAntiAffinity", term(WEB)))
     # A node without the key cannot conflict.
-    assert verdicts(plugin(), pod, nodes, existing) == {"n0": ANTI, "n1": OK, "n2": ANTI, "n3": OK, "bare": OK}
+    assert verdicts(plugin(), pod, nodes, existing) == {
+        "n0": ANTI,
+        "n1": OK,
+        "n2": ANTI,
+        "n3": OK,
+        "bare": OK,
+    }
 
 
 def test_existing_pods_anti_affinity_is_symmetric() -> None:
-    guard = make_pod("guard").labels(app="db").affinity(required("podAntiAffinity", term(WEB, HOST))).node("n2")
+    guard = (
+        make_pod("guard").labels(app="db").affinity(required("podAntiAffinity", term(WEB, HOST))).node("n2")
+    )
     web = make_pod("p").labels(**WEB)
     assert verdicts(plugin(), web, zoned(3), [guard]) == {"n0": OK, "n1": OK, "n2": EXISTING}
     # A pod the guard's term does not select is not affected.
@@ -198,7 +242,10 @@ def test_reasons_in_kube_order() -> None:
     # Node n0 violates both the pod's anti-affinity and an existing pod's: affinity first, then anti.
     existing = [
         make_pod("w").labels(**WEB).node("n0"),
-        make_pod("g").labels(app="db").affinity(required("podAntiAffinity", term({"app": "x"}, HOST))).node("n0"),
+        make_pod("g")
+        .labels(app="db")
+        .affinity(required("podAntiAffinity", term({"app": "x"}, HOST)))
+        .node("n0"),
     ]
     pod = make_pod("p").labels(app="x").affinity(required("podAntiAffinity", term(WEB, HOST)))
     assert verdicts(plugin(), pod, zoned(2), existing) == {"n0": ANTI, "n1": OK}
@@ -213,7 +260,10 @@ def test_namespaces_and_default_namespace() -> None:
 
 
 def test_namespace_selector_without_and_with_namespace_labels() -> None:
-    existing = [make_pod("w", "team-a").labels(**WEB).node("n0"), make_pod("v", "team-b").labels(**WEB).node("n1")]
+    existing = [
+        make_pod("w", "team-a").labels(**WEB).node("n0"),
+        make_pod("v", "team-b").labels(**WEB).node("n1"),
+    ]
     everything = make_pod("p").affinity(required("podAffinity", term(WEB, HOST, namespaceSelector={})))
     assert verdicts(plugin(), everything, zoned(3), existing) == {"n0": OK, "n1": OK, "n2": AFF}
     team_a = make_pod("p").affinity(
@@ -234,12 +284,16 @@ def test_match_and_mismatch_label_keys() -> None:
         make_pod("v1").labels(app="web", version="v1").node("n0"),
         make_pod("v2").labels(app="web", version="v2").node("n1"),
     ]
-    same_version = make_pod("p").labels(version="v2").affinity(
-        required("podAffinity", term(WEB, HOST, matchLabelKeys=["version"]))
+    same_version = (
+        make_pod("p")
+        .labels(version="v2")
+        .affinity(required("podAffinity", term(WEB, HOST, matchLabelKeys=["version"])))
     )
     assert verdicts(plugin(), same_version, zoned(3), existing) == {"n0": AFF, "n1": OK, "n2": AFF}
-    other_versions = make_pod("p").labels(version="v2").affinity(
-        required("podAntiAffinity", term(WEB, HOST, mismatchLabelKeys=["version"]))
+    other_versions = (
+        make_pod("p")
+        .labels(version="v2")
+        .affinity(required("podAntiAffinity", term(WEB, HOST, mismatchLabelKeys=["version"])))
     )
     assert verdicts(plugin(), other_versions, zoned(3), existing) == {"n0": ANTI, "n1": OK, "n2": OK}
 
@@ -285,7 +339,9 @@ def test_removing_the_only_affinity_match_leaves_no_match() -> None:
 def test_existing_anti_affinity_added_during_preemption() -> None:
     snap = Snapshot.of(node_infos(zoned(2)))
     pl = plugin()
-    pod = make_pod("p").labels(**WEB).affinity(required("podAntiAffinity", term({"app": "none"}, HOST))).info()
+    pod = (
+        make_pod("p").labels(**WEB).affinity(required("podAntiAffinity", term({"app": "none"}, HOST))).info()
+    )
     state = CycleState()
     assert pl.pre_filter(state, pod, snap)[1].ok
     guard = make_pod("g").affinity(required("podAntiAffinity", term(WEB, HOST))).node("n1").info()
@@ -301,7 +357,9 @@ def test_existing_anti_affinity_added_during_preemption() -> None:
 def test_preferred_terms_of_the_incoming_pod() -> None:
     existing = [make_pod(f"w{i}").labels(**WEB).node(n) for i, n in enumerate(["n0", "n0", "n2"])]
     pod = make_pod("p").affinity(
-        preferred("podAffinity", (5, term(WEB, ZONE))) | preferred("podAntiAffinity", (3, term(WEB, HOST)))
+        merged(
+            preferred("podAffinity", (5, term(WEB, ZONE))), preferred("podAntiAffinity", (3, term(WEB, HOST)))
+        )
     )
     # zone z0 (n0, n2): +5 x 3 = 15; z1: 0.  hostname: n0 -3 x 2, n2 -3.
     # raw n0 = 9, n1 = 0, n2 = 12, n3 = 0; min 0, max 12.
@@ -316,10 +374,17 @@ def test_preferred_terms_of_the_incoming_pod() -> None:
 def test_scores_normalise_from_the_minimum() -> None:
     existing = [make_pod(f"w{i}").labels(**WEB).node(n) for i, n in enumerate(["n0", "n0", "n1"])]
     pod = make_pod("p").affinity(
-        preferred("podAffinity", (5, term(WEB, ZONE))) | preferred("podAntiAffinity", (3, term(WEB, HOST)))
+        merged(
+            preferred("podAffinity", (5, term(WEB, ZONE))), preferred("podAntiAffinity", (3, term(WEB, HOST)))
+        )
     )
     # z0 = {n0, n2}: +10, z1 = {n1, n3}: +5; n0 -6, n1 -3.  raw 4, 2, 10, 5; (s-2)*100/8.
-    assert scores(plugin(), pod, zoned(4), existing) == {"n0": (4, 25), "n1": (2, 0), "n2": (10, 100), "n3": (5, 37)}
+    assert scores(plugin(), pod, zoned(4), existing) == {
+        "n0": (4, 25),
+        "n1": (2, 0),
+        "n2": (10, 100),
+        "n3": (5, 37),
+    }
 
 
 def test_existing_pods_terms_score_the_incoming_pod() -> None:
@@ -348,7 +413,15 @@ def test_prescore_skips() -> None:
     # No pod anywhere has affinity and the pod has no preferred terms.
     assert scores(plugin(), make_pod("p").labels(**WEB), zoned(2)) == "skip"
     # ignorePreferredTermsOfExistingPods: existing terms are not looked at.
-    assert scores(plugin(ignore_preferred_terms_of_existing_pods=True), make_pod("p").labels(**WEB), zoned(2), [likes_web]) == "skip"
+    assert (
+        scores(
+            plugin(ignore_preferred_terms_of_existing_pods=True),
+            make_pod("p").labels(**WEB),
+            zoned(2),
+            [likes_web],
+        )
+        == "skip"
+    )
     # Existing terms that do not match the pod contribute nothing: skip as kube does.
     assert scores(plugin(), make_pod("p").labels(app="db"), zoned(2), [likes_web]) == "skip"
     # With its own preferred terms, existing pods' terms still count under ignorePreferred...
@@ -374,7 +447,9 @@ def test_schedule_through_runtime_and_fit_error_text() -> None:
     stuck = make_pod("q").affinity(required("podAffinity", term({"app": "db"}, HOST)))
     with pytest.raises(FitError) as e:
         schedule_pod(stuck, zoned(3), plugins=[InterPodAffinity], existing=existing)
-    assert e.value.diagnosis.message() == "0/3 nodes are available: 3 node(s) didn't match pod affinity rules."
+    assert (
+        e.value.diagnosis.message() == "0/3 nodes are available: 3 node(s) didn't match pod affinity rules."
+    )
 
 
 def test_spread_by_preferred_anti_affinity_through_runtime() -> None:
@@ -401,12 +476,22 @@ def _random_cluster(rng: random.Random) -> tuple[list[NodeBuilder], list[PodInfo
         nodes.append(b)
     pods = []
     for j in range(rng.randint(0, 14)):
-        b = make_pod(f"e{j}", rng.choice(["default", "default", "other"])).labels(app=rng.choice(["web", "db", "cache"]))
+        b = make_pod(f"e{j}", rng.choice(["default", "default", "other"])).labels(
+            app=rng.choice(["web", "db", "cache"])
+        )
         roll = rng.random()
         if roll < 0.2:
-            b.affinity(required("podAntiAffinity", term({"app": rng.choice(["web", "db"])}, rng.choice([HOST, ZONE]))))
+            b.affinity(
+                required(
+                    "podAntiAffinity", term({"app": rng.choice(["web", "db"])}, rng.choice([HOST, ZONE]))
+                )
+            )
         elif roll < 0.35:
-            b.affinity(preferred("podAffinity", (rng.randint(1, 100), term({"app": "web"}, rng.choice([ZONE, "rack"])))))
+            b.affinity(
+                preferred(
+                    "podAffinity", (rng.randint(1, 100), term({"app": "web"}, rng.choice([ZONE, "rack"])))
+                )
+            )
         elif roll < 0.45:
             b.affinity(required("podAffinity", term({"app": "cache"}, ZONE)))
         pods.append(b.node(rng.choice(nodes).info().name).info())
@@ -415,17 +500,21 @@ def _random_cluster(rng: random.Random) -> tuple[list[NodeBuilder], list[PodInfo
 
 def _random_pod(rng: random.Random) -> PodBuilder:
     p = make_pod("incoming").labels(app=rng.choice(["web", "db", "cache"]))
-    aff: dict[str, Any] = {}
+    parts = []
     keys = [HOST, ZONE, "rack"]
     if rng.random() < 0.5:
-        aff |= required("podAffinity", term({"app": rng.choice(["web", "db", "cache"])}, rng.choice(keys)))
+        parts.append(
+            required("podAffinity", term({"app": rng.choice(["web", "db", "cache"])}, rng.choice(keys)))
+        )
     if rng.random() < 0.5:
-        aff |= required("podAntiAffinity", term({"app": rng.choice(["web", "db"])}, rng.choice(keys)))
+        parts.append(required("podAntiAffinity", term({"app": rng.choice(["web", "db"])}, rng.choice(keys))))
     if rng.random() < 0.5:
-        aff |= preferred("podAffinity", (rng.randint(1, 100), term({"app": "db"}, rng.choice(keys))))
+        parts.append(preferred("podAffinity", (rng.randint(1, 100), term({"app": "db"}, rng.choice(keys)))))
     if rng.random() < 0.5:
-        aff |= preferred("podAntiAffinity", (rng.randint(1, 100), term({"app": "web"}, rng.choice(keys))))
-    return p.affinity(aff) if aff else p
+        parts.append(
+            preferred("podAntiAffinity", (rng.randint(1, 100), term({"app": "web"}, rng.choice(keys))))
+        )
+    return p.affinity(merged(*parts)) if parts else p
 
 
 def _brute_force_filter(pod: PodInfo, nodes: list[NodeInfo]) -> dict[str, Any]:
@@ -436,7 +525,11 @@ def _brute_force_filter(pod: PodInfo, nodes: list[NodeInfo]) -> dict[str, Any]:
 
     def term_ok(t: Any, owner: PodInfo, other: PodInfo) -> bool:
         namespaces = t.namespaces or (owner.namespace,)
-        return other.namespace in namespaces and t.label_selector is not None and sel(other.labels, dict(t.label_selector.match_labels))
+        return (
+            other.namespace in namespaces
+            and t.label_selector is not None
+            and sel(other.labels, dict(t.label_selector.match_labels))
+        )
 
     all_pods = [(n, p) for n in nodes for p in n.pods.values()]
     out: dict[str, Any] = {}
@@ -449,18 +542,19 @@ def _brute_force_filter(pod: PodInfo, nodes: list[NodeInfo]) -> dict[str, Any]:
             else:
                 matches_all = [(n, p) for n, p in all_pods if all(term_ok(t, pod, p) for t in aff_terms)]
                 found = all(
-                    any(n.labels.get(t.topology_key) == node.labels[t.topology_key] for n, _ in matches_all) for t in aff_terms
+                    any(n.labels.get(t.topology_key) == node.labels[t.topology_key] for n, _ in matches_all)
+                    for t in aff_terms
                 )
                 self_ok = all(term_ok(t, pod, pod) for t in aff_terms)
-                any_match = any(
-                    t.topology_key in n.labels for n, _ in matches_all for t in aff_terms
-                )
+                any_match = any(t.topology_key in n.labels for n, _ in matches_all for t in aff_terms)
                 if not found and not (self_ok and not any_match):
                     verdict = AFF
         if verdict == OK:
             for t in pod.required_anti_affinity:
                 v = node.labels.get(t.topology_key)
-                if v is not None and any(n.labels.get(t.topology_key) == v and term_ok(t, pod, p) for n, p in all_pods):
+                if v is not None and any(
+                    n.labels.get(t.topology_key) == v and term_ok(t, pod, p) for n, p in all_pods
+                ):
                     verdict = ANTI
         if verdict == OK:
             for n, p in all_pods:
@@ -487,7 +581,9 @@ def test_random_clusters_per_node_batch_and_brute_force_agree(seed: int) -> None
 
 
 def test_index_follows_changed_rows() -> None:
-    nodes = node_infos(zoned(3), [make_pod("a").labels(**WEB).node("n0"), make_pod("b").labels(**WEB).node("n1")])
+    nodes = node_infos(
+        zoned(3), [make_pod("a").labels(**WEB).node("n0"), make_pod("b").labels(**WEB).node("n1")]
+    )
     snap = Snapshot.of(nodes)
     index = PodIndex()
     index.sync(snap)

@@ -1,0 +1,81 @@
+"""Shared set-up for benchmarks: cluster generators and a figure printer.
+
+Benchmarks print figures; they never assert on time (tests do not either).
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from netsched.app import build_registry
+from netsched.config import SchedulerConfig, load_config
+from netsched.testing.builders import make_node, make_pod
+
+PROFILE = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: netsched
+{extra}
+"""
+
+
+def config(extra: str = "", registry: Any = None) -> tuple[SchedulerConfig, Any]:
+    reg = registry or build_registry()
+    return load_config(PROFILE.format(extra=extra), reg), reg
+
+
+def nodes(n: int, cpu: str = "32", memory: str = "128Gi", zones: int = 10) -> list[dict[str, Any]]:
+    return [
+        make_node(f"node-{i:05d}").capacity(cpu=cpu, memory=memory, pods="110").zone(f"zone-{i % zones}").obj()
+        for i in range(n)
+    ]
+
+
+def pods(n: int, scheduler: str = "netsched", cpu: str = "250m", memory: str = "512Mi", prefix: str = "p", **extra: Any) -> list[dict[str, Any]]:
+    out = []
+    for i in range(n):
+        b = make_pod(f"{prefix}-{i:06d}").scheduler(scheduler).req(cpu=cpu, memory=memory).label("app", f"app-{i % 50}")
+        if extra.get("spread"):
+            b.spread(1, "topology.kubernetes.io/zone", "ScheduleAnyway", {"app": f"app-{i % 50}"})
+        if extra.get("anti_affinity"):
+            b.affinity(
+                {
+                    "podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "weight": 50,
+                                "podAffinityTerm": {
+                                    "labelSelector": {"matchLabels": {"app": f"app-{i % 50}"}},
+                                    "topologyKey": "kubernetes.io/hostname",
+                                },
+                            }
+                        ]
+                    }
+                }
+            )
+        out.append(b.obj())
+    return out
+
+
+def peak_rss_mib() -> float:
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / 1024.0
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
+    cells = [list(map(str, header))] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def out(text: str) -> None:
+    print(text, flush=True)
+    sys.stdout.flush()
