@@ -406,8 +406,41 @@ def _start_server(app: SchedulerApp) -> Any:
 
 
 def debug_handlers(app: SchedulerApp) -> dict[str, Any]:
-    """Extra endpoints under /debug (explain lands here)."""
-    return {}
+    """/debug/explain?pod=NAMESPACE/NAME[&format=text]: per-node filter verdicts and scores."""
+
+    def explain_endpoint(query: Mapping[str, Any]) -> tuple[int, str, bytes]:
+        from netsched.explain import explain
+
+        key = _one(query.get("pod"))
+        if not key or "/" not in key:
+            return 400, "text/plain", b"usage: /debug/explain?pod=NAMESPACE/NAME[&format=text]\n"
+        pod = app.handlers.pending_pod_by_key(key) or app.cache.find_pod(key)
+        if pod is None:
+            return 404, "text/plain", f"pod {key} is not pending for netsched nor known on a node\n".encode()
+        fwk = app.frameworks.get(pod.scheduler_name) or next(iter(app.frameworks.values()))
+        snap = app.cache.snapshot_copy()
+        if pod.node_name:
+            # Explain a bound pod as if it were pending again: take it off its node first.
+            import dataclasses
+
+            row = snap.index.get(pod.node_name)
+            if row is not None:
+                node = snap.nodes[row].clone()
+                node.remove_pod(pod)
+                snap.set_node(row, node)
+            pod = dataclasses.replace(pod, node_name="")
+        result = explain(fwk, pod, snap)
+        if _one(query.get("format")) == "text":
+            return 200, "text/plain; charset=utf-8", (result.table() + "\n").encode()
+        return 200, "application/json", result.to_json().encode()
+
+    return {"/debug/explain": explain_endpoint}
+
+
+def _one(v: Any) -> str:
+    if isinstance(v, list):
+        return str(v[0]) if v else ""
+    return "" if v is None else str(v)
 
 
 def _start_election(app: SchedulerApp, stop: threading.Event) -> Any:

@@ -73,6 +73,11 @@ class EventHandlers:
         with self._lock:
             return self._pending.get(uid)
 
+    def pending_pod_by_key(self, key: str) -> PodInfo | None:
+        """A pending pod of ours by "namespace/name" (debug endpoints)."""
+        with self._lock:
+            return next((p for p in self._pending.values() if p.key == key), None)
+
     def pending_count(self) -> int:
         with self._lock:
             return len(self._pending)

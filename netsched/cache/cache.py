@@ -245,6 +245,17 @@ class ClusterCache:
 
     # ------------------------------------------------------------ snapshot
 
+    def snapshot_copy(self) -> Snapshot:
+        """A fresh, independent snapshot (debug endpoints, explain) that leaves the
+        scheduling thread's incremental bookkeeping untouched."""
+        with self._lock:
+            return Snapshot.of([n.clone() for n in sorted(self._nodes.values(), key=lambda n: n.name)])
+
+    def find_pod(self, key: str) -> PodInfo | None:
+        """An assigned (bound or assumed) pod by "namespace/name"."""
+        with self._lock:
+            return next((p for p in self._pods.values() if p.key == key), None)
+
     def update_snapshot(self, snapshot: Snapshot) -> None:
         """Bring snapshot up to date: copy changed nodes only; rebuild rows if the node set changed."""
         with self._lock:

@@ -12,8 +12,9 @@ Image names are compared in a canonical form: "nginx", "nginx:latest" and
 so it misses the containerd-style names most nodes report).
 
 Batch form: per snapshot layout, an index canonical image -> (rows, sizes) is
-built lazily for the images pods ask about, and each pod's full score column
-is memoised by its image list, so replicas cost one lookup.
+built lazily for the images pods ask about (probing each node's raw names with
+every spelling of the image), and each pod's full score column is memoised by
+its image list, so replicas cost one lookup.
 """
 
 from __future__ import annotations
@@ -53,6 +54,24 @@ def normalized_image_name(name: str) -> str:
     return f"{domain}/{rest}"
 
 
+def image_aliases(canonical: str) -> tuple[str, ...]:
+    """Every spelling that normalizes to `canonical` (what a node's status may list it as).
+
+    Lets a lookup probe a node's raw image names directly instead of
+    normalizing every name on every node.
+    """
+    domain, _, rest = canonical.partition("/")
+    cut = min((i for i in (rest.find("@"), rest.rfind(":")) if i > rest.rfind("/")), default=len(rest))
+    path, suffix = rest[:cut], rest[cut:]
+    domains = ["", "docker.io/", "index.docker.io/"] if domain == DEFAULT_REGISTRY else [domain + "/"]
+    paths = [path]
+    if domain == DEFAULT_REGISTRY and path.startswith("library/") and path.count("/") == 1:
+        paths.append(path[len("library/") :])
+    suffixes = [suffix, ""] if suffix == ":latest" else [suffix]
+    out = (d + p + x for d in domains for p in paths for x in suffixes)
+    return tuple(a for a in out if normalized_image_name(a) == canonical)
+
+
 def calculate_priority(sum_scores: int, num_containers: int) -> int:
     max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
     clamped = min(max(sum_scores, MIN_THRESHOLD), max_threshold)
@@ -64,12 +83,19 @@ def scaled_image_score(size: int, num_nodes: int, total_nodes: int) -> int:
     return int(float(size) * (float(num_nodes) / float(total_nodes)))
 
 
+def size_on(images: dict[str, int], aliases: tuple[str, ...]) -> int | None:
+    for a in aliases:
+        size = images.get(a)
+        if size is not None:
+            return size
+    return None
+
+
 @dataclass(slots=True)
 class _ImageIndex:
     """Per-layout: where each canonical image is, and memoised per-pod score columns."""
 
     n: int
-    node_images: list[dict[str, int]] | None = None
     where: dict[str, tuple[IntArray, IntArray]] = field(default_factory=dict)
     scores: dict[tuple[str, ...], IntArray] = field(default_factory=dict)
 
@@ -79,18 +105,25 @@ class ImageLocality(ScorePlugin):
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self._canonical: dict[str, str] = {}  # raw name -> canonical, shared by all snapshots
+        # Name memos shared by all snapshots (image names outlive layouts).
+        self._canonical: dict[str, str] = {}
+        self._aliases: dict[str, tuple[str, ...]] = {}
 
     def canonical(self, name: str) -> str:
         got = self._canonical.get(name)
         if got is None:
-            if len(self._canonical) >= 64 * _MEMO_LIMIT:
+            if len(self._canonical) >= 16 * _MEMO_LIMIT:
                 self._canonical.clear()
             got = self._canonical[name] = normalized_image_name(name)
         return got
 
-    def node_images(self, node: NodeInfo) -> dict[str, int]:
-        return {self.canonical(k): v for k, v in node.images.items()}
+    def aliases(self, canonical: str) -> tuple[str, ...]:
+        got = self._aliases.get(canonical)
+        if got is None:
+            if len(self._aliases) >= 16 * _MEMO_LIMIT:
+                self._aliases.clear()
+            got = self._aliases[canonical] = image_aliases(canonical)
+        return got
 
     def _index(self, snapshot: Snapshot) -> _ImageIndex:
         key = f"{NAME}/index@{snapshot.layout_version}"
@@ -101,12 +134,16 @@ class ImageLocality(ScorePlugin):
         return got
 
     def _where(self, snapshot: Snapshot, ix: _ImageIndex, image: str) -> tuple[IntArray, IntArray]:
+        """Rows holding `image` and its size there; one pass over the nodes per image and layout."""
         got = ix.where.get(image)
         if got is None:
-            if ix.node_images is None:
-                ix.node_images = [self.node_images(n) if n.images else {} for n in snapshot.nodes]
-            rows = [i for i, imgs in enumerate(ix.node_images) if image in imgs]
-            sizes = [ix.node_images[i][image] for i in rows]
+            aliases = self.aliases(image)
+            rows: list[int] = []
+            sizes: list[int] = []
+            for i, node in enumerate(snapshot.nodes):
+                if node.images and (size := size_on(node.images, aliases)) is not None:
+                    rows.append(i)
+                    sizes.append(size)
             got = ix.where[image] = (np.array(rows, dtype=np.int64), np.array(sizes, dtype=np.int64))
         return got
 
@@ -118,10 +155,9 @@ class ImageLocality(ScorePlugin):
             return 0
         snapshot = self.handle.snapshot()
         ix = self._index(snapshot)
-        have = self.node_images(node)
         total = 0
         for image in self._pod_images(pod):
-            size = have.get(image)
+            size = size_on(node.images, self.aliases(image))
             if size is not None:
                 total += scaled_image_score(size, len(self._where(snapshot, ix, image)[0]), ix.n)
         return calculate_priority(total, len(pod.images))
@@ -145,4 +181,5 @@ class ImageLocality(ScorePlugin):
             if len(ix.scores) >= _MEMO_LIMIT:
                 ix.scores.clear()
             ix.scores[images] = column
-        return column[idx]
+        out: IntArray = column[idx]
+        return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -45,10 +46,8 @@ def stub() -> Iterator[tuple[Stub, str]]:
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            try:
+            with contextlib.suppress(BrokenPipeError):  # the client timed out and left
                 self.wfile.write(body)
-            except BrokenPipeError:  # the client timed out and left
-                pass
 
         def log_message(self, format: str, *args: object) -> None:
             return None

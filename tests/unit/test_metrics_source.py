@@ -63,7 +63,9 @@ def test_a_node_added_between_polls_resolves_without_a_new_poll() -> None:
     assert len(fake.calls) == 1
 
 
-def test_self_check_reports_missing_nodes_empty_queries_and_unmapped_series(caplog: pytest.LogCaptureFixture) -> None:
+def test_self_check_reports_missing_nodes_empty_queries_and_unmapped_series(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     reg = CollectorRegistry()
     hub, fake = fake_hub(registry=reg)
     src = hub.source(PrometheusArgs())
@@ -92,7 +94,9 @@ def test_self_check_reports_missing_nodes_empty_queries_and_unmapped_series(capl
     hub.poll_now()
     hub.poll_now()
     warnings = [r for r in caplog.records if "metrics self-check" in r.getMessage()]
-    assert len(warnings) == 1 and src.query(CPU) not in warnings[0].getMessage()  # PromQL only for failing queries
+    assert (
+        len(warnings) == 1 and src.query(CPU) not in warnings[0].getMessage()
+    )  # PromQL only for failing queries
     # A query that returns nothing at all names its PromQL.
     fake.results.pop(src.query(MEMORY))
     hub.poll_now()
@@ -121,11 +125,18 @@ def test_per_node_gauges_show_what_was_polled() -> None:
     clock.step(7)
     labels = {"source": src.name, "node": "n0"}
     assert reg.get_sample_value("netsched_node_network_utilisation", labels) == pytest.approx(0.48)
-    assert reg.get_sample_value("netsched_node_network_utilisation", {**labels, "node": "n1"}) is None  # no speed
+    assert (
+        reg.get_sample_value("netsched_node_network_utilisation", {**labels, "node": "n1"}) is None
+    )  # no speed
     assert reg.get_sample_value("netsched_node_cpu_utilisation", {**labels, "node": "n1"}) == 0.25
     assert reg.get_sample_value("netsched_node_memory_utilisation", labels) == 0.75
     age = reg.get_sample_value("netsched_node_metric_sample_age_seconds", {**labels, "metric": CPU})
     assert age == 7
     assert reg.get_sample_value("netsched_metrics_estimated_pods", {"source": src.name}) == 0
     assert reg.get_sample_value("netsched_metrics_fallback", {"source": src.name}) == 0
-    assert reg.get_sample_value("netsched_prometheus_query_duration_seconds_count", {"source": src.name, "metric": CPU}) == 1
+    assert (
+        reg.get_sample_value(
+            "netsched_prometheus_query_duration_seconds_count", {"source": src.name, "metric": CPU}
+        )
+        == 1
+    )

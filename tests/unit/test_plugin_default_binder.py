@@ -55,3 +55,10 @@ def test_fake_api_server_error_shape_is_understood() -> None:
     h = FakeHandle()
     h.recording_api.fail_bind = ApiError(409, "Conflict", 'pod default/p is already assigned to node "n1"')
     assert DefaultBinder(None, h).bind(CycleState(), make_pod("p").info(), "n1").ok
+
+
+def test_extension_points_and_name() -> None:
+    from netsched.framework.interfaces import extension_points_of
+
+    assert DefaultBinder.name == "DefaultBinder"
+    assert extension_points_of(DefaultBinder) == ["bind"]

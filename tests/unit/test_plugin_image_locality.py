@@ -14,7 +14,7 @@ from netsched.framework.types import PodInfo
 from netsched.testing.builders import NodeBuilder, make_node, make_pod, node_infos
 from netsched.testing.handle import FakeHandle
 from plugins.image_locality import ImageLocality
-from plugins.image_locality.plugin import normalized_image_name
+from plugins.image_locality.plugin import image_aliases, normalized_image_name
 
 MB = 1024 * 1024
 
@@ -114,3 +114,49 @@ def test_batch_matches_per_node_on_random_clusters() -> None:
         assert pl.score_nodes(CycleState(), pod, snap, idx).tolist() == [
             pl.score(CycleState(), pod, snap.nodes[i]) for i in idx
         ]
+
+
+RAW_NAMES = [
+    "nginx",
+    "nginx:latest",
+    "nginx:1.25",
+    "library/nginx",
+    "docker.io/nginx",
+    "docker.io/library/nginx:latest",
+    "index.docker.io/library/nginx:1.25",
+    "myorg/app",
+    "docker.io/myorg/app:v1",
+    "localhost/app",
+    "localhost:5000/app:dev",
+    "registry.k8s.io/pause:3.9",
+    "ghcr.io/org/img@sha256:abcd",
+    "nginx:1.25@sha256:abcd",
+    "quay.io:443/org/img",
+]
+
+
+@pytest.mark.parametrize("raw", RAW_NAMES)
+def test_aliases_cover_every_spelling(raw: str) -> None:
+    canonical = normalized_image_name(raw)
+    aliases = image_aliases(canonical)
+    assert raw in aliases
+    assert all(normalized_image_name(a) == canonical for a in aliases)
+
+
+def test_short_and_qualified_names_match_both_ways() -> None:
+    pl, snap = setup(
+        [
+            make_node("a").image("nginx", 500 * MB),
+            make_node("b").image("docker.io/library/nginx:latest", 500 * MB),
+        ]
+    )
+    # Whatever spelling the pod uses, both nodes hold the image: spread 1 -> 500MB -> 100*477/977 = 48.
+    for name in ("nginx", "nginx:latest", "docker.io/library/nginx", "index.docker.io/library/nginx:latest"):
+        assert scores(pl, make_pod(f"p-{len(name)}").image(name).info(), snap) == [48, 48]
+
+
+def test_extension_points_and_name() -> None:
+    from netsched.framework.interfaces import extension_points_of
+
+    assert ImageLocality.name == "ImageLocality"
+    assert extension_points_of(ImageLocality) == ["score"]

@@ -340,3 +340,10 @@ def test_args_round_trip() -> None:
 )
 def test_args_validation_errors(raw: dict[str, Any], want: list[str]) -> None:
     assert decode(raw)[1] == want
+
+
+def test_extension_points_and_name() -> None:
+    from netsched.framework.interfaces import extension_points_of
+
+    assert NodeAffinity.name == "NodeAffinity"
+    assert extension_points_of(NodeAffinity) == ["preFilter", "filter", "preScore", "score"]

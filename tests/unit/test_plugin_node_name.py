@@ -45,3 +45,10 @@ def test_unknown_node_name_rejects_all() -> None:
         CycleState(), make_pod("p").node("zz").info(), snap, snap.all_rows
     )
     assert rej.mask.all()
+
+
+def test_extension_points_and_name() -> None:
+    from netsched.framework.interfaces import extension_points_of
+
+    assert NodeName.name == "NodeName"
+    assert extension_points_of(NodeName) == ["filter"]

@@ -114,3 +114,10 @@ def test_random_agreement() -> None:
                 rng.choice([80, 81]), rng.choice(["TCP", "UDP"]), rng.choice(["", "10.0.0.1", "10.0.0.2"])
             )
         outcomes(pl, pb.info(), snap)
+
+
+def test_extension_points_and_name() -> None:
+    from netsched.framework.interfaces import extension_points_of
+
+    assert NodePorts.name == "NodePorts"
+    assert extension_points_of(NodePorts) == ["preFilter", "filter"]

@@ -171,3 +171,10 @@ def test_default_args() -> None:
 )
 def test_args_validation_errors(raw: dict[str, Any], want: list[str]) -> None:
     assert decode(raw)[1] == want
+
+
+def test_extension_points_and_name() -> None:
+    from netsched.framework.interfaces import extension_points_of
+
+    assert NodeResourcesBalancedAllocation.name == "NodeResourcesBalancedAllocation"
+    assert extension_points_of(NodeResourcesBalancedAllocation) == ["preScore", "score"]

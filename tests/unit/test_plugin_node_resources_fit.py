@@ -469,3 +469,10 @@ def test_rtcr_args_round_trip_and_weight_default() -> None:
 )
 def test_args_validation_errors(raw: dict[str, Any], want: list[str]) -> None:
     assert decode(raw)[1] == want
+
+
+def test_extension_points_and_name() -> None:
+    from netsched.framework.interfaces import extension_points_of
+
+    assert NodeResourcesFit.name == "NodeResourcesFit"
+    assert extension_points_of(NodeResourcesFit) == ["preFilter", "filter", "preScore", "score"]

@@ -45,3 +45,10 @@ def test_tolerating_the_unschedulable_taint_passes() -> None:
     # The wrong effect does not help.
     wrong = make_pod("wrong").toleration(KEY, operator="Exists", effect="NoExecute").info()
     assert len(pl.filter_nodes(CycleState(), wrong, snap, snap.all_rows)) == 1
+
+
+def test_extension_points_and_name() -> None:
+    from netsched.framework.interfaces import extension_points_of
+
+    assert NodeUnschedulable.name == "NodeUnschedulable"
+    assert extension_points_of(NodeUnschedulable) == ["filter"]

@@ -52,7 +52,9 @@ def web_pods(placement: dict[str, int], **labels: str) -> list[PodInfo]:
 BASE = {"a1": 2, "a2": 1, "b1": 1}
 
 
-def verdicts(pl: PodTopologySpread, pod: PodBuilder | PodInfo, nodes: Sequence[Any], existing: Sequence[Any] = ()) -> dict[str, Any]:
+def verdicts(
+    pl: PodTopologySpread, pod: PodBuilder | PodInfo, nodes: Sequence[Any], existing: Sequence[Any] = ()
+) -> dict[str, Any]:
     """node -> OK | (code, reason) | "skip", checking filter() and filter_nodes() agree."""
     pi = pod.info() if isinstance(pod, PodBuilder) else pod
     snap = Snapshot.of(node_infos(list(nodes), list(existing)))
@@ -123,7 +125,12 @@ def test_args_list_round_trip() -> None:
     raw = {
         "defaultingType": "List",
         "defaultConstraints": [
-            {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "Honor"},
+            {
+                "maxSkew": 1,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "nodeTaintsPolicy": "Honor",
+            },
             {"maxSkew": 2, "topologyKey": HOST, "whenUnsatisfiable": "ScheduleAnyway"},
         ],
     }
@@ -137,16 +144,29 @@ def test_args_list_round_trip() -> None:
     ("raw", "want"),
     [
         (
-            {"defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}]},
+            {
+                "defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}
+                ]
+            },
             ['args.defaultingType: Invalid value: "System": when .defaultConstraints are not empty'],
         ),
-        ({"defaultingType": "Sometimes"}, ['args.defaultingType: Unsupported value: "Sometimes": supported values: "System", "List"']),
         (
-            {"defaultingType": "List", "defaultConstraints": [{"topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway"}]},
+            {"defaultingType": "Sometimes"},
+            ['args.defaultingType: Unsupported value: "Sometimes": supported values: "System", "List"'],
+        ),
+        (
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [{"topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway"}],
+            },
             ["args.defaultConstraints[0].maxSkew: Invalid value: 0: not in valid range"],
         ),
         (
-            {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "whenUnsatisfiable": "ScheduleAnyway"}]},
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [{"maxSkew": 1, "whenUnsatisfiable": "ScheduleAnyway"}],
+            },
             ["args.defaultConstraints[0].topologyKey: Required value: can not be empty"],
         ),
         (
@@ -158,7 +178,10 @@ def test_args_list_round_trip() -> None:
             ],
         ),
         (
-            {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "Maybe"}]},
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "Maybe"}],
+            },
             [
                 'args.defaultConstraints[0].whenUnsatisfiable: Unsupported value: "Maybe": supported values: '
                 '"DoNotSchedule", "ScheduleAnyway"'
@@ -168,7 +191,12 @@ def test_args_list_round_trip() -> None:
             {
                 "defaultingType": "List",
                 "defaultConstraints": [
-                    {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {}}
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": ZONE,
+                        "whenUnsatisfiable": "ScheduleAnyway",
+                        "labelSelector": {},
+                    }
                 ],
             },
             [
@@ -187,7 +215,12 @@ def test_args_list_round_trip() -> None:
             [f'args.defaultConstraints[1]: Duplicate value: "{{{ZONE}, ScheduleAnyway}}"'],
         ),
         (
-            {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway", "skew": 1}]},
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway", "skew": 1}
+                ],
+            },
             ["args.defaultConstraints[0].skew: Unknown field: not a field of this object (typo?)"],
         ),
     ],
@@ -240,13 +273,23 @@ def test_node_affinity_policy() -> None:
     # Only zone b counts: b = 1 is the minimum; a's domain has no counted pods.
     assert verdicts(plugin(), honor, cluster(), web_pods(BASE)) == {"a1": OK, "a2": OK, "b1": OK, "b2": OK}
     ignore = spread(1, nodeAffinityPolicy="Ignore").node_selector(**{ZONE: "b"})
-    assert verdicts(plugin(), ignore, cluster(), web_pods(BASE)) == {"a1": SKEW, "a2": SKEW, "b1": OK, "b2": OK}
+    assert verdicts(plugin(), ignore, cluster(), web_pods(BASE)) == {
+        "a1": SKEW,
+        "a2": SKEW,
+        "b1": OK,
+        "b2": OK,
+    }
 
 
 def test_node_taints_policy() -> None:
     nodes = [make_node("a1").zone("a"), make_node("a2").zone("a").taint("dedicated", "x"), *cluster()[2:]]
     # Ignore (default): a = 3, 3+1-1 = 3 > 2.  Honor: a2 is not counted, a = 2, 2+1-1 = 2.
-    assert verdicts(plugin(), spread(2), nodes, web_pods(BASE)) == {"a1": SKEW, "a2": SKEW, "b1": OK, "b2": OK}
+    assert verdicts(plugin(), spread(2), nodes, web_pods(BASE)) == {
+        "a1": SKEW,
+        "a2": SKEW,
+        "b1": OK,
+        "b2": OK,
+    }
     honor = spread(2, nodeTaintsPolicy="Honor")
     assert verdicts(plugin(), honor, nodes, web_pods(BASE)) == {"a1": OK, "a2": OK, "b1": OK, "b2": OK}
     tolerant = spread(2, nodeTaintsPolicy="Honor").toleration("dedicated", "x", "NoSchedule")
@@ -255,7 +298,11 @@ def test_node_taints_policy() -> None:
 
 def test_terminating_and_other_namespace_pods_do_not_count() -> None:
     extra = [
-        make_pod("t1").labels(**WEB).node("b2").set("metadata.deletionTimestamp", "2024-01-01T00:00:00Z").info(),
+        make_pod("t1")
+        .labels(**WEB)
+        .node("b2")
+        .set("metadata.deletionTimestamp", "2024-01-01T00:00:00Z")
+        .info(),
         make_pod("o1", "other").labels(**WEB).node("b2").info(),
         make_pod("o2", "other").labels(**WEB).node("b2").info(),
     ]
@@ -264,13 +311,19 @@ def test_terminating_and_other_namespace_pods_do_not_count() -> None:
 
 def test_match_label_keys() -> None:
     existing = web_pods({"a1": 2}, app="web", version="v1") + web_pods({"b1": 1}, app="web", version="v2")
-    pod = make_pod("p").labels(app="web", version="v2").spread(1, ZONE, selector=WEB, matchLabelKeys=["version"])
+    pod = (
+        make_pod("p")
+        .labels(app="web", version="v2")
+        .spread(1, ZONE, selector=WEB, matchLabelKeys=["version"])
+    )
     # Only v2 pods count: a 0, b 1.
     assert verdicts(plugin(), pod, cluster(), existing) == {"a1": OK, "a2": OK, "b1": SKEW, "b2": SKEW}
 
 
 def test_pod_without_constraints_skips() -> None:
-    assert set(verdicts(plugin(), make_pod("p").labels(**WEB), cluster(), web_pods(BASE)).values()) == {"skip"}
+    assert set(verdicts(plugin(), make_pod("p").labels(**WEB), cluster(), web_pods(BASE)).values()) == {
+        "skip"
+    }
     # Soft-only constraints: nothing to filter.
     soft = spread(1, when="ScheduleAnyway")
     assert set(verdicts(plugin(), soft, cluster(), web_pods(BASE)).values()) == {"skip"}
@@ -278,11 +331,19 @@ def test_pod_without_constraints_skips() -> None:
 
 def test_list_defaults_can_be_hard() -> None:
     args, errs = decode(
-        {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}]}
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}],
+        }
     )
     assert not errs
     owned = make_pod("p").labels(**WEB).owner("ReplicaSet", "web-1")
-    assert verdicts(plugin(args), owned, cluster(), web_pods(BASE)) == {"a1": SKEW, "a2": SKEW, "b1": OK, "b2": OK}
+    assert verdicts(plugin(args), owned, cluster(), web_pods(BASE)) == {
+        "a1": SKEW,
+        "a2": SKEW,
+        "b1": OK,
+        "b2": OK,
+    }
     bare = make_pod("p").labels(**WEB)
     assert set(verdicts(plugin(args), bare, cluster(), web_pods(BASE)).values()) == {"skip"}
 
@@ -374,12 +435,16 @@ def test_defaults_apply_only_to_owned_pods_and_list_can_disable_them() -> None:
 def test_statefulset_pods_spread_by_shared_labels() -> None:
     existing = [
         make_pod(f"db-{i}")
-        .labels(app="db", **{"statefulset.kubernetes.io/pod-name": f"db-{i}", "controller-revision-hash": "h1"})
+        .labels(
+            app="db", **{"statefulset.kubernetes.io/pod-name": f"db-{i}", "controller-revision-hash": "h1"}
+        )
         .node(n)
         .info()
         for i, n in enumerate(["a1", "a1", "b1"])
     ]
-    pod = make_pod("db-3").labels(app="db", **{"statefulset.kubernetes.io/pod-name": "db-3", "controller-revision-hash": "h2"})
+    pod = make_pod("db-3").labels(
+        app="db", **{"statefulset.kubernetes.io/pod-name": "db-3", "controller-revision-hash": "h2"}
+    )
     got = scores(plugin(), pod.owner("StatefulSet", "db"), cluster(), existing)
     assert isinstance(got, dict)
     # Fewest sibling pods (none on a2 and b2, and zone b has fewer) scores best.
@@ -388,7 +453,12 @@ def test_statefulset_pods_spread_by_shared_labels() -> None:
 
 def test_user_defaulted_list_requires_all_keys() -> None:
     args, _ = decode(
-        {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway"}]}
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [
+                {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway"}
+            ],
+        }
     )
     owned = make_pod("p").labels(**WEB).owner("ReplicaSet", "web-1")
     got = scores(plugin(args), owned, [*cluster(), make_node("c1")], web_pods(BASE))
@@ -407,7 +477,12 @@ def test_normalize_ignores_marked_nodes() -> None:
 def test_spreads_replicas_through_runtime() -> None:
     placed: list[PodInfo] = []
     for i in range(6):
-        pod = make_pod(f"w{i}").labels(**WEB).spread(1, ZONE, selector=WEB).spread(1, HOST, "ScheduleAnyway", selector=WEB)
+        pod = (
+            make_pod(f"w{i}")
+            .labels(**WEB)
+            .spread(1, ZONE, selector=WEB)
+            .spread(1, HOST, "ScheduleAnyway", selector=WEB)
+        )
         node = schedule_pod(pod, cluster(), plugins=[PodTopologySpread], existing=placed).node
         placed.append(make_pod(f"w{i}").labels(**WEB).node(node).info())
     per_zone = {"a": 0, "b": 0}
@@ -436,7 +511,9 @@ def _random_case(rng: random.Random) -> tuple[list[NodeBuilder], list[PodInfo], 
     names = [n.info().name for n in nodes]
     pods = []
     for j in range(rng.randint(0, 20)):
-        b = make_pod(f"e{j}", rng.choice(["default", "default", "other"])).labels(app=rng.choice(["web", "db"]))
+        b = make_pod(f"e{j}", rng.choice(["default", "default", "other"])).labels(
+            app=rng.choice(["web", "db"])
+        )
         if rng.random() < 0.1:
             b.set("metadata.deletionTimestamp", "2024-01-01T00:00:00Z")
         pods.append(b.node(rng.choice(names)).info())
@@ -452,7 +529,13 @@ def _random_case(rng: random.Random) -> tuple[list[NodeBuilder], list[PodInfo], 
         when = rng.choice(["DoNotSchedule", "ScheduleAnyway"])
         if when == "ScheduleAnyway":
             extra.pop("minDomains", None)
-        pod.spread(rng.randint(1, 3), rng.choice([ZONE, HOST]), when, selector={"app": rng.choice(["web", "db"])}, **extra)
+        pod.spread(
+            rng.randint(1, 3),
+            rng.choice([ZONE, HOST]),
+            when,
+            selector={"app": rng.choice(["web", "db"])},
+            **extra,
+        )
     if rng.random() < 0.3:
         pod.node_selector(pool="x")
     return nodes, pods, pod.info()
@@ -468,10 +551,13 @@ def _brute_force(pod: PodInfo, nodes: list[NodeInfo]) -> dict[str, Any]:
         for n in nodes:
             if any(h.topology_key not in n.labels for h in hard):
                 continue
-            if c.node_affinity_policy == "Honor" and any(n.labels.get(k) != v for k, v in pod.node_selector.items()):
+            if c.node_affinity_policy == "Honor" and any(
+                n.labels.get(k) != v for k, v in pod.node_selector.items()
+            ):
                 continue
             if c.node_taints_policy == "Honor" and any(
-                t.effect in ("NoSchedule", "NoExecute") and not any(tol.tolerates(t) for tol in pod.tolerations)
+                t.effect in ("NoSchedule", "NoExecute")
+                and not any(tol.tolerates(t) for tol in pod.tolerations)
                 for t in n.taints
             ):
                 continue
@@ -479,7 +565,10 @@ def _brute_force(pod: PodInfo, nodes: list[NodeInfo]) -> dict[str, Any]:
             k = sum(
                 1
                 for p in n.pods.values()
-                if sel is not None and not p.deleting and p.namespace == pod.namespace and all(p.labels.get(a) == b for a, b in sel.items())
+                if sel is not None
+                and not p.deleting
+                and p.namespace == pod.namespace
+                and all(p.labels.get(a) == b for a, b in sel.items())
             )
             v = n.labels[c.topology_key]
             per[v] = per.get(v, 0) + k
@@ -492,7 +581,10 @@ def _brute_force(pod: PodInfo, nodes: list[NodeInfo]) -> dict[str, Any]:
                 verdict = LABEL
                 break
             low = 0 if len(per) < (c.min_domains or 1) else min(per.values())
-            own = int(c.label_selector is not None and all(pod.labels.get(a) == b for a, b in c.label_selector.match_labels))
+            own = int(
+                c.label_selector is not None
+                and all(pod.labels.get(a) == b for a, b in c.label_selector.match_labels)
+            )
             if per.get(v, 0) + own - low > c.max_skew:
                 verdict = SKEW
                 break

@@ -40,3 +40,10 @@ def test_sort_key_matches_less() -> None:
     for a in pods:
         for b in pods:
             assert pl.less(a, b) == (pl.sort_key(a) < pl.sort_key(b))
+
+
+def test_extension_points_and_name() -> None:
+    from netsched.framework.interfaces import extension_points_of
+
+    assert PrioritySort.name == "PrioritySort"
+    assert extension_points_of(PrioritySort) == ["queueSort"]

@@ -19,3 +19,10 @@ def test_gated_pod_waits_with_gate_list() -> None:
     assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert st.reasons == ["waiting for scheduling gates: [example.com/quota b]"]
     assert st.plugin == "SchedulingGates"
+
+
+def test_extension_points_and_name() -> None:
+    from netsched.framework.interfaces import extension_points_of
+
+    assert SchedulingGates.name == "SchedulingGates"
+    assert extension_points_of(SchedulingGates) == ["preEnqueue"]

@@ -170,3 +170,10 @@ def test_batch_matches_per_node_on_random_clusters() -> None:
         assert pl.score_nodes(state, pod, snap, idx).tolist() == [
             pl.score(state, pod, snap.nodes[i]) for i in idx
         ]
+
+
+def test_extension_points_and_name() -> None:
+    from netsched.framework.interfaces import extension_points_of
+
+    assert TaintToleration.name == "TaintToleration"
+    assert extension_points_of(TaintToleration) == ["filter", "preScore", "score"]

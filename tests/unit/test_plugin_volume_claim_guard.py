@@ -25,3 +25,10 @@ def test_pod_with_claims_is_unresolvable() -> None:
         "pod has PersistentVolumeClaims (spec.volumes[].persistentVolumeClaim), which netsched does not "
         "schedule yet: use the default scheduler for this pod"
     ]
+
+
+def test_extension_points_and_name() -> None:
+    from netsched.framework.interfaces import extension_points_of
+
+    assert VolumeClaimGuard.name == "VolumeClaimGuard"
+    assert extension_points_of(VolumeClaimGuard) == ["preFilter"]

@@ -1,0 +1,25 @@
+# netsched's image: `docker build -t netsched:0.1.0 .` at the repository root.
+# The package (netsched + plugins) is installed with pip; the process runs as
+# an unprivileged user and needs nothing writable but /tmp (see deploy/deployment.yaml).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY netsched/ netsched/
+COPY plugins/ plugins/
+RUN pip install . \
+    && rm -rf /src \
+    && groupadd --gid 65532 netsched \
+    && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin netsched
+
+WORKDIR /
+# Numeric, so the kubelet can verify runAsNonRoot without reading /etc/passwd.
+USER 65532:65532
+# /metrics, /healthz, /livez, /readyz (plain HTTP, --metrics-bind-address).
+EXPOSE 10259
+ENTRYPOINT ["netsched"]

@@ -1,0 +1,133 @@
+"""Estimation: pod load, idempotent reservations, coverage by newer samples, lifetime, aligned rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from netsched.framework.snapshot import Snapshot
+from netsched.metrics import (
+    CPU,
+    MEMORY,
+    NETWORK_RX,
+    NETWORK_TX,
+    EstimationArgs,
+    MetricsHub,
+    MetricSource,
+    PrometheusArgs,
+    pod_bandwidth,
+    pod_load,
+)
+from netsched.testing.builders import make_node, make_pod
+from netsched.testing.clock import FakeClock
+from netsched.testing.prometheus import FakePrometheus, fake_hub
+
+MI = 1024 * 1024
+
+
+def test_pod_load_is_max_of_request_and_limit_times_factor() -> None:
+    pod = make_pod("p").req(cpu="500m", memory="1Gi").limit(cpu="2", memory="1Gi").info()
+    load = pod_load(pod, EstimationArgs())
+    assert load[0] == pytest.approx(2000 * 0.85)
+    assert load[1] == pytest.approx(1024 * MI * 0.70)
+    bare = pod_load(make_pod("q").info(), EstimationArgs())
+    assert bare[0] == pytest.approx(100 * 0.85)  # kube's scoring default for a pod without requests
+    assert bare[2] == bare[3] == MI  # default bandwidth each way
+
+
+@pytest.mark.parametrize(
+    ("ingress", "egress", "expected"),
+    [("10M", "1G", (1.25e6, 1.25e8)), ("100k", None, (12500.0, MI)), ("junk", "-5M", (MI, MI))],
+)
+def test_bandwidth_annotations_are_bits_per_second(
+    ingress: str, egress: str | None, expected: tuple[float, float]
+) -> None:
+    b = make_pod("p").annotation("kubernetes.io/ingress-bandwidth", ingress)
+    if egress:
+        b.annotation("kubernetes.io/egress-bandwidth", egress)
+    assert pod_bandwidth(b.info(), MI) == expected
+
+
+def setup(n: int = 3) -> tuple[FakeClock, MetricsHub, tuple[MetricSource, FakePrometheus], Snapshot]:
+    clock = FakeClock()
+    hub, fake = fake_hub(clock)
+    src = hub.source(PrometheusArgs())
+    src.require(NETWORK_RX, NETWORK_TX, CPU, MEMORY)
+    snap = Snapshot.of([make_node(f"n{i}").info() for i in range(n)])
+    return clock, hub, (src, fake), snap
+
+
+def test_reservations_are_idempotent_per_uid_and_unreserve_restores() -> None:
+    _, hub, (src, _), snap = setup()
+    pod = make_pod("p").req(cpu="1").info()
+    src.reserve(pod, "n1")
+    src.reserve(pod, "n1")  # LoadAware, NetworkTraffic, LoadThreshold all reserve
+    est = src.estimates(snap)
+    assert est.cpu.tolist() == [0, 850, 0]
+    src.reserve(pod, "n2")  # moved (a retry picked another node)
+    assert src.estimates(snap).cpu.tolist() == [0, 0, 850]
+    src.unreserve(pod)
+    src.unreserve(pod)
+    est = src.estimates(snap)
+    assert not est.cpu.any() and not est.rx.any()
+    assert len(src.estimator) == 0
+
+
+def test_aligned_rows_update_incrementally() -> None:
+    _, _, (src, _), snap = setup()
+    src.estimates(snap)  # aligns
+    rows_before = src.estimator._rows
+    for i in range(3):
+        src.reserve(make_pod(f"p{i}").req(cpu="100m").info(), "n0")
+    assert src.estimator._rows is rows_before  # updated in place, not rebuilt
+    assert src.estimates(snap).cpu[0] == pytest.approx(3 * 85)
+
+
+def test_newer_samples_cover_estimates_per_resource_group() -> None:
+    clock, hub, (src, fake), snap = setup()
+    margin = src.args.estimation.cover_margin_seconds
+    pod = make_pod("p").req(cpu="1", memory="1Gi").info()
+    t0 = clock.wall()
+    src.reserve(pod, "n0")
+    # CPU sampled after the margin; memory and network sampled before it.
+    fake.serve(src, CPU, {"n0": (0.1, t0 + margin + 1)})
+    fake.serve(src, MEMORY, {"n0": (0.1, t0 + margin - 1)})
+    fake.serve(src, NETWORK_RX, {"n0": (1.0, t0 + margin + 1)})
+    fake.serve(src, NETWORK_TX, {"n0": (1.0, t0 + 1)})
+    hub.poll_now()
+    est = src.estimates(snap)
+    assert est.cpu[0] == 0  # covered
+    assert est.memory[0] > 0 and est.rx[0] > 0 and est.tx[0] > 0  # network waits for both directions
+    fake.serve(src, MEMORY, {"n0": (0.1, t0 + margin + 2)})
+    fake.serve(src, NETWORK_TX, {"n0": (1.0, t0 + margin + 2)})
+    hub.poll_now()
+    est = src.estimates(snap)
+    assert not (est.cpu.any() or est.memory.any() or est.rx.any() or est.tx.any())
+    assert len(src.estimator) == 0
+
+
+def test_estimates_end_after_max_lifetime_without_samples() -> None:
+    clock, _, (src, _), snap = setup()
+    src.reserve(make_pod("p").req(cpu="1").info(), "n0")
+    clock.step(119)
+    assert src.estimates(snap).cpu[0] > 0
+    clock.step(2)  # past 2 x maxSampleAge
+    assert src.estimates(snap).cpu[0] == 0
+    assert len(src.estimator) == 0
+
+
+def test_estimates_of_a_removed_node_are_dropped() -> None:
+    _, hub, (src, fake), snap = setup()
+    src.reserve(make_pod("p").info(), "n2")
+    snap.rebuild(snap.nodes[:2])
+    hub.poll_now()  # a new table triggers the coverage pass
+    est = src.estimates(snap)
+    assert len(est.cpu) == 2 and len(src.estimator) == 0
+
+
+def test_estimates_survive_a_relayout() -> None:
+    _, _, (src, _), snap = setup()
+    src.reserve(make_pod("p").req(cpu="1").info(), "n2")
+    src.estimates(snap)
+    snap.rebuild(list(reversed(snap.nodes)))
+    assert np.flatnonzero(src.estimates(snap).cpu).tolist() == [0]
