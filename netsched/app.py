@@ -68,6 +68,8 @@ class AppOptions:
     metrics_bind_address: str = "127.0.0.1:10259"
     dry_run: bool = False
     shadow_scheduler_name: str = "default-scheduler"
+    shadow_annotate: bool = False
+    explain_annotations: bool = False
     housekeeping_interval: float = 1.0
     watch_timeout: int = 300
 
@@ -106,14 +108,24 @@ class SchedulerApp:
 
         self.frameworks: dict[str, Framework] = {}
         self._recorders: dict[str, EventRecorder] = {}
+        self.shadow: Any = None
+        api: Any = kube
+        if self.options.dry_run:
+            from netsched.shadow import DryRunAPI
+
+            # Every write the plugins or the scheduler would make is recorded instead.
+            self.shadow = DryRunAPI(
+                cfg.profiles[0].scheduler_name, self.metrics, kube if self.options.shadow_annotate else None
+            )
+            api = self.shadow
         waiting = None
         for profile in cfg.profiles:
             if profile.percentage_of_nodes_to_score is None:
                 profile.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
-            recorder = self.broadcaster.new_recorder(profile.scheduler_name)
+            recorder = self._recorder(profile.scheduler_name)
             self._recorders[profile.scheduler_name] = recorder
             services = Services(
-                api=kube,
+                api=api,
                 events=recorder,
                 clock=self.clock,
                 parallelism=cfg.parallelism,
@@ -127,6 +139,9 @@ class SchedulerApp:
                 services.waiting_pods = waiting  # one waiting-pods map for all profiles
             waiting = services.waiting_pods
             self.frameworks[profile.scheduler_name] = Framework(profile, registry, services)
+        if self.options.dry_run:
+            # Shadow the other scheduler's pods with our first profile; ours are left alone.
+            self.frameworks = {self.options.shadow_scheduler_name: next(iter(self.frameworks.values()))}
 
         first = next(iter(self.frameworks.values()))
         self.queue = SchedulingQueue(
@@ -143,17 +158,19 @@ class SchedulerApp:
             events_for=self._recorder_for,
             scheduler_names=list(self.frameworks),
             on_malformed=lambda _pod, _err: self.metrics.malformed_pods.inc(),
+            on_assigned=self.shadow.observed_binding if self.shadow is not None else None,
         )
         self.scheduler = Scheduler(
             frameworks=self.frameworks,
             queue=self.queue,
             cache=self.cache,
-            api=kube,
+            api=api,
             clock=self.clock,
             metrics=self.metrics,
             parallelism=cfg.parallelism,
             pending_lookup=self.handlers.pending_pod,
             nominate=self.queue.nominator.add_nominated,
+            explain_annotations=self.options.explain_annotations,
         )
         self.reflectors: list[Any] = []
         self._threads: list[threading.Thread] = []
@@ -162,6 +179,13 @@ class SchedulerApp:
         self._loop_thread: threading.Thread | None = None
 
     # ------------------------------------------------------------ wiring helpers
+
+    def _recorder(self, scheduler_name: str) -> EventRecorder:
+        if self.options.dry_run:
+            from netsched.shadow import NullEvents
+
+            return NullEvents()
+        return self.broadcaster.new_recorder(scheduler_name)  # type: ignore[no-any-return]
 
     def _recorder_for(self, scheduler_name: str) -> EventRecorder:
         return self._recorders.get(scheduler_name) or next(iter(self._recorders.values()))
@@ -345,6 +369,8 @@ def run(opts: argparse.Namespace, out_of_tree: Sequence[type[Plugin]] = ()) -> i
                 metrics_bind_address=opts.metrics_bind_address,
                 dry_run=opts.dry_run,
                 shadow_scheduler_name=opts.shadow_scheduler_name,
+                shadow_annotate=opts.shadow_annotate,
+                explain_annotations=opts.explain_annotations,
             ),
         )
     except (FrameworkBuildError, ConfigError) as e:

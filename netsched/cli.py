@@ -62,6 +62,16 @@ def run_parser() -> argparse.ArgumentParser:
         default="default-scheduler",
         help="with --dry-run: the schedulerName whose pods are shadowed",
     )
+    p.add_argument(
+        "--shadow-annotate",
+        action="store_true",
+        help="with --dry-run: also annotate shadowed pods with netsched.io/shadow-node (the only write made)",
+    )
+    p.add_argument(
+        "--explain-annotations",
+        action="store_true",
+        help="annotate each scheduled pod with netsched.io/explain: the top nodes' per-plugin scores (costs a re-score)",
+    )
     p.add_argument("-v", "--v", dest="verbosity", type=int, default=0, help="log verbosity (klog levels)")
     p.add_argument("--logging-format", choices=("text", "json"), default="text")
     return p

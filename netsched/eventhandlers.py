@@ -53,7 +53,7 @@ class EventHandlers:
         events_for: Callable[[str], EventRecorder],
         scheduler_names: Collection[str],
         on_malformed: Callable[[PodInfo, PodParseError], None] | None = None,
-        on_other_pod: Callable[[PodInfo], None] | None = None,
+        on_assigned: Callable[[PodInfo], None] | None = None,
     ) -> None:
         self.cache = cache
         self.queue = queue
@@ -61,8 +61,8 @@ class EventHandlers:
         self.events_for = events_for
         self.scheduler_names = set(scheduler_names)
         self._on_malformed = on_malformed
-        # Shadow mode hook: pending pods of other schedulers.
-        self._on_other_pod = on_other_pod
+        # Shadow mode: compare our prediction with the real binding.
+        self._on_assigned = on_assigned
         self._lock = threading.Lock()
         self._pending: dict[str, PodInfo] = {}
         self._reported: dict[str, str] = {}  # uid -> resourceVersion reported as malformed
@@ -146,11 +146,11 @@ class EventHandlers:
     def _assigned(self, pod: PodInfo) -> None:
         self._drop_pending(pod)
         self.cache.add_or_update_pod(pod)
+        if self._on_assigned is not None:
+            self._on_assigned(pod)
 
     def _pending_pod(self, pod: PodInfo) -> None:
         if pod.scheduler_name not in self.scheduler_names:
-            if self._on_other_pod is not None:
-                self._on_other_pod(pod)
             return
         with self._lock:
             old = self._pending.get(pod.uid)

@@ -128,9 +128,16 @@ class ElectorConfig:
 class LeaderElector:
     """Campaigns for one Lease and reports leadership through callbacks.
 
-    run() blocks (call it on a thread of its own) until `stop` is set or
-    release() is called; a leader that loses its lease goes back to being a
-    candidate. With release_on_cancel, stopping while leading releases the lease.
+        elector = LeaderElector(ElectorConfig.from_config(cfg.leader_election), leases,
+                                on_started_leading=..., on_stopped_leading=...,
+                                gauge=metrics.leader).start()
+        ...
+        elector.stop()  # on SIGTERM: stop leading, release the lease, return
+
+    start() runs run() on a daemon thread; run() itself blocks until the stop
+    event is set (the one passed in, or stop()/release()). A leader that loses
+    its lease goes back to being a candidate. Stopping while leading releases
+    the lease when config.release_on_cancel (the default).
     """
 
     def __init__(
@@ -143,27 +150,30 @@ class LeaderElector:
         on_started_leading: Callable[[], None] | None = None,
         on_stopped_leading: Callable[[], None] | None = None,
         on_new_leader: Callable[[str], None] | None = None,
-        leader_gauge: GaugeLike | Callable[[bool], None] | None = None,
+        gauge: GaugeLike | Callable[[bool], None] | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self.config = config
-        self.stop = stop if stop is not None else threading.Event()
+        self._stop = stop if stop is not None else threading.Event()
         self._leases = leases
         self._clock: ElectionClock = clock if clock is not None else SystemClock()
         self._on_started = on_started_leading
         self._on_stopped = on_stopped_leading
         self._on_new_leader = on_new_leader
-        self._gauge = _gauge_setter(leader_gauge)
+        self._gauge = _gauge_setter(gauge)
         self._rng = rng if rng is not None else random.Random()
         # Serialises API use between run() and release().
         self._lock = threading.Lock()
+        self._flag_lock = threading.Lock()
         self._lease: Lease | None = None
         self._observed: LeaseRecord | None = None
         self._observed_time = 0.0
         self._leading = False
         self._renewed_at = 0.0
         self._released = False
+        self._release_on_exit = config.release_on_cancel
         self._reported_leader = ""
+        self._thread: threading.Thread | None = None
         self._gauge(False)
 
     @property
@@ -179,7 +189,30 @@ class LeaderElector:
         """The holder we last observed ("" while unknown or released)."""
         return self._observed.holder_identity if self._observed is not None else ""
 
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
     # --- the loop -------------------------------------------------------------
+
+    def start(self) -> LeaderElector:
+        """Run the election on a daemon thread; returns self."""
+        if self._thread is not None:
+            raise RuntimeError("LeaderElector already started")
+        self._thread = threading.Thread(target=self.run, name="leader-election", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, release: bool = True, timeout: float | None = None) -> None:
+        """Stop campaigning and wait for run() to return. If leading, stop leading
+        and, with `release`, hand the lease over at once (else it runs out)."""
+        if release:
+            self.release()
+        else:
+            self._release_on_exit = False
+            self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(self.config.renew_deadline + 1.0 if timeout is None else timeout)
 
     def run(self) -> None:
         log.info(
@@ -193,20 +226,20 @@ class LeaderElector:
                 self._renew_until_lost()
         finally:
             if self._leading:
-                if self.config.release_on_cancel:
+                if self._release_on_exit:
                     self.release()
                 else:
                     self._stop_leading("stopped", logging.INFO)
 
     def _acquire(self) -> bool:
         """Try until we hold the lease (True) or are told to stop (False)."""
-        while not self.stop.is_set():
+        while not self._stop.is_set():
             started = self._clock.now()
             if self._try_acquire_or_renew(started, started + self.config.renew_deadline):
                 self._start_leading(started)
                 return True
             wait = self.config.retry_period * (1.0 + self._rng.random() * self.config.jitter_factor)
-            if self._clock.wait(self.stop, wait):
+            if self._clock.wait(self._stop, wait):
                 break
         return False
 
@@ -215,7 +248,7 @@ class LeaderElector:
         while True:
             deadline = last_ok + self.config.renew_deadline
             wait = min(self.config.retry_period, deadline - self._clock.now())
-            if self._clock.wait(self.stop, wait):
+            if self._clock.wait(self._stop, wait):
                 return
             started = self._clock.now()
             if started < deadline and self._try_acquire_or_renew(started, deadline):
@@ -234,7 +267,7 @@ class LeaderElector:
     def _try_acquire_or_renew(self, now: float, deadline: float) -> bool:
         """One client-go tryAcquireOrRenew; every call gets only the time left before `deadline`."""
         with self._lock:
-            if self.stop.is_set() or self._released:
+            if self._stop.is_set() or self._released:
                 return False
             stamp = microtime(self._clock.wall())
             if self._leading and self._lease is not None and self._valid(now):
@@ -326,9 +359,10 @@ class LeaderElector:
             _call(self._on_started)
 
     def _stop_leading(self, reason: str, level: int = logging.WARNING) -> None:
-        if not self._leading:
-            return
-        self._leading = False
+        with self._flag_lock:  # run() and release() may both get here; report once
+            if not self._leading:
+                return
+            self._leading = False
         self._gauge(False)
         lease = f"{self.config.namespace}/{self.config.name}"
         log.log(level, 'Stopped leading lease="%s" reason="%s"', lease, reason)
@@ -338,7 +372,7 @@ class LeaderElector:
     def release(self) -> bool:
         """Stop leading and hand the lease over at once; ends run(). True if a lease
         we held was released. Safe to call from any thread, e.g. on SIGTERM."""
-        self.stop.set()
+        self._stop.set()
         with self._lock:
             # The lock waits out a renew in flight; stop is set, so none follows.
             if self._released:

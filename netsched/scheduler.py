@@ -27,6 +27,8 @@ from netsched.observability.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
 
+EXPLAIN_ANNOTATION = "netsched.io/explain"
+
 
 class QueueLike(Protocol):
     def pop(self, timeout: float | None = None) -> QueuedPodInfo | None: ...
@@ -62,6 +64,7 @@ class Scheduler:
         parallelism: int = 16,
         pending_lookup: Callable[[str], PodInfo | None] = lambda _uid: None,
         nominate: Callable[[PodInfo, str], None] = lambda _p, _n: None,
+        explain_annotations: bool = False,
     ) -> None:
         self.frameworks = dict(frameworks)
         self.queue = queue
@@ -73,6 +76,7 @@ class Scheduler:
         # Latest version of a pending pod by uid (None once deleted or bound elsewhere).
         self._pending_lookup = pending_lookup
         self._nominate = nominate
+        self.explain_annotations = explain_annotations
         self.binder = Binder(cache, self._bound, self._binding_failed, parallelism)
         # Status writes (conditions, nominatedNodeName) leave the scheduling thread.
         self._writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="status")
@@ -128,6 +132,7 @@ class Scheduler:
             return True
 
         node = result.node_name
+        explanation = self._explain(fwk, pod, node) if self.explain_annotations else ""
         assumed = self.cache.assume(pod, node)
         st = fwk.run_reserve(state, assumed, node)
         if st.ok:
@@ -139,8 +144,20 @@ class Scheduler:
             self._failed(fwk, qp, cycle, started, st.message() or str(st), code, None, st.plugin)
             return True
         self.queue.done(pod.uid)
-        self.binder.submit(BindRequest(fwk, state, qp, assumed, node, started, cycle))
+        self.binder.submit(BindRequest(fwk, state, qp, assumed, node, started, cycle, explanation))
         return True
+
+    def _explain(self, fwk: Framework, pod: PodInfo, chosen: str) -> str:
+        """Opt-in: the top nodes' per-plugin scores for the pod's annotation (re-runs scoring)."""
+        from netsched.explain import explain
+
+        try:
+            ex = explain(fwk, pod, self.snapshot)
+            ex.winner = chosen  # equal totals are broken at random by the scheduler
+            return ex.annotation()
+        except Exception:  # an explanation must never cost the pod its placement
+            log.exception("Explain failed pod=%s", pod.key)
+            return ""
 
     # ------------------------------------------------------------ outcomes
 
@@ -157,6 +174,17 @@ class Scheduler:
         fwk.events.event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {node}")
         if self.on_scheduled is not None:
             self.on_scheduled(pod, node)
+        if req.explanation:
+            self._writer.submit(self._annotate, pod, {EXPLAIN_ANNOTATION: req.explanation})
+
+    def _annotate(self, pod: PodInfo, annotations: dict[str, str | None]) -> None:
+        patch = getattr(self.api, "patch_pod_annotations", None)
+        if patch is None:
+            return
+        try:
+            patch(pod, annotations)
+        except Exception as e:  # best effort
+            log.warning("Could not annotate pod pod=%s err=%s", pod.key, e)
 
     def _binding_failed(self, req: BindRequest, stage: str, st: Status) -> None:
         if self.metrics is not None:

@@ -95,6 +95,15 @@ class ClusterCache:
                 node.pods_with_required_anti_affinity = old.pods_with_required_anti_affinity
                 self._dirty.add(node.name)
                 changed_identity = old.addresses != node.addresses or old.labels != node.labels
+                # Keep the old objects when equal: snapshot caches derived from labels,
+                # taints and images are invalidated by identity, and a status-only
+                # update (heartbeat, conditions) must not throw them away.
+                if old.labels == node.labels:
+                    node.labels = old.labels
+                if old.taints == node.taints:
+                    node.taints = old.taints
+                if old.images == node.images:
+                    node.images = old.images
             else:
                 # Pods seen before their node (watch order is not guaranteed) are attached now.
                 for pod in self._pods.values():

@@ -96,8 +96,9 @@ class Snapshot:
         old = self.nodes[i]
         self.nodes[i] = node
         self._fill_row(i, node)
-        if old.labels is not node.labels or old.taints is not node.taints:
-            # Label/taint-derived caches are keyed by layout; a changed node invalidates them.
+        if old.labels is not node.labels or old.taints is not node.taints or old.images is not node.images:
+            # Label/taint/image-derived caches are keyed by layout; a changed node invalidates
+            # them (the cache keeps these objects when an update leaves them equal).
             self.cache.clear()
         self._dirty_affinity()
         return True

@@ -96,9 +96,15 @@ class SchedulerMetrics:
         self.cache_assumed_pods = Gauge(
             "netsched_cache_assumed_pods", "Pods assumed on a node and not yet seen bound.", registry=r
         )
+        self.shadow_decisions = Counter(
+            "netsched_shadow_decisions",
+            "Dry-run (shadow mode) placements computed for pods of another scheduler.",
+            ["profile"],
+            registry=r,
+        )
         self.shadow_placements = Counter(
             "netsched_shadow_placements",
-            "Dry-run (shadow mode) decisions: where netsched would have placed pods of another scheduler.",
+            "Dry-run decisions compared with the real scheduler's binding (agrees=true|false).",
             ["profile", "agrees"],
             registry=r,
         )

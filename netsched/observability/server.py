@@ -78,15 +78,15 @@ class ObservabilityServer:
         registry: CollectorRegistry,
         health: HealthCheck = always_healthy,
         ready: ReadyCheck | None = None,
-        debug: Mapping[str, DebugHandler] | None = None,
+        debug_handlers: Mapping[str, DebugHandler] | None = None,
     ) -> None:
         self.address = address
         self.registry = registry
         self.health = health
         # Without a readiness check, ready means alive (a process with nothing to sync).
         self.ready: ReadyCheck = ready or (lambda: (health()[0], {}))
-        self.debug = dict(debug or {})
-        for path in self.debug:
+        self.debug_handlers = dict(debug_handlers or {})
+        for path in self.debug_handlers:
             if not path.startswith("/debug/"):
                 raise ValueError(f"debug endpoints live under /debug/, got {path!r}")
         self._requested_port = port
@@ -142,10 +142,11 @@ class ObservabilityServer:
             return (200, TEXT, b"ok\n") if ok else (500, TEXT, f"unhealthy: {message}\n".encode())
         if path == "/readyz":
             ok, details = self.ready()
-            lines = ["ok" if ok else f"not ready: {details.get('reason', 'unknown')}"]
+            reason = details.get("reason")
+            lines = ["ok" if ok else f"not ready: {reason}" if reason else "not ready"]
             lines += [f"{key}={value}" for key, value in details.items() if key != "reason"]
             return (200 if ok else 503), TEXT, ("\n".join(lines) + "\n").encode()
-        handler = self.debug.get(path)
+        handler = self.debug_handlers.get(path)
         if handler is not None:
             return handler(query)
         return 404, TEXT, b"404 page not found\n"

@@ -104,6 +104,9 @@ class PrometheusServer:
             f"--storage.tsdb.path={self.data_dir}",
             f"--web.listen-address=127.0.0.1:{self.port}",
             "--log.level=warn",
+            # Discovery hands targets to the scrape manager every 5 s by default: the
+            # first scrape would come 5 s after start.
+            "--scrape.discovery-reload-interval=100ms",
             *self.extra_args,
         ]
         with open(self.log_file, "ab") as log:

@@ -151,9 +151,9 @@ class ImageLocality(ScorePlugin):
         return tuple(self.canonical(i) for i in pod.images)
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        if not pod.images:
-            return 0
         snapshot = self.handle.snapshot()
+        if not pod.images or not snapshot.nodes:
+            return 0
         ix = self._index(snapshot)
         total = 0
         for image in self._pod_images(pod):

@@ -8,12 +8,15 @@ back to a dict.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from netsched.framework.interfaces import IntArray
 from plugins.inter_pod_affinity.pod_index import LabelCodes, PodGroup
+
+# Up to this many groups are added one by one; more go through one vector.
+_FEW_GROUPS = 4
 
 
 class TopoCounts:
@@ -60,6 +63,21 @@ class TopoCounts:
                 arr[code] += n * weight
                 touched = True
         return touched
+
+    def add_groups(self, key: str, codes: LabelCodes, groups: Sequence[PodGroup], weight: int) -> bool:
+        """add_group for many groups: one vector sum and one bincount instead of a loop per group."""
+        if len(groups) <= _FEW_GROUPS:
+            touched = [self.add_group(key, codes, g, weight) for g in groups]
+            return any(touched)
+        arr = self.bind(key, codes)
+        vec = np.zeros(len(codes.codes), dtype=np.int64)
+        for g in groups:
+            g.add_to(vec)
+        valid = (codes.codes >= 0) & (vec != 0)
+        if not valid.any():
+            return False
+        arr += codes.sum_rows(vec * weight, valid)
+        return True
 
     def update(self, labels: Mapping[str, str], key: str, delta: int) -> None:
         """kube's update(node, key, delta): the node's domain for key, if it has the label."""

@@ -96,20 +96,23 @@ def compute(
         nsl,
     )
     if existing:
-        for g in index.live(index.anti_affinity_gids):
+        for g in index.live_term_groups(index.anti_affinity_gids):
             for t in group_terms(g).required_anti_affinity:
                 if term_matches(t, pod.namespace, pod.labels, nsl):
                     state.existing_anti.add_group(t.topology_key, label_codes(snapshot, t.topology_key), g, 1)
     if terms.required_affinity:
         first, rest = terms.required_affinity[0], terms.required_affinity[1:]
-        for g in selected(index, first, nsl):
-            if all(term_matches(t, g.namespace, g.labels, nsl) for t in rest):
-                for t in terms.required_affinity:
-                    state.affinity.add_group(t.topology_key, label_codes(snapshot, t.topology_key), g, 1)
+        matching = [
+            g
+            for g in selected(index, first, nsl)
+            if all(term_matches(t, g.namespace, g.labels, nsl) for t in rest)
+        ]
+        for t in terms.required_affinity:
+            state.affinity.add_groups(t.topology_key, label_codes(snapshot, t.topology_key), matching, 1)
     for t in terms.required_anti_affinity:
-        codes = label_codes(snapshot, t.topology_key)
-        for g in selected(index, t, nsl):
-            state.anti.add_group(t.topology_key, codes, g, 1)
+        state.anti.add_groups(
+            t.topology_key, label_codes(snapshot, t.topology_key), selected(index, t, nsl), 1
+        )
     return state
 
 

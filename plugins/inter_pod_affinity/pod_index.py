@@ -24,6 +24,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -92,20 +93,33 @@ class _Selection:
     gids: list[int] = field(default_factory=list)
 
 
-_GroupKey = tuple[str, frozenset[tuple[str, str]], bool, Any]
+_LabelKey = tuple[str, frozenset[tuple[str, str]], bool]
+_TermKey = tuple[str, Any, frozenset[tuple[str, str]]]
 
 
 class PodIndex:
+    """Two groupings of the snapshot's pods, each with per-row counts.
+
+    `groups`: by (namespace, labels, terminating): what selectors match.
+    `term_groups`: pods with affinity terms, by (namespace, terms, the labels
+    their matchLabelKeys/mismatchLabelKeys read): whose terms select the
+    incoming pod.  The second keeps a StatefulSet (a distinct label per pod)
+    at one term group.
+    """
+
     __slots__ = (
         "snapshot",
         "layout",
         "n_rows",
         "row_nodes",
         "row_gids",
+        "row_tgids",
         "groups",
+        "term_groups",
         "affinity_gids",
         "anti_affinity_gids",
         "_by_key",
+        "_by_term_key",
         "_by_ns",
         "_empty",
         "_selections",
@@ -120,10 +134,13 @@ class PodIndex:
         self.n_rows = 0
         self.row_nodes: list[NodeInfo] = []
         self.row_gids: list[list[int]] = []
+        self.row_tgids: list[list[int]] = []
         self.groups: list[PodGroup] = []
-        self.affinity_gids: list[int] = []  # groups whose pods have any (anti-)affinity term
-        self.anti_affinity_gids: list[int] = []  # groups whose pods have required anti-affinity
-        self._by_key: dict[_GroupKey, int] = {}
+        self.term_groups: list[PodGroup] = []
+        self.affinity_gids: list[int] = []  # term groups with any (anti-)affinity term
+        self.anti_affinity_gids: list[int] = []  # term groups with required anti-affinity
+        self._by_key: dict[_LabelKey, int] = {}
+        self._by_term_key: dict[_TermKey, int] = {}
         self._by_ns: dict[str, list[int]] = {}
         self._empty = 0
         self._selections: dict[Hashable, _Selection] = {}
@@ -140,15 +157,13 @@ class PodIndex:
             self.snapshot is not snapshot
             or self.layout != snapshot.layout_version
             or len(nodes) != self.n_rows
-            or self._empty > max(MIN_EMPTY_FOR_COMPACTION, len(self.groups) // 2)
+            or self._empty > max(MIN_EMPTY_FOR_COMPACTION, (len(self.groups) + len(self.term_groups)) // 2)
         ):
             self._rebuild(snapshot)
             return
-        if all(map(operator.is_, nodes, self.row_nodes)):
-            return
-        for row, (new, old) in enumerate(zip(nodes, self.row_nodes, strict=True)):
-            if new is not old:
-                self._reindex(row, new)
+        # C-speed scan for the rows whose NodeInfo object was swapped.
+        for row in compress(range(len(nodes)), map(operator.is_not, nodes, self.row_nodes)):
+            self._reindex(row, nodes[row])
 
     def _rebuild(self, snapshot: Snapshot) -> None:
         self._reset()
@@ -157,22 +172,31 @@ class PodIndex:
         self.n_rows = len(snapshot.nodes)
         self.row_nodes = list(snapshot.nodes)
         self.row_gids = [[] for _ in snapshot.nodes]
+        self.row_tgids = [[] for _ in snapshot.nodes]
         for row, node in enumerate(snapshot.nodes):
             self._add_row(row, node)
 
     def _reindex(self, row: int, node: NodeInfo) -> None:
         for gid in self.row_gids[row]:
             self._bump(self.groups[gid], row, -1)
+        for gid in self.row_tgids[row]:
+            self._bump(self.term_groups[gid], row, -1)
         self._add_row(row, node)
         self.row_nodes[row] = node
 
     def _add_row(self, row: int, node: NodeInfo) -> None:
         gids = []
+        tgids = []
         for pod in node.pods.values():
             g = self._group_for(pod)
             self._bump(g, row, 1)
             gids.append(g.gid)
+            if pod.has_affinity:
+                t = self._term_group_for(pod)
+                self._bump(t, row, 1)
+                tgids.append(t.gid)
         self.row_gids[row] = gids
+        self.row_tgids[row] = tgids
 
     def _bump(self, g: PodGroup, row: int, delta: int) -> None:
         before = g.total
@@ -183,17 +207,7 @@ class PodIndex:
             self._empty += 1
 
     def _group_for(self, pod: PodInfo) -> PodGroup:
-        sig = (
-            (
-                pod.required_affinity,
-                pod.preferred_affinity,
-                pod.required_anti_affinity,
-                pod.preferred_anti_affinity,
-            )
-            if pod.has_affinity
-            else None
-        )
-        key = (pod.namespace, frozenset(pod.labels.items()), pod.deleting, sig)
+        key = (pod.namespace, frozenset(pod.labels.items()), pod.deleting)
         gid = self._by_key.get(key)
         if gid is not None:
             return self.groups[gid]
@@ -201,8 +215,25 @@ class PodIndex:
         self.groups.append(g)
         self._by_key[key] = g.gid
         self._by_ns.setdefault(pod.namespace, []).append(g.gid)
-        if sig is not None:
-            self.affinity_gids.append(g.gid)
+        self._empty += 1
+        return g
+
+    def _term_group_for(self, pod: PodInfo) -> PodGroup:
+        sig = (
+            pod.required_affinity,
+            pod.preferred_affinity,
+            pod.required_anti_affinity,
+            pod.preferred_anti_affinity,
+        )
+        read = _label_keys_read(pod)
+        key = (pod.namespace, sig, frozenset((k, v) for k, v in pod.labels.items() if k in read))
+        gid = self._by_term_key.get(key)
+        if gid is not None:
+            return self.term_groups[gid]
+        g = PodGroup(len(self.term_groups), pod)
+        self.term_groups.append(g)
+        self._by_term_key[key] = g.gid
+        self.affinity_gids.append(g.gid)
         if pod.required_anti_affinity:
             self.anti_affinity_gids.append(g.gid)
         self._empty += 1
@@ -212,6 +243,11 @@ class PodIndex:
 
     def live(self, gids: Iterable[int]) -> list[PodGroup]:
         groups = self.groups
+        return [g for g in (groups[i] for i in gids) if g.total]
+
+    def live_term_groups(self, gids: Iterable[int]) -> list[PodGroup]:
+        """Term groups (ids from affinity_gids / anti_affinity_gids) that still have pods."""
+        groups = self.term_groups
         return [g for g in (groups[i] for i in gids) if g.total]
 
     def select(
@@ -250,6 +286,16 @@ class PodIndex:
             if g.total:
                 g.add_to(vec)
         return vec
+
+
+def _label_keys_read(pod: PodInfo) -> set[str]:
+    """Labels of the pod its own terms read (matchLabelKeys / mismatchLabelKeys)."""
+    out: set[str] = set()
+    for t in pod.required_affinity + pod.required_anti_affinity:
+        out.update(t.match_label_keys, t.mismatch_label_keys)
+    for w in pod.preferred_affinity + pod.preferred_anti_affinity:
+        out.update(w.term.match_label_keys, w.term.mismatch_label_keys)
+    return out
 
 
 def pod_index(state: CycleState, snapshot: Snapshot, previous: PodIndex | None = None) -> PodIndex:

@@ -39,10 +39,8 @@ class ScoreState:
         return self  # read-only after PreScore
 
     def add(self, snapshot: Snapshot, term: Term, groups: list[PodGroup], weight: int) -> None:
-        codes = label_codes(snapshot, term.topology_key)
-        for g in groups:
-            if self.sums.add_group(term.topology_key, codes, g, weight):
-                self.touched = True
+        if self.sums.add_groups(term.topology_key, label_codes(snapshot, term.topology_key), groups, weight):
+            self.touched = True
 
 
 def compute(
@@ -61,7 +59,7 @@ def compute(
         for t in compile_preferred(pod, pod.preferred_anti_affinity):
             s.add(snapshot, t, selected(index, t, nsl), -t.weight)
     ns, labels = pod.namespace, pod.labels
-    for g in index.live(index.affinity_gids):
+    for g in index.live_term_groups(index.affinity_gids):
         terms = group_terms(g)
         if hard_weight > 0:
             for t in terms.required_affinity:

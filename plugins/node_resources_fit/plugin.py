@@ -122,7 +122,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
         return Status(code, reasons)
 
-    def filter_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> list[Rejection]:
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
+    ) -> list[Rejection]:
         req = self._state(state, pod)
         alloc, used, col = snapshot.allocatable, snapshot.requested, snapshot.col
         n = len(idx)

@@ -85,7 +85,9 @@ class Strategy:
         """Per-row resource score; every capacity must be > 0 (callers mask the others)."""
         raise NotImplementedError
 
-    def _weighted(self, pairs: Sequence[Pair | None]) -> tuple[IntArray | None, int | IntArray, list[IntArray]]:
+    def _weighted(
+        self, pairs: Sequence[Pair | None]
+    ) -> tuple[IntArray | None, int | IntArray, list[IntArray]]:
         """Sum of score x weight, the weight sum (an int when every row counts) and the raw scores."""
         total: IntArray | None = None
         weight_sum: int | IntArray = 0

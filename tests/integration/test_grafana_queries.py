@@ -327,7 +327,8 @@ class Prometheus:
         status, body = http_get(url)
         data: dict[str, Any] = json.loads(body)
         assert status == 200 and data["status"] == "success", f"{params}: {data}"
-        return data["data"]
+        result: dict[str, Any] = data["data"]
+        return result
 
     def close(self) -> None:
         self.proc.terminate()

@@ -7,6 +7,7 @@ the fake server's resourceVersion checks together.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
 class Replica:
-    """One scheduler replica: an elector on its own thread and a log of its leadership."""
+    """One scheduler replica: an elector (on its own thread once started) and a log of its leadership."""
 
     def __init__(self, identity: str, kubeconfig: Path, log: list[tuple[float, str, str]]) -> None:
         self.identity = identity
@@ -50,7 +51,6 @@ class Replica:
             on_started_leading=lambda: self._record("started"),
             on_stopped_leading=self._on_stopped,
         )
-        self.thread = threading.Thread(target=self.elector.run, name=identity, daemon=True)
 
     def _record(self, what: str) -> None:
         self.log.append((time.monotonic(), self.identity, what))
@@ -60,7 +60,7 @@ class Replica:
         self.stopped.set()
         if self.exit_on_loss:
             # What kube-scheduler does on a lost lease: exit, leaving the field to the standby.
-            self.elector.stop.set()
+            self.elector.stop(release=False)
 
 
 @pytest.fixture
@@ -81,14 +81,12 @@ def replicas(
 ) -> Iterator[tuple[Replica, Replica]]:
     a = Replica("replica-a", tmp_path / "kubeconfig", log)
     b = Replica("replica-b", tmp_path / "kubeconfig", log)
-    a.thread.start()
-    b.thread.start()
+    a.elector.start()
+    b.elector.start()
     yield a, b
     for r in (a, b):
-        r.elector.stop.set()
-    for r in (a, b):
-        r.thread.join(timeout=5)
-        assert not r.thread.is_alive()
+        r.elector.stop()
+        assert r.elector._thread is not None and not r.elector._thread.is_alive()
 
 
 def wait_until(predicate: object, timeout: float = 5.0) -> None:
@@ -125,6 +123,8 @@ def test_exactly_one_leader(
     lease = server.get("coordination.k8s.io/leases", NAME, NS)
     assert lease["spec"]["holderIdentity"] == leader.identity
     assert lease["spec"]["leaseDurationSeconds"] == 2
+    # MicroTime as the API server requires it: six fraction digits, even for .000000.
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", lease["spec"]["renewTime"])
     assert_never_two_leaders(log)
 
     # Every lease call the electors made is allowed by the Role in deploy/.
@@ -169,3 +169,26 @@ def test_cut_off_leader_stops_before_the_standby_takes_over(
     assert started > stopped
     assert started - cut_at >= 1.5
     assert_never_two_leaders(log)
+
+
+def test_taking_over_a_released_lease_keeps_its_metadata(server: FakeAPIServer, tmp_path: Path) -> None:
+    server.create(
+        "coordination.k8s.io/leases",
+        {
+            "metadata": {"name": NAME, "labels": {"team": "sched"}, "annotations": {"note": "keep"}},
+            "spec": {"holderIdentity": "", "leaseDurationSeconds": 1, "leaseTransitions": 7},
+        },
+        NS,
+    )
+    replica = Replica("replica-c", tmp_path / "kubeconfig", [])
+    replica.elector.start()
+    try:
+        wait_until(lambda: replica.elector.is_leader)
+    finally:
+        replica.elector.stop()
+    lease = server.get("coordination.k8s.io/leases", NAME, NS)
+    assert lease["metadata"]["labels"] == {"team": "sched"}
+    assert lease["metadata"]["annotations"] == {"note": "keep"}
+    # Stopping released it again: holder empty, transitions counted once.
+    assert lease["spec"]["holderIdentity"] == ""
+    assert lease["spec"]["leaseTransitions"] == 8

@@ -240,3 +240,55 @@ profiles:
     assert res.returncode == 1
     assert 'profiles[0].plugins.score.enabled[1].name: Unsupported value: "Foo"' in res.stderr
     assert "parallelism: Invalid value: 0" in res.stderr
+
+
+def make_app(kubeconfig: str, **opts: Any) -> SchedulerApp:
+    registry = build_registry()
+    cfg = load_config(CONFIG, registry)
+    client = build_api_client(kubeconfig, qps=500, burst=1000, pool_size=24)
+    return SchedulerApp(cfg, registry, KubeAPI(client), options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5, **opts))
+
+
+def test_dry_run_shadows_another_scheduler_and_writes_nothing(server: FakeAPIServer, kubeconfig: str) -> None:
+    server.create("nodes", make_node("small").capacity(cpu="2").obj())
+    server.create("nodes", make_node("large").capacity(cpu="16").obj())
+    server.create("pods", make_pod("theirs").req(cpu="1").obj())  # default-scheduler
+    server.create("pods", make_pod("ours").scheduler("netsched").obj())
+    app = make_app(kubeconfig, dry_run=True)
+    try:
+        start(app)
+        wait_until(lambda: app.shadow.predictions, what="shadow prediction")
+        predicted = app.shadow.predictions[server.get("pods", "theirs")["metadata"]["uid"]]
+        assert predicted == "large"  # LeastAllocated: the emptier node
+        time.sleep(0.3)
+        assert pod_node(server, "theirs") == "" and pod_node(server, "ours") == ""
+        assert server.list("events.k8s.io/events", None) == []
+        writes = [r for r in server.requests if r.verb in ("create", "update", "patch", "delete")]
+        assert writes == []
+        # The "real" scheduler binds it elsewhere: the comparison is counted.
+        server.bind("default", "theirs", "small")
+        wait_until(lambda: app.shadow.disagreed == 1, what="shadow comparison")
+        assert app.metrics.shadow_placements.labels("netsched", "false")._value.get() == 1
+    finally:
+        app.shutdown(timeout=5)
+
+
+def test_explain_annotation_is_opt_in(server: FakeAPIServer, kubeconfig: str) -> None:
+    import json
+
+    server.create("nodes", make_node("n0").obj())
+    server.create("nodes", make_node("n1").obj())
+    server.create("pods", make_pod("explained").scheduler("netsched").req(cpu="1").obj())
+    app = make_app(kubeconfig, explain_annotations=True)
+    try:
+        start(app)
+        node = wait_until(lambda: pod_node(server, "explained"), what="bound")
+
+        def annotation() -> str:
+            return str(server.get("pods", "explained")["metadata"].get("annotations", {}).get("netsched.io/explain", ""))
+
+        doc = json.loads(wait_until(annotation, what="explain annotation"))
+        assert doc["winner"] == node and {t["node"] for t in doc["top"]} == {"n0", "n1"}
+        assert "NodeResourcesFit" in doc["top"][0]["scores"]
+    finally:
+        app.shutdown(timeout=5)

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -65,7 +66,7 @@ class LeaseStore:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.objects: dict[tuple[str, str], dict[str, object]] = {}
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
         self.rv = 0
 
     def client(self) -> StoreClient:
@@ -89,6 +90,11 @@ class LeaseStore:
         }
         self.objects[(namespace, name)] = obj
         return Lease.from_object(_copy(obj))
+
+
+def holder(store: LeaseStore) -> str | None:
+    lease = store.lease()
+    return None if lease is None else lease.record.holder_identity
 
 
 class StoreClient:
@@ -121,12 +127,12 @@ class StoreClient:
         self._call("replace")
         with self.store.lock:
             current = self.store.objects[(lease.namespace, lease.name)]
-            if current["metadata"]["resourceVersion"] != lease.resource_version:  # type: ignore[index]
+            if current["metadata"]["resourceVersion"] != lease.resource_version:
                 raise Conflict(409, "Conflict", "the object has been modified")
             return self.store._write(lease.namespace, lease.name, record)
 
 
-def _copy(obj: dict[str, object]) -> dict[str, object]:
+def _copy(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: dict(v) if isinstance(v, dict) else v for k, v in obj.items()}
 
 
@@ -169,32 +175,35 @@ def events() -> list[tuple[float, str, str]]:
 def start(
     clock: StepClock, store: LeaseStore, events: list[tuple[float, str, str]]
 ) -> Iterator[Callable[..., tuple[LeaderElector, StoreClient]]]:
-    electors: list[LeaderElector] = []
+    stops: list[threading.Event] = []
 
     def start(
         identity: str, client: StoreClient | None = None, **kw: object
     ) -> tuple[LeaderElector, StoreClient]:
         client = client or store.client()
         rec = Recorder(clock, identity, events)
+        stop = kw.setdefault("stop", threading.Event())
+        stops.append(stop)  # type: ignore[arg-type]
         elector = LeaderElector(
             kw.pop("cfg", None) or config(identity),  # type: ignore[arg-type]
             client,
             clock=clock,
-            on_started_leading=rec.started,
-            on_stopped_leading=rec.stopped,
-            on_new_leader=rec.new_leader,
-            **kw,  # type: ignore[arg-type]
+            **{  # type: ignore[arg-type]
+                "on_started_leading": rec.started,
+                "on_stopped_leading": rec.stopped,
+                "on_new_leader": rec.new_leader,
+                **kw,
+            },
         )
         thread = threading.Thread(target=elector.run, daemon=True)
         clock.threads.append(thread)
-        electors.append(elector)
         thread.start()
         clock.settle()
         return elector, client
 
     yield start
-    for elector in electors:
-        elector.stop.set()
+    for stop in stops:
+        stop.set()
     for thread in clock.threads:
         thread.join(timeout=5)
         assert not thread.is_alive(), "run() did not return after stop"
@@ -207,7 +216,7 @@ def test_acquires_a_missing_lease(
 ) -> None:
     registry = CollectorRegistry()
     metrics = SchedulerMetrics(registry)
-    elector, _ = start("a", leader_gauge=metrics.leader)
+    elector, _ = start("a", gauge=metrics.leader)
 
     assert elector.is_leader and elector.leader == "a"
     lease = store.lease()
@@ -321,8 +330,8 @@ def test_release_hands_over_at_once(
 ) -> None:
     a, _ = start("a")
     b, _ = start("b")
-    holder_when_stopped: list[str] = []
-    a._on_stopped = lambda: holder_when_stopped.append(store.lease().record.holder_identity)  # type: ignore[union-attr]
+    holder_when_stopped: list[str | None] = []
+    a._on_stopped = lambda: holder_when_stopped.append(holder(store))
 
     assert a.release()
     # Scheduling stopped while the lease was still ours, so no two leaders overlap.
@@ -330,7 +339,7 @@ def test_release_hands_over_at_once(
     lease = store.lease()
     assert lease is not None
     assert lease.record.holder_identity == "" and lease.record.lease_duration_seconds == 1
-    assert not a.is_leader and a.stop.is_set()
+    assert not a.is_leader and a.stopped
 
     clock.advance(2.0)  # b's next try, not a whole lease duration
     assert b.is_leader
@@ -341,11 +350,12 @@ def test_release_hands_over_at_once(
 def test_stop_while_leading_releases(
     start: Callable[..., tuple[LeaderElector, StoreClient]], store: LeaseStore, clock: StepClock
 ) -> None:
-    a, _ = start("a")
-    a.stop.set()
+    stop = threading.Event()
+    a, _ = start("a", stop=stop)
+    stop.set()  # the app's shutdown event
     clock.threads[0].join(timeout=5)
     assert not clock.threads[0].is_alive()
-    assert store.lease().record.holder_identity == ""  # type: ignore[union-attr]
+    assert holder(store) == ""
 
 
 def test_stop_without_release_on_cancel_keeps_the_lease(
@@ -354,10 +364,11 @@ def test_stop_without_release_on_cancel_keeps_the_lease(
     clock: StepClock,
     events: list[tuple[float, str, str]],
 ) -> None:
-    a, _ = start("a", cfg=replace(config("a"), release_on_cancel=False))
-    a.stop.set()
+    stop = threading.Event()
+    a, _ = start("a", cfg=replace(config("a"), release_on_cancel=False), stop=stop)
+    stop.set()
     clock.threads[0].join(timeout=5)
-    assert store.lease().record.holder_identity == "a"  # type: ignore[union-attr]
+    assert holder(store) == "a"
     assert events[-1][2] == "stopped"
 
 
@@ -373,7 +384,7 @@ def test_conflict_on_renew_rereads_and_keeps_leading(
     clock.advance(2.0)
     assert a.is_leader
     assert client.calls == ["replace", "get", "replace"]
-    assert store.lease().record.holder_identity == "a"  # type: ignore[union-attr]
+    assert holder(store) == "a"
 
 
 def test_lease_taken_by_someone_else_stops_leading_at_once(
@@ -421,7 +432,7 @@ def test_retry_is_jittered_between_one_and_one_plus_factor_periods(
         assert all(2.0 <= g <= 2.0 * 2.2 for g in gaps)
         assert max(gaps) - min(gaps) > 0.1
     finally:
-        elector.stop.set()
+        elector.stop(release=False)
         thread.join(timeout=5)
 
 
@@ -463,5 +474,42 @@ def test_from_config_takes_the_loaded_leader_election_block() -> None:
 
 def test_gauge_hook_may_be_a_plain_callable(store: LeaseStore, clock: StepClock) -> None:
     seen: list[bool] = []
-    LeaderElector(config("a"), store.client(), clock=clock, leader_gauge=seen.append)
+    LeaderElector(config("a"), store.client(), clock=clock, gauge=seen.append)
     assert seen == [False]
+
+
+def test_a_failing_callback_does_not_stop_the_election(
+    start: Callable[..., tuple[LeaderElector, StoreClient]], clock: StepClock
+) -> None:
+    def broken() -> None:
+        raise RuntimeError("callback bug")
+
+    a, client = start("a", on_started_leading=broken)
+    client.calls.clear()
+    clock.advance(4.0)
+    assert a.is_leader
+    assert client.calls == ["replace", "replace"]
+
+
+def test_start_and_stop_manage_the_thread(store: LeaseStore, clock: StepClock) -> None:
+    elector = LeaderElector(config("a"), store.client(), clock=clock).start()
+    assert elector._thread is not None
+    clock.threads.append(elector._thread)
+    clock.settle()
+    assert elector.is_leader
+    with pytest.raises(RuntimeError):
+        elector.start()
+    elector.stop(release=False)  # let the lease run out instead of handing it over
+    assert not elector._thread.is_alive()
+    assert not elector.is_leader
+    assert holder(store) == "a"
+
+
+def test_stop_releases_by_default(store: LeaseStore, clock: StepClock) -> None:
+    elector = LeaderElector(config("a"), store.client(), clock=clock).start()
+    assert elector._thread is not None
+    clock.threads.append(elector._thread)
+    clock.settle()
+    elector.stop()
+    assert not elector._thread.is_alive()
+    assert holder(store) == ""

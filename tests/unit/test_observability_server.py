@@ -58,7 +58,7 @@ def server(state: State, metrics: SchedulerMetrics) -> Iterator[ObservabilitySer
         registry=metrics.registry,
         health=state.health,
         ready=state.ready,
-        debug={"/debug/explain": explain, "/debug/broken": broken},
+        debug_handlers={"/debug/explain": explain, "/debug/broken": broken},
     )
     with srv:
         yield srv
@@ -106,6 +106,16 @@ def test_readyz_reports_the_reason_until_caches_sync(server: ObservabilityServer
     status, _, body = get(server, "/readyz")
     assert status == 503
     assert body.splitlines()[0] == "not ready: caches not synced"
+
+
+def test_readyz_without_a_reason_still_says_not_ready(metrics: SchedulerMetrics) -> None:
+    def ready() -> tuple[bool, dict[str, object]]:
+        return False, {"synced": False, "role": "standby"}
+
+    with ObservabilityServer("127.0.0.1", 0, registry=metrics.registry, ready=ready) as srv:
+        status, _, body = get(srv, "/readyz")
+    assert status == 503
+    assert body.splitlines() == ["not ready", "synced=False", "role=standby"]
 
 
 def test_a_synced_standby_is_ready(server: ObservabilityServer, state: State) -> None:
@@ -172,7 +182,9 @@ def test_stop_closes_the_port(metrics: SchedulerMetrics) -> None:
 
 def test_debug_paths_must_be_under_debug(metrics: SchedulerMetrics) -> None:
     with pytest.raises(ValueError, match="/debug/"):
-        ObservabilityServer(registry=metrics.registry, debug={"/explain": lambda q: (200, "text/plain", b"")})
+        ObservabilityServer(
+            registry=metrics.registry, debug_handlers={"/explain": lambda q: (200, "text/plain", b"")}
+        )
 
 
 @pytest.mark.parametrize(

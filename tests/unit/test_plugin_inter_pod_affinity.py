@@ -35,6 +35,11 @@ ANTI = (Code.UNSCHEDULABLE, REASON_ANTI_AFFINITY)
 EXISTING = (Code.UNSCHEDULABLE, REASON_EXISTING_ANTI_AFFINITY)
 
 
+def infos(nodes: Sequence[Any], pods: Sequence[Any] = ()) -> list[NodeInfo]:
+    """node_infos over any sequences of builders/records (its list parameters are invariant)."""
+    return node_infos(list(nodes), list(pods))
+
+
 def term(labels: Mapping[str, str] | None, key: str = ZONE, **extra: Any) -> dict[str, Any]:
     t: dict[str, Any] = {"topologyKey": key}
     if labels is not None:
@@ -81,7 +86,7 @@ def verdicts(
 ) -> dict[str, Any]:
     """node -> OK | (code, reason) | "skip", checking per-node filter() and batch filter_nodes() agree."""
     pi = pod.info() if isinstance(pod, PodBuilder) else pod
-    snap = Snapshot.of(node_infos(list(nodes), list(existing)))
+    snap = Snapshot.of(infos(list(nodes), list(existing)))
     state = CycleState()
     _, st = pl.pre_filter(state, pi, snap)
     if st.is_skip:
@@ -108,7 +113,7 @@ def scores(
 ) -> dict[str, tuple[int, int]] | str:
     """node -> (raw, normalised), checking score() and score_nodes() agree; "skip" when PreScore skips."""
     pi = pod.info() if isinstance(pod, PodBuilder) else pod
-    snap = Snapshot.of(node_infos(list(nodes), list(existing)))
+    snap = Snapshot.of(infos(list(nodes), list(existing)))
     state = CycleState()
     st = pl.pre_score(state, pi, snap, snap.all_rows)
     if st.is_skip:
@@ -306,7 +311,7 @@ def test_missing_label_selector_selects_nothing() -> None:
 
 def test_add_and_remove_pod_update_the_state_and_clones_are_independent() -> None:
     w = make_pod("w").labels(**WEB).node("n0").info()
-    snap = Snapshot.of(node_infos(zoned(2), [w]))
+    snap = Snapshot.of(infos(zoned(2), [w]))
     pl = plugin()
     pod = make_pod("p").affinity(required("podAntiAffinity", term(WEB, HOST))).info()
     state = CycleState()
@@ -326,7 +331,7 @@ def test_add_and_remove_pod_update_the_state_and_clones_are_independent() -> Non
 
 def test_removing_the_only_affinity_match_leaves_no_match() -> None:
     w = make_pod("w").labels(**WEB).node("n0").info()
-    snap = Snapshot.of(node_infos(zoned(2), [w]))
+    snap = Snapshot.of(infos(zoned(2), [w]))
     pl = plugin()
     pod = make_pod("p").labels(app="other").affinity(required("podAffinity", term(WEB, HOST))).info()
     state = CycleState()
@@ -337,7 +342,7 @@ def test_removing_the_only_affinity_match_leaves_no_match() -> None:
 
 
 def test_existing_anti_affinity_added_during_preemption() -> None:
-    snap = Snapshot.of(node_infos(zoned(2)))
+    snap = Snapshot.of(infos(zoned(2)))
     pl = plugin()
     pod = (
         make_pod("p").labels(**WEB).affinity(required("podAntiAffinity", term({"app": "none"}, HOST))).info()
@@ -476,25 +481,25 @@ def _random_cluster(rng: random.Random) -> tuple[list[NodeBuilder], list[PodInfo
         nodes.append(b)
     pods = []
     for j in range(rng.randint(0, 14)):
-        b = make_pod(f"e{j}", rng.choice(["default", "default", "other"])).labels(
+        p = make_pod(f"e{j}", rng.choice(["default", "default", "other"])).labels(
             app=rng.choice(["web", "db", "cache"])
         )
         roll = rng.random()
         if roll < 0.2:
-            b.affinity(
+            p.affinity(
                 required(
                     "podAntiAffinity", term({"app": rng.choice(["web", "db"])}, rng.choice([HOST, ZONE]))
                 )
             )
         elif roll < 0.35:
-            b.affinity(
+            p.affinity(
                 preferred(
                     "podAffinity", (rng.randint(1, 100), term({"app": "web"}, rng.choice([ZONE, "rack"])))
                 )
             )
         elif roll < 0.45:
-            b.affinity(required("podAffinity", term({"app": "cache"}, ZONE)))
-        pods.append(b.node(rng.choice(nodes).info().name).info())
+            p.affinity(required("podAffinity", term({"app": "cache"}, ZONE)))
+        pods.append(p.node(rng.choice(nodes).info().name).info())
     return nodes, pods
 
 
@@ -572,7 +577,7 @@ def test_random_clusters_per_node_batch_and_brute_force_agree(seed: int) -> None
     nodes, pods = _random_cluster(rng)
     pod = _random_pod(rng).info()
     got = verdicts(plugin(), pod, nodes, pods)
-    want = _brute_force_filter(pod, node_infos(nodes, pods))
+    want = _brute_force_filter(pod, infos(nodes, pods))
     if set(got.values()) == {"skip"}:
         assert set(want.values()) == {OK}
     else:
@@ -581,9 +586,7 @@ def test_random_clusters_per_node_batch_and_brute_force_agree(seed: int) -> None
 
 
 def test_index_follows_changed_rows() -> None:
-    nodes = node_infos(
-        zoned(3), [make_pod("a").labels(**WEB).node("n0"), make_pod("b").labels(**WEB).node("n1")]
-    )
+    nodes = infos(zoned(3), [make_pod("a").labels(**WEB).node("n0"), make_pod("b").labels(**WEB).node("n1")])
     snap = Snapshot.of(nodes)
     index = PodIndex()
     index.sync(snap)
@@ -604,7 +607,7 @@ def test_index_follows_changed_rows() -> None:
 
 
 def test_index_remembers_answers_and_checks_new_groups_only() -> None:
-    snap = Snapshot.of(node_infos(zoned(2), [make_pod("a").labels(**WEB).node("n0")]))
+    snap = Snapshot.of(infos(zoned(2), [make_pod("a").labels(**WEB).node("n0")]))
     index = PodIndex()
     index.sync(snap)
     calls: list[str] = []
@@ -627,7 +630,7 @@ def test_index_remembers_answers_and_checks_new_groups_only() -> None:
 def test_dense_groups_count_like_sparse_ones() -> None:
     nodes = zoned(120, zones=3)
     existing = [make_pod(f"w{i}").labels(**WEB).node(f"n{i % 120}") for i in range(200)]
-    snap = Snapshot.of(node_infos(nodes, existing))
+    snap = Snapshot.of(infos(nodes, existing))
     index = PodIndex()
     index.sync(snap)
     (g,) = index.select(None, None, lambda g: True)

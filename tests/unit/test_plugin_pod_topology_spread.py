@@ -31,6 +31,11 @@ SKEW = (Code.UNSCHEDULABLE, REASON_CONSTRAINTS)
 LABEL = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_MISSING_LABEL)
 
 
+def infos(nodes: Sequence[Any], pods: Sequence[Any] = ()) -> list[NodeInfo]:
+    """node_infos over any sequences of builders/records (its list parameters are invariant)."""
+    return node_infos(list(nodes), list(pods))
+
+
 def plugin(args: PodTopologySpreadArgs | None = None) -> PodTopologySpread:
     return PodTopologySpread(args or PodTopologySpreadArgs.default(), FakeHandle())
 
@@ -57,7 +62,7 @@ def verdicts(
 ) -> dict[str, Any]:
     """node -> OK | (code, reason) | "skip", checking filter() and filter_nodes() agree."""
     pi = pod.info() if isinstance(pod, PodBuilder) else pod
-    snap = Snapshot.of(node_infos(list(nodes), list(existing)))
+    snap = Snapshot.of(infos(list(nodes), list(existing)))
     state = CycleState()
     _, st = pl.pre_filter(state, pi, snap)
     if st.is_skip:
@@ -85,7 +90,7 @@ def scores(
 ) -> dict[str, tuple[int, int]] | str:
     """node -> (raw, normalised) over the filtered nodes `only` (default all); score() and score_nodes() agree."""
     pi = pod.info() if isinstance(pod, PodBuilder) else pod
-    snap = Snapshot.of(node_infos(list(nodes), list(existing)))
+    snap = Snapshot.of(infos(list(nodes), list(existing)))
     idx = snap.all_rows if only is None else np.asarray([snap.index[n] for n in only], dtype=np.int64)
     state = CycleState()
     st = pl.pre_score(state, pi, snap, idx)
@@ -350,7 +355,7 @@ def test_list_defaults_can_be_hard() -> None:
 
 def test_add_and_remove_pod_in_a_what_if() -> None:
     existing = web_pods(BASE)
-    snap = Snapshot.of(node_infos(cluster(), existing))
+    snap = Snapshot.of(infos(cluster(), existing))
     pl = plugin()
     pod = spread(1).info()
     state = CycleState()
@@ -511,12 +516,12 @@ def _random_case(rng: random.Random) -> tuple[list[NodeBuilder], list[PodInfo], 
     names = [n.info().name for n in nodes]
     pods = []
     for j in range(rng.randint(0, 20)):
-        b = make_pod(f"e{j}", rng.choice(["default", "default", "other"])).labels(
+        p = make_pod(f"e{j}", rng.choice(["default", "default", "other"])).labels(
             app=rng.choice(["web", "db"])
         )
         if rng.random() < 0.1:
-            b.set("metadata.deletionTimestamp", "2024-01-01T00:00:00Z")
-        pods.append(b.node(rng.choice(names)).info())
+            p.set("metadata.deletionTimestamp", "2024-01-01T00:00:00Z")
+        pods.append(p.node(rng.choice(names)).info())
     pod = make_pod("incoming").labels(app=rng.choice(["web", "db"]))
     for _ in range(rng.randint(1, 2)):
         extra: dict[str, Any] = {}
@@ -570,8 +575,8 @@ def _brute_force(pod: PodInfo, nodes: list[NodeInfo]) -> dict[str, Any]:
                 and p.namespace == pod.namespace
                 and all(p.labels.get(a) == b for a, b in sel.items())
             )
-            v = n.labels[c.topology_key]
-            per[v] = per.get(v, 0) + k
+            value = n.labels[c.topology_key]
+            per[value] = per.get(value, 0) + k
         counts.append(per)
     for n in nodes:
         verdict: Any = OK
@@ -598,8 +603,8 @@ def test_random_clusters_agree(seed: int) -> None:
     nodes, pods, pod = _random_case(rng)
     got = verdicts(plugin(), pod, nodes, pods)
     if set(got.values()) != {"skip"}:
-        assert got == _brute_force(pod, node_infos(nodes, pods))
+        assert got == _brute_force(pod, infos(nodes, pods))
     scores(plugin(), pod, nodes, pods)
-    infos = node_infos(nodes, pods)
-    subset = [n.name for n in infos if rng.random() < 0.6] or [infos[0].name]
+    names = [n.name for n in infos(nodes, pods)]
+    subset = [n for n in names if rng.random() < 0.6] or names[:1]
     scores(plugin(), pod, nodes, pods, only=subset)

@@ -1,0 +1,90 @@
+"""Shadow mode (--dry-run): decide for another scheduler's pods, bind nothing.
+
+Operators compare netsched with the scheduler they run today before switching:
+netsched watches pods of `--shadow-scheduler-name` (default-scheduler),
+computes where it would place each one with its real profile, and records the
+decision (log line, metric, optional pod annotation).  When the real
+scheduler binds the pod, the two choices are compared and counted
+(netsched_shadow_placements_total{agrees="true"|"false"}).
+
+Every write the framework would make goes through DryRunAPI, which sends
+nothing: no binding, no preemption deletes, no status or events.  The
+predicted pod stays assumed on its node until the real binding is seen, so
+the next decisions account for it, as they would in production.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from netsched.framework.types import PodInfo
+from netsched.observability.metrics import SchedulerMetrics
+
+log = logging.getLogger(__name__)
+
+SHADOW_ANNOTATION = "netsched.io/shadow-node"
+
+
+class NullEvents:
+    """Events are not recorded in shadow mode: the pods belong to another scheduler."""
+
+    def event(self, pod: PodInfo, type_: str, reason: str, action: str, message: str) -> None:
+        if reason == "FailedScheduling":
+            log.info("Shadow: would not place pod pod=%s reason=%r", pod.key, message)
+
+
+class DryRunAPI:
+    """ClusterAPI + StatusWriter that records instead of writing."""
+
+    def __init__(self, profile: str, metrics: SchedulerMetrics, annotate_with: Any = None) -> None:
+        self.profile = profile
+        self.metrics = metrics
+        # A real KubeAPI when --shadow-annotate is on: only annotations are ever written.
+        self._annotator = annotate_with
+        self._lock = threading.Lock()
+        self.predictions: dict[str, str] = {}
+        self.agreed = 0
+        self.disagreed = 0
+        self.would_delete: list[str] = []
+
+    def bind(self, pod: PodInfo, node_name: str) -> None:
+        with self._lock:
+            self.predictions[pod.uid] = node_name
+        self.metrics.shadow_decisions.labels(self.profile).inc()
+        log.info("Shadow placement pod=%s node=%s", pod.key, node_name)
+        if self._annotator is not None:
+            try:
+                self._annotator.patch_pod_annotations(pod, {SHADOW_ANNOTATION: node_name})
+            except Exception as e:  # best effort; the decision is recorded anyway
+                log.warning("Could not annotate shadow placement pod=%s err=%s", pod.key, e)
+
+    def delete_pod(self, pod: PodInfo, grace_period_seconds: int | None = None) -> None:
+        with self._lock:
+            self.would_delete.append(pod.key)
+        log.info("Shadow: would preempt (delete) pod pod=%s", pod.key)
+
+    def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:
+        return None
+
+    def update_pod_condition(
+        self, pod: PodInfo, condition: Mapping[str, Any], *, nominated_node_name: str | None = None
+    ) -> None:
+        return None
+
+    def observed_binding(self, pod: PodInfo) -> None:
+        """The real scheduler bound pod: compare with our prediction, once."""
+        with self._lock:
+            predicted = self.predictions.pop(pod.uid, None)
+        if predicted is None:
+            return
+        agrees = predicted == pod.node_name
+        with self._lock:
+            if agrees:
+                self.agreed += 1
+            else:
+                self.disagreed += 1
+        self.metrics.shadow_placements.labels(self.profile, "true" if agrees else "false").inc()
+        log.info("Shadow comparison pod=%s predicted=%s actual=%s agrees=%s", pod.key, predicted, pod.node_name, agrees)
