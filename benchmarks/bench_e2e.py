@@ -48,7 +48,9 @@ def run(n_nodes: int, n_pods: int, qps: float, burst: int) -> dict[str, float]:
                 raise RuntimeError("fake API server did not start")
             cfg, reg = config()
             client = build_api_client(kubeconfig, qps=qps, burst=burst, pool_size=cfg.parallelism + 8)
-            app = SchedulerApp(cfg, reg, KubeAPI(client), options=AppOptions(metrics_bind_address="127.0.0.1:0"))
+            app = SchedulerApp(
+                cfg, reg, KubeAPI(client), options=AppOptions(metrics_bind_address="127.0.0.1:0")
+            )
             app.start_informers(sync_timeout=120)
             app.start_background()
             cpu0 = time.process_time()

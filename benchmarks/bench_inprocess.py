@@ -18,7 +18,9 @@ from benchmarks.common import config, nodes, out, peak_rss_mib, pods
 from netsched.inmemory import InMemoryCluster
 
 
-def run(n_nodes: int, n_pods: int, kind: str = "plain", extra_config: str = "", hub: Any = None) -> dict[str, float]:
+def run(
+    n_nodes: int, n_pods: int, kind: str = "plain", extra_config: str = "", hub: Any = None
+) -> dict[str, float]:
     cfg, reg = config(extra_config)
     cluster = InMemoryCluster(cfg, reg, metrics_hub=hub)
     cluster.add_nodes(nodes(n_nodes))

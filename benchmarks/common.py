@@ -32,15 +32,30 @@ def config(extra: str = "", registry: Any = None) -> tuple[SchedulerConfig, Any]
 
 def nodes(n: int, cpu: str = "32", memory: str = "128Gi", zones: int = 10) -> list[dict[str, Any]]:
     return [
-        make_node(f"node-{i:05d}").capacity(cpu=cpu, memory=memory, pods="110").zone(f"zone-{i % zones}").obj()
+        make_node(f"node-{i:05d}")
+        .capacity(cpu=cpu, memory=memory, pods="110")
+        .zone(f"zone-{i % zones}")
+        .obj()
         for i in range(n)
     ]
 
 
-def pods(n: int, scheduler: str = "netsched", cpu: str = "250m", memory: str = "512Mi", prefix: str = "p", **extra: Any) -> list[dict[str, Any]]:
+def pods(
+    n: int,
+    scheduler: str = "netsched",
+    cpu: str = "250m",
+    memory: str = "512Mi",
+    prefix: str = "p",
+    **extra: Any,
+) -> list[dict[str, Any]]:
     out = []
     for i in range(n):
-        b = make_pod(f"{prefix}-{i:06d}").scheduler(scheduler).req(cpu=cpu, memory=memory).label("app", f"app-{i % 50}")
+        b = (
+            make_pod(f"{prefix}-{i:06d}")
+            .scheduler(scheduler)
+            .req(cpu=cpu, memory=memory)
+            .label("app", f"app-{i % 50}")
+        )
         if extra.get("spread"):
             b.spread(1, "topology.kubernetes.io/zone", "ScheduleAnyway", {"app": f"app-{i % 50}"})
         if extra.get("anti_affinity"):

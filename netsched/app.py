@@ -60,7 +60,9 @@ def build_registry(out_of_tree: Sequence[type[Plugin]] = ()) -> Registry:
 
 def load(path: str, registry: Registry) -> SchedulerConfig:
     """The validated config from a file (or the built-in default when path is empty)."""
-    return load_config(path if path else DEFAULT_CONFIG, registry, default_scheduler_name=NETSCHED_SCHEDULER_NAME)
+    return load_config(
+        path if path else DEFAULT_CONFIG, registry, default_scheduler_name=NETSCHED_SCHEDULER_NAME
+    )
 
 
 @dataclass
@@ -98,7 +100,9 @@ class SchedulerApp:
         self.metrics_registry = metrics_registry if metrics_registry is not None else CollectorRegistry()
         self.metrics = SchedulerMetrics(self.metrics_registry)
         # A large queue: a burst of thousands of pods must not drop their Scheduled events.
-        self.broadcaster = events if events is not None else EventBroadcaster(KubeEventSink(kube.client), queue_size=20000)
+        self.broadcaster = (
+            events if events is not None else EventBroadcaster(KubeEventSink(kube.client), queue_size=20000)
+        )
         self.hub = MetricsHub(registry=self.metrics_registry, clock=self.clock)
         self.cache = ClusterCache(self.clock)
         self.cache.on_nodes_changed(self.hub.update_nodes)
@@ -147,7 +151,7 @@ class SchedulerApp:
         self.queue = SchedulingQueue(
             first.queue_sort,
             pre_enqueue=self._pre_enqueue,
-            clock=self.clock,  # type: ignore[arg-type]
+            clock=self.clock,
             initial_backoff=float(cfg.pod_initial_backoff_seconds),
             max_backoff=float(cfg.pod_max_backoff_seconds),
             metrics=self.metrics.set_pending,
@@ -185,7 +189,7 @@ class SchedulerApp:
             from netsched.shadow import NullEvents
 
             return NullEvents()
-        return self.broadcaster.new_recorder(scheduler_name)  # type: ignore[no-any-return]
+        return self.broadcaster.new_recorder(scheduler_name)
 
     def _recorder_for(self, scheduler_name: str) -> EventRecorder:
         return self._recorders.get(scheduler_name) or next(iter(self._recorders.values()))

@@ -95,7 +95,9 @@ class Binder:
     def _fail(self, req: BindRequest, stage: str, st: Status) -> None:
         req.framework.run_unreserve(req.state, req.pod, req.node)
         self._cache.forget(req.pod.uid)
-        log.warning("Binding cycle failed pod=%s node=%s stage=%s status=%s", req.pod.key, req.node, stage, st)
+        log.warning(
+            "Binding cycle failed pod=%s node=%s stage=%s status=%s", req.pod.key, req.node, stage, st
+        )
         self._on_failure(req, stage, st)
 
     def drain(self, timeout: float | None = None) -> bool:

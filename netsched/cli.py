@@ -33,8 +33,12 @@ def run_parser() -> argparse.ArgumentParser:
         description="A Kubernetes scheduler that places pods by measured node load as well as requests.",
         epilog="Subcommands: 'netsched demo' (no cluster needed), 'netsched simulate --help'.",
     )
-    p.add_argument("--config", default="", help="KubeSchedulerConfiguration file (default: one 'netsched' profile)")
-    p.add_argument("--kubeconfig", default="", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    p.add_argument(
+        "--config", default="", help="KubeSchedulerConfiguration file (default: one 'netsched' profile)"
+    )
+    p.add_argument(
+        "--kubeconfig", default="", help="kubeconfig file (default: in-cluster, then ~/.kube/config)"
+    )
     p.add_argument("--master", default="", help="API server URL; overrides the kubeconfig's server")
     p.add_argument(
         "--leader-elect",
@@ -44,14 +48,20 @@ def run_parser() -> argparse.ArgumentParser:
         default=None,
         help="true/false; overrides leaderElection.leaderElect from the config",
     )
-    p.add_argument("--kube-api-qps", type=float, default=None, help="client QPS (overrides clientConnection.qps)")
-    p.add_argument("--kube-api-burst", type=int, default=None, help="client burst (overrides clientConnection.burst)")
+    p.add_argument(
+        "--kube-api-qps", type=float, default=None, help="client QPS (overrides clientConnection.qps)"
+    )
+    p.add_argument(
+        "--kube-api-burst", type=int, default=None, help="client burst (overrides clientConnection.burst)"
+    )
     p.add_argument(
         "--metrics-bind-address",
         default="127.0.0.1:10259",
         help="host:port for /metrics, /healthz, /livez, /readyz and /debug (port 0 disables)",
     )
-    p.add_argument("--write-config-to", default="", help="write the defaulted configuration to this file and exit")
+    p.add_argument(
+        "--write-config-to", default="", help="write the defaulted configuration to this file and exit"
+    )
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -82,7 +92,7 @@ def main(argv: Sequence[str] | None = None, plugins: Sequence[type[Plugin]] = ()
     if args and args[0] == "simulate":
         from netsched.simulate.cli import main as simulate_main
 
-        return simulate_main(args[1:], plugins=plugins)
+        return int(simulate_main(args[1:], plugins=plugins))
     if args and args[0] == "demo":
         from netsched.demo import main as demo_main
 

@@ -69,15 +69,24 @@ def main(argv: Sequence[str], plugins: Sequence[type[Plugin]] = ()) -> int:
         sizes = [("4", "8Gi"), ("8", "16Gi"), ("16", "32Gi")]
         for i in range(opts.nodes):
             cpu, mem = sizes[i % len(sizes)]
-            server.create("nodes", make_node(f"node-{i:02d}").capacity(cpu=cpu, memory=mem).zone(f"zone-{i % 3}").obj())
+            server.create(
+                "nodes", make_node(f"node-{i:02d}").capacity(cpu=cpu, memory=mem).zone(f"zone-{i % 3}").obj()
+            )
         for i in range(opts.pods):
             cpu = rng.choice(["250m", "500m", "1", "2"])
             mem = rng.choice(["256Mi", "512Mi", "1Gi", "2Gi"])
             server.create(
-                "pods", make_pod(f"web-{i:03d}").scheduler(cfg.profiles[0].scheduler_name).label("app", "web").req(cpu=cpu, memory=mem).obj()
+                "pods",
+                make_pod(f"web-{i:03d}")
+                .scheduler(cfg.profiles[0].scheduler_name)
+                .label("app", "web")
+                .req(cpu=cpu, memory=mem)
+                .obj(),
             )
         client = build_api_client(kubeconfig, qps=1000, burst=2000, pool_size=cfg.parallelism + 8)
-        app = SchedulerApp(cfg, registry, KubeAPI(client), options=AppOptions(metrics_bind_address="127.0.0.1:0"))
+        app = SchedulerApp(
+            cfg, registry, KubeAPI(client), options=AppOptions(metrics_bind_address="127.0.0.1:0")
+        )
         started = time.perf_counter()
         app.start_informers(sync_timeout=30)
         app.start_background()
@@ -98,10 +107,10 @@ def main(argv: Sequence[str], plugins: Sequence[type[Plugin]] = ()) -> int:
 
 def _report(nodes: list[dict], pods: list[dict], elapsed: float) -> None:  # type: ignore[type-arg]
     by_node: dict[str, list[dict]] = {n["metadata"]["name"]: [] for n in nodes}  # type: ignore[type-arg]
-    pending = []
+    pending: list[dict] = []  # type: ignore[type-arg]
     for p in pods:
         n = p["spec"].get("nodeName")
-        (by_node[n] if n in by_node else pending).append(p)
+        (by_node.get(n, pending)).append(p)
     print(f"{'NODE':<10} {'PODS':>4} {'CPU REQ/ALLOC':>16} {'MEM REQ/ALLOC (Gi)':>20}")
     for node in nodes:
         name = node["metadata"]["name"]
@@ -113,7 +122,9 @@ def _report(nodes: list[dict], pods: list[dict], elapsed: float) -> None:  # typ
             f" {mem / 2**30:>9.2f}/{to_canonical('memory', alloc['memory']) / 2**30:<10.0f}"
         )
     placed = len(pods) - len(pending)
-    print(f"\nplaced {placed}/{len(pods)} pods on {len(nodes)} nodes in {elapsed:.2f}s (over HTTP to the fake API server)")
+    print(
+        f"\nplaced {placed}/{len(pods)} pods on {len(nodes)} nodes in {elapsed:.2f}s (over HTTP to the fake API server)"
+    )
     for p in pending:
         print(f"pending: {p['metadata']['namespace']}/{p['metadata']['name']}")
 

@@ -31,9 +31,9 @@ class QueueEvents(Protocol):
 
     def update(self, old: PodInfo | None, new: PodInfo) -> None: ...
 
-    def delete(self, pod: PodInfo) -> None: ...
+    def delete(self, pod: PodInfo) -> object: ...
 
-    def move_all_to_active_or_backoff(self, event: str) -> None: ...
+    def move_all_to_active_or_backoff(self, event: str) -> object: ...
 
 
 def _ref(raw: dict[str, Any]) -> PodInfo:
@@ -200,6 +200,8 @@ class EventHandlers:
         if stale is not None:
             self.queue.delete(stale)
         log.warning("Pod spec cannot be scheduled pod=%s field=%s err=%s", ref.key, err.path, err.detail)
-        self.events_for(sched).event(ref, "Warning", "FailedScheduling", "Scheduling", f"pod spec is invalid: {err}")
+        self.events_for(sched).event(
+            ref, "Warning", "FailedScheduling", "Scheduling", f"pod spec is invalid: {err}"
+        )
         if self._on_malformed is not None:
             self._on_malformed(ref, err)

@@ -55,7 +55,9 @@ class Explanation:
                     "node": n.node,
                     "feasible": n.feasible,
                     "filters": n.filters,
-                    "scores": {p: {"raw": r, "normalized": s, "weighted": w} for p, (r, s, w) in n.scores.items()},
+                    "scores": {
+                        p: {"raw": r, "normalized": s, "weighted": w} for p, (r, s, w) in n.scores.items()
+                    },
                     "total": n.total,
                 }
                 for n in self.nodes
@@ -72,7 +74,10 @@ class Explanation:
         rejected = [n for n in self.nodes if not n.feasible]
         shown = feasible if top is None else feasible[:top]
         head = ["NODE", "TOTAL"] + [f"{p}(x{self.weights[p]})" for p in plugins]
-        rows = [[n.node + (" *" if n.node == self.winner else ""), str(n.total)] + [_cell(n, p) for p in plugins] for n in shown]
+        rows = [
+            [n.node + (" *" if n.node == self.winner else ""), str(n.total)] + [_cell(n, p) for p in plugins]
+            for n in shown
+        ]
         widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
         lines = [f"pod {self.pod} (profile {self.profile}): winner {self.winner or '-'}"]
         if self.message:
@@ -93,7 +98,10 @@ class Explanation:
         return json.dumps(
             {
                 "winner": self.winner,
-                "top": [{"node": n.node, "total": n.total, "scores": {p: w for p, (_, _, w) in n.scores.items()}} for n in best],
+                "top": [
+                    {"node": n.node, "total": n.total, "scores": {p: w for p, (_, _, w) in n.scores.items()}}
+                    for n in best
+                ],
             },
             separators=(",", ":"),
         )
@@ -113,8 +121,8 @@ def explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     fwk.set_snapshot(snapshot)
     state = fwk.new_cycle_state()
     pre, st = fwk.run_pre_filter(state, pod, snapshot)
-    for p in fwk.pre_filter_plugins:
-        out.pre_filter[p.name] = "skip" if p.name in state.skip_filter_plugins else "passed"
+    for pf in fwk.pre_filter_plugins:
+        out.pre_filter[pf.name] = "skip" if pf.name in state.skip_filter_plugins else "passed"
     if not st.ok:
         out.pre_filter[st.plugin or "?"] = st.message()
         out.message = f"PreFilter rejected the pod: {st.message()}"
@@ -127,12 +135,12 @@ def explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
         if allowed is not None and node.name not in allowed:
             ne.filters["PreFilter"] = "not in the PreFilter node set"
             ne.feasible = False
-        for p in fwk.filter_plugins:
-            if p.name in state.skip_filter_plugins:
-                ne.filters[p.name] = "skip"
+        for fp in fwk.filter_plugins:
+            if fp.name in state.skip_filter_plugins:
+                ne.filters[fp.name] = "skip"
                 continue
-            fst = p.filter(state, pod, node)
-            ne.filters[p.name] = "passed" if fst.ok else fst.message() or fst.code.name
+            fst = fp.filter(state, pod, node)
+            ne.filters[fp.name] = "passed" if fst.ok else fst.message() or fst.code.name
             if not fst.ok:
                 ne.feasible = False
         if ne.feasible:
@@ -144,16 +152,16 @@ def explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     idx = np.asarray(rows, dtype=np.int64)
     fwk.run_pre_score(state, pod, snapshot, idx)
     totals = np.zeros(len(idx), dtype=np.int64)
-    for p in fwk.score_plugins:
-        if p.name in state.skip_score_plugins:
+    for sp in fwk.score_plugins:
+        if sp.name in state.skip_score_plugins:
             continue
-        raw = np.asarray(p.score_nodes(state, pod, snapshot, idx), dtype=np.int64)
+        raw = np.asarray(sp.score_nodes(state, pod, snapshot, idx), dtype=np.int64)
         norm = raw.copy()
-        p.normalize_scores(state, pod, norm)
-        weighted = norm * fwk.weights[p.name]
+        sp.normalize_scores(state, pod, norm)
+        weighted = norm * fwk.weights[sp.name]
         totals += weighted
         for j, row in enumerate(rows):
-            out.nodes[row].scores[p.name] = (int(raw[j]), int(norm[j]), int(weighted[j]))
+            out.nodes[row].scores[sp.name] = (int(raw[j]), int(norm[j]), int(weighted[j]))
     for j, row in enumerate(rows):
         out.nodes[row].total = int(totals[j])
     best = max(rows, key=lambda r: (out.nodes[r].total, -r))

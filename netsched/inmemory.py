@@ -48,7 +48,9 @@ class MemoryAPI:
     def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:
         return None
 
-    def update_pod_condition(self, pod: PodInfo, condition: Mapping[str, Any], *, nominated_node_name: str | None = None) -> None:
+    def update_pod_condition(
+        self, pod: PodInfo, condition: Mapping[str, Any], *, nominated_node_name: str | None = None
+    ) -> None:
         self.failed[pod.key] = str(condition.get("message", ""))
 
 
@@ -122,7 +124,7 @@ class InMemoryCluster:
         self.queue = SchedulingQueue(
             first.queue_sort,
             pre_enqueue=lambda p: self.frameworks[p.scheduler_name].run_pre_enqueue(p),
-            clock=self.clock,  # type: ignore[arg-type]
+            clock=self.clock,
             initial_backoff=float(cfg.pod_initial_backoff_seconds),
             max_backoff=float(cfg.pod_max_backoff_seconds),
         )
@@ -167,7 +169,11 @@ class InMemoryCluster:
             self.handlers.on_pod_event("ADDED", raw)
 
     def delete_pod(self, pod: PodInfo) -> None:
-        raw = dict(pod.raw) if pod.raw else {"metadata": {"uid": pod.uid, "namespace": pod.namespace, "name": pod.name}}
+        raw = (
+            dict(pod.raw)
+            if pod.raw
+            else {"metadata": {"uid": pod.uid, "namespace": pod.namespace, "name": pod.name}}
+        )
         raw.setdefault("metadata", {})
         raw["metadata"] = dict(raw["metadata"], uid=pod.uid)
         self.handlers.on_pod_event("DELETED", raw)

@@ -24,14 +24,20 @@ def v(level: int) -> bool:
 
 
 class KlogFormatter(logging.Formatter):
-    _letters = {logging.DEBUG: "I", logging.INFO: "I", logging.WARNING: "W", logging.ERROR: "E", logging.CRITICAL: "F"}
+    _letters = {
+        logging.DEBUG: "I",
+        logging.INFO: "I",
+        logging.WARNING: "W",
+        logging.ERROR: "E",
+        logging.CRITICAL: "F",
+    }
 
     def format(self, record: logging.LogRecord) -> str:
         t = time.localtime(record.created)
         micros = int((record.created % 1) * 1_000_000)
         head = (
             f"{self._letters.get(record.levelno, 'I')}{time.strftime('%m%d %H:%M:%S', t)}.{micros:06d}"
-            f" {record.thread % 10_000_000:7d} {record.filename}:{record.lineno}]"
+            f" {(record.thread or 0) % 10_000_000:7d} {record.filename}:{record.lineno}]"
         )
         msg = record.getMessage()
         if record.exc_info:

@@ -35,7 +35,9 @@ class QueueLike(Protocol):
 
     def done(self, uid: str) -> None: ...
 
-    def add_unschedulable_if_not_present(self, qp: QueuedPodInfo, pod_scheduling_cycle: int | None = None, *, error: bool = False) -> bool: ...
+    def add_unschedulable_if_not_present(
+        self, qp: QueuedPodInfo, pod_scheduling_cycle: int | None = None, *, error: bool = False
+    ) -> bool: ...
 
     @property
     def scheduling_cycle(self) -> int: ...
@@ -209,7 +211,9 @@ class Scheduler:
         result = "unschedulable" if code != Code.ERROR else "error"
         if self.metrics is not None:
             self.metrics.schedule_attempts.labels(result, fwk.profile_name).inc()
-            self.metrics.scheduling_attempt_duration.labels(result, fwk.profile_name).observe(time.perf_counter() - started)
+            self.metrics.scheduling_attempt_duration.labels(result, fwk.profile_name).observe(
+                time.perf_counter() - started
+            )
         if fit is not None:
             qp.unschedulable_plugins = frozenset(p for p in fit.diagnosis.unschedulable_plugins if p)
             qp.pending_plugins = frozenset(fit.diagnosis.pending_plugins)

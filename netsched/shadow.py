@@ -87,4 +87,10 @@ class DryRunAPI:
             else:
                 self.disagreed += 1
         self.metrics.shadow_placements.labels(self.profile, "true" if agrees else "false").inc()
-        log.info("Shadow comparison pod=%s predicted=%s actual=%s agrees=%s", pod.key, predicted, pod.node_name, agrees)
+        log.info(
+            "Shadow comparison pod=%s predicted=%s actual=%s agrees=%s",
+            pod.key,
+            predicted,
+            pod.node_name,
+            agrees,
+        )

@@ -278,7 +278,9 @@ class ClusterCache:
                     if row is None or node is None:
                         continue
                     if not snapshot.set_node(row, node.clone()):
-                        snapshot.rebuild([n.clone() for n in sorted(self._nodes.values(), key=lambda n: n.name)])
+                        snapshot.rebuild(
+                            [n.clone() for n in sorted(self._nodes.values(), key=lambda n: n.name)]
+                        )
                         break
             self._dirty.clear()
             snapshot.generation += 1

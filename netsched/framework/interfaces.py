@@ -15,7 +15,7 @@ default loops over the per-node form.  In-tree plugins implement both.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
@@ -104,7 +104,9 @@ class PreFilterResult:
 
 
 class PreFilterPlugin(Plugin):
-    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> tuple[PreFilterResult | None, Status]:
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
         raise NotImplementedError
 
     # PreFilterExtensions: keep cycle state right when preemption adds/removes pods.
@@ -128,7 +130,9 @@ class FilterPlugin(Plugin):
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         raise NotImplementedError
 
-    def filter_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> list[Rejection]:
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
+    ) -> list[Rejection]:
         """Batch form over snapshot rows `idx`; default calls filter() per node."""
         groups: dict[tuple[Code, tuple[str, ...]], BoolArray] = {}
         nodes = snapshot.nodes
@@ -170,7 +174,9 @@ class ScorePlugin(Plugin):
     def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
         """Batch form: raw scores for snapshot rows `idx`; default calls score() per node."""
         nodes = snapshot.nodes
-        return np.fromiter((self.score(state, pod, nodes[i]) for i in idx.tolist()), dtype=np.int64, count=len(idx))
+        return np.fromiter(
+            (self.score(state, pod, nodes[i]) for i in idx.tolist()), dtype=np.int64, count=len(idx)
+        )
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
         """Rescale in place into [0, MAX_NODE_SCORE]; default leaves raw scores as they are."""
@@ -355,9 +361,13 @@ class Handle(Protocol):
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
 
-    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo
+    ) -> Status: ...
 
-    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status: ...
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status: ...
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo

@@ -108,7 +108,10 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
 
 
 def _with_scoring_defaults(req: dict[str, int]) -> dict[str, int]:
-    out = {CPU: req.get(CPU, 0) or DEFAULT_MILLI_CPU_REQUEST, MEMORY: req.get(MEMORY, 0) or DEFAULT_MEMORY_REQUEST}
+    out = {
+        CPU: req.get(CPU, 0) or DEFAULT_MILLI_CPU_REQUEST,
+        MEMORY: req.get(MEMORY, 0) or DEFAULT_MEMORY_REQUEST,
+    }
     return out
 
 
@@ -150,7 +153,9 @@ def _requirement(obj: Any, path: str, operators: tuple[str, ...]) -> Requirement
         raise PodParseError(f"{path}.key", "Required value")
     op = d.get("operator")
     if op not in operators:
-        raise PodParseError(f"{path}.operator", f'Unsupported value: {op!r}: supported values: {", ".join(operators)}')
+        raise PodParseError(
+            f"{path}.operator", f"Unsupported value: {op!r}: supported values: {', '.join(operators)}"
+        )
     values = _list(d.get("values"), f"{path}.values")
     if not all(isinstance(v, str) for v in values):
         raise PodParseError(f"{path}.values", "expected a list of strings")
@@ -178,7 +183,10 @@ def _node_selector_term(obj: Any, path: str) -> NodeSelectorTerm:
     for i, e in enumerate(_list(d.get("matchFields"), f"{path}.matchFields")):
         r = _requirement(e, f"{path}.matchFields[{i}]", ("In", "NotIn"))
         if r.key != "metadata.name":
-            raise PodParseError(f"{path}.matchFields[{i}].key", f'Unsupported value: {r.key!r}: supported values: "metadata.name"')
+            raise PodParseError(
+                f"{path}.matchFields[{i}].key",
+                f'Unsupported value: {r.key!r}: supported values: "metadata.name"',
+            )
         fields.append(r)
     return NodeSelectorTerm(exprs, tuple(fields))
 
@@ -193,7 +201,9 @@ def parse_node_selector(obj: Any, path: str) -> NodeSelector | None:
         return None
     d = _dict(obj, path)
     terms = _list(d.get("nodeSelectorTerms"), f"{path}.nodeSelectorTerms")
-    return NodeSelector(tuple(_node_selector_term(t, f"{path}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms)))
+    return NodeSelector(
+        tuple(_node_selector_term(t, f"{path}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms))
+    )
 
 
 def _weight(obj: Any, path: str) -> int:
@@ -215,11 +225,15 @@ def _pod_affinity_term(obj: Any, path: str) -> PodAffinityTerm:
         namespaces=tuple(str(n) for n in namespaces),
         namespace_selector=parse_label_selector(d.get("namespaceSelector"), f"{path}.namespaceSelector"),
         match_label_keys=tuple(str(k) for k in _list(d.get("matchLabelKeys"), f"{path}.matchLabelKeys")),
-        mismatch_label_keys=tuple(str(k) for k in _list(d.get("mismatchLabelKeys"), f"{path}.mismatchLabelKeys")),
+        mismatch_label_keys=tuple(
+            str(k) for k in _list(d.get("mismatchLabelKeys"), f"{path}.mismatchLabelKeys")
+        ),
     )
 
 
-def _pod_affinity(obj: Any, path: str) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
+def _pod_affinity(
+    obj: Any, path: str
+) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
     d = _dict(obj, path)
     rpath = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
     required = tuple(
@@ -243,10 +257,14 @@ def _toleration(obj: Any, path: str) -> Toleration:
     d = _dict(obj, path)
     op = d.get("operator") or "Equal"
     if op not in ("Equal", "Exists"):
-        raise PodParseError(f"{path}.operator", f'Unsupported value: {op!r}: supported values: "Equal", "Exists"')
+        raise PodParseError(
+            f"{path}.operator", f'Unsupported value: {op!r}: supported values: "Equal", "Exists"'
+        )
     effect = d.get("effect") or ""
     if effect and effect not in TAINT_EFFECTS:
-        raise PodParseError(f"{path}.effect", f"Unsupported value: {effect!r}: supported values: {', '.join(TAINT_EFFECTS)}")
+        raise PodParseError(
+            f"{path}.effect", f"Unsupported value: {effect!r}: supported values: {', '.join(TAINT_EFFECTS)}"
+        )
     key = d.get("key") or ""
     value = d.get("value") or ""
     if op == "Exists" and value:
@@ -266,7 +284,10 @@ def _spread(obj: Any, path: str) -> TopologySpreadConstraint:
         raise PodParseError(f"{path}.topologyKey", "Required value")
     when = d.get("whenUnsatisfiable")
     if when not in ("DoNotSchedule", "ScheduleAnyway"):
-        raise PodParseError(f"{path}.whenUnsatisfiable", f'Unsupported value: {when!r}: supported values: "DoNotSchedule", "ScheduleAnyway"')
+        raise PodParseError(
+            f"{path}.whenUnsatisfiable",
+            f'Unsupported value: {when!r}: supported values: "DoNotSchedule", "ScheduleAnyway"',
+        )
     min_domains = d.get("minDomains")
     if min_domains is not None:
         min_domains = _int(min_domains, f"{path}.minDomains", 1)
@@ -278,7 +299,9 @@ def _spread(obj: Any, path: str) -> TopologySpreadConstraint:
     for fld, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
         v = d.get(fld) or default
         if v not in ("Honor", "Ignore"):
-            raise PodParseError(f"{path}.{fld}", f'Unsupported value: {v!r}: supported values: "Honor", "Ignore"')
+            raise PodParseError(
+                f"{path}.{fld}", f'Unsupported value: {v!r}: supported values: "Honor", "Ignore"'
+            )
         policies[fld] = v
     return TopologySpreadConstraint(
         max_skew=skew,
@@ -292,7 +315,9 @@ def _spread(obj: Any, path: str) -> TopologySpreadConstraint:
     )
 
 
-def _container(obj: Any, path: str, ports: list[HostPort], images: list[str]) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+def _container(
+    obj: Any, path: str, ports: list[HostPort], images: list[str]
+) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     c = _dict(obj, path)
     res = _dict(c.get("resources"), f"{path}.resources")
     req = _resource_list(res.get("requests"), f"{path}.resources.requests")
@@ -311,7 +336,10 @@ def _container(obj: Any, path: str, ports: list[HostPort], images: list[str]) ->
             raise PodParseError(f"{path}.ports[{i}].hostPort", f"must be between 1 and 65535, got {hp}")
         proto = pd.get("protocol") or "TCP"
         if proto not in PROTOCOLS:
-            raise PodParseError(f"{path}.ports[{i}].protocol", f'Unsupported value: {proto!r}: supported values: "TCP", "UDP", "SCTP"')
+            raise PodParseError(
+                f"{path}.ports[{i}].protocol",
+                f'Unsupported value: {proto!r}: supported values: "TCP", "UDP", "SCTP"',
+            )
         ports.append(HostPort(proto, pd.get("hostIP") or "0.0.0.0", hp))
     return req, lim, _with_scoring_defaults(req)
 
@@ -351,7 +379,8 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
     node_aff = _dict(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
     napath = "spec.affinity.nodeAffinity"
     required_node = parse_node_selector(
-        node_aff.get("requiredDuringSchedulingIgnoredDuringExecution"), f"{napath}.requiredDuringSchedulingIgnoredDuringExecution"
+        node_aff.get("requiredDuringSchedulingIgnoredDuringExecution"),
+        f"{napath}.requiredDuringSchedulingIgnoredDuringExecution",
     )
     preferred_node = []
     ppath = f"{napath}.preferredDuringSchedulingIgnoredDuringExecution"
@@ -366,7 +395,10 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
     req_aff, pref_aff = _pod_affinity(affinity.get("podAffinity"), "spec.affinity.podAffinity")
     req_anti, pref_anti = _pod_affinity(affinity.get("podAntiAffinity"), "spec.affinity.podAntiAffinity")
 
-    tolerations = tuple(_toleration(t, f"spec.tolerations[{i}]") for i, t in enumerate(_list(spec.get("tolerations"), "spec.tolerations")))
+    tolerations = tuple(
+        _toleration(t, f"spec.tolerations[{i}]")
+        for i, t in enumerate(_list(spec.get("tolerations"), "spec.tolerations"))
+    )
     spread = tuple(
         _spread(t, f"spec.topologySpreadConstraints[{i}]")
         for i, t in enumerate(_list(spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints"))
@@ -379,7 +411,10 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
         gates.append(gname)
     pvcs = []
     for i, v in enumerate(_list(spec.get("volumes"), "spec.volumes")):
-        claim = _dict(_dict(v, f"spec.volumes[{i}]").get("persistentVolumeClaim"), f"spec.volumes[{i}].persistentVolumeClaim")
+        claim = _dict(
+            _dict(v, f"spec.volumes[{i}]").get("persistentVolumeClaim"),
+            f"spec.volumes[{i}].persistentVolumeClaim",
+        )
         if claim.get("claimName"):
             pvcs.append(str(claim["claimName"]))
     owner_kind = owner_name = ""
@@ -388,7 +423,10 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
             owner_kind, owner_name = str(ref.get("kind", "")), str(ref.get("name", ""))
     policy = spec.get("preemptionPolicy") or "PreemptLowerPriority"
     if policy not in ("PreemptLowerPriority", "Never"):
-        raise PodParseError("spec.preemptionPolicy", f'Unsupported value: {policy!r}: supported values: "Never", "PreemptLowerPriority"')
+        raise PodParseError(
+            "spec.preemptionPolicy",
+            f'Unsupported value: {policy!r}: supported values: "Never", "PreemptLowerPriority"',
+        )
     return PodInfo(
         uid=str(meta.get("uid") or f"{ns}/{name}"),
         namespace=ns,
@@ -439,7 +477,9 @@ def parse_node(raw: dict[str, Any]) -> NodeInfo:
         try:
             allocatable[res] = to_canonical(res, q)
         except QuantityError as e:
-            log.warning("Ignoring unparsable node allocatable node=%r resource=%r value=%r err=%s", name, res, q, e)
+            log.warning(
+                "Ignoring unparsable node allocatable node=%r resource=%r value=%r err=%s", name, res, q, e
+            )
     allocatable.setdefault(PODS, 110 if not alloc_raw else 0)
     taints = []
     for t in spec.get("taints") or ():
@@ -456,7 +496,9 @@ def parse_node(raw: dict[str, Any]) -> NodeInfo:
         if isinstance(cond, dict) and cond.get("type") == "Ready":
             ready = cond.get("status") == "True"
     addresses = tuple(
-        (str(a.get("type", "")), str(a.get("address", ""))) for a in status.get("addresses") or () if isinstance(a, dict)
+        (str(a.get("type", "")), str(a.get("address", "")))
+        for a in status.get("addresses") or ()
+        if isinstance(a, dict)
     )
     return NodeInfo(
         name=name,

@@ -131,7 +131,9 @@ class Services:
 class Framework:
     """One profile's plugins, and the Handle they see."""
 
-    def __init__(self, profile: ProfileLike, registry: Mapping[str, type[Plugin]], services: Services) -> None:
+    def __init__(
+        self, profile: ProfileLike, registry: Mapping[str, type[Plugin]], services: Services
+    ) -> None:
         self.profile_name = profile.scheduler_name
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self._services = services
@@ -184,7 +186,11 @@ class Framework:
     # ------------------------------------------------------------ building
 
     def _instance(
-        self, name: str, registry: Mapping[str, type[Plugin]], config: Mapping[str, PluginArgs], problems: list[str]
+        self,
+        name: str,
+        registry: Mapping[str, type[Plugin]],
+        config: Mapping[str, PluginArgs],
+        problems: list[str],
     ) -> Plugin | None:
         got = self._instances.get(name)
         if got is not None:
@@ -265,7 +271,9 @@ class Framework:
             self._ep_timers[key] = child
         child.observe(time.perf_counter() - started)
 
-    def _observe_plugin(self, state: CycleState, plugin: str, ep: str, started: float, status: Status | None = None) -> None:
+    def _observe_plugin(
+        self, state: CycleState, plugin: str, ep: str, started: float, status: Status | None = None
+    ) -> None:
         obs = self._services.observe
         if obs is None or not state.record_plugin_metrics:
             return
@@ -301,7 +309,12 @@ class Framework:
         self._snapshot = snapshot
         n = len(snapshot)
         if n == 0:
-            raise FitError(pod, Diagnosis(0, np.zeros(0, dtype=np.int8), pre_filter_msg="no nodes available to schedule pods"))
+            raise FitError(
+                pod,
+                Diagnosis(
+                    0, np.zeros(0, dtype=np.int8), pre_filter_msg="no nodes available to schedule pods"
+                ),
+            )
         pre_result, st = self.run_pre_filter(state, pod, snapshot)
         diagnosis = Diagnosis(n, np.zeros(n, dtype=np.int8))
         if not st.ok:
@@ -330,7 +343,9 @@ class Framework:
                 diagnosis.post_filter_msg = f"preemption: {st.message()}"
         return FitError(pod, diagnosis)
 
-    def run_pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> tuple[PreFilterResult | None, Status]:
+    def run_pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
         started = time.perf_counter()
         merged: set[str] | None = None
         narrowing: list[str] = []
@@ -394,7 +409,9 @@ class Framework:
             start = 0
         else:
             start = self._next_start_node_index % n
-            candidates = np.roll(np.arange(n, dtype=np.int64), -start) if start else np.arange(n, dtype=np.int64)
+            candidates = (
+                np.roll(np.arange(n, dtype=np.int64), -start) if start else np.arange(n, dtype=np.int64)
+            )
         want = self.num_feasible_nodes_to_find(len(candidates))
         filters = [p for p in self.filter_plugins if p.name not in state.skip_filter_plugins]
         nominated_rows = self._rows_with_nominated_pods(pod, snapshot, candidates)
@@ -423,13 +440,19 @@ class Framework:
         feasible = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
         return feasible, processed
 
-    def _rows_with_nominated_pods(self, pod: PodInfo, snapshot: Snapshot, candidates: IntArray) -> dict[int, list[PodInfo]]:
+    def _rows_with_nominated_pods(
+        self, pod: PodInfo, snapshot: Snapshot, candidates: IntArray
+    ) -> dict[int, list[PodInfo]]:
         out: dict[int, list[PodInfo]] = {}
         for name in self._services.nominated_node_names():
             row = snapshot.index.get(name)
             if row is None:
                 continue
-            pods = [p for p in self._services.nominated_pods(name) if p.uid != pod.uid and p.priority >= pod.priority]
+            pods = [
+                p
+                for p in self._services.nominated_pods(name)
+                if p.uid != pod.uid and p.priority >= pod.priority
+            ]
             if pods:
                 out[row] = pods
         return out
@@ -480,7 +503,9 @@ class Framework:
         if len(special):
             ok_special = []
             for row in special.tolist():
-                st = self.run_filter_plugins_with_nominated_pods(state, pod, snapshot.nodes[row], nominated_rows.get(row))
+                st = self.run_filter_plugins_with_nominated_pods(
+                    state, pod, snapshot.nodes[row], nominated_rows.get(row)
+                )
                 if st.ok:
                     ok_special.append(row)
                 else:
@@ -517,7 +542,9 @@ class Framework:
         added to the node, and also without them (their affinity might be what lets it fit)."""
         if nominated is None:
             nominated = [
-                p for p in self._services.nominated_pods(node.name) if p.uid != pod.uid and p.priority >= pod.priority
+                p
+                for p in self._services.nominated_pods(node.name)
+                if p.uid != pod.uid and p.priority >= pod.priority
             ]
         if nominated:
             state_with = state.clone()
@@ -532,7 +559,9 @@ class Framework:
                 return st
         return self.run_filter_plugins(state, pod, node)
 
-    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status:
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status:
         for p in self.pre_filter_plugins:
             if p.name in state.skip_filter_plugins:
                 continue
@@ -558,7 +587,9 @@ class Framework:
                 return st.with_plugin(p.name)
         return Status.success()
 
-    def run_post_filter(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status]:
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
         started = time.perf_counter()
         reasons: list[Status] = []
         result: PostFilterResult | None = None
@@ -584,7 +615,13 @@ class Framework:
         return result, final
 
     def prioritize(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, feasible: IntArray, *, breakdown: bool = False
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        feasible: IntArray,
+        *,
+        breakdown: bool = False,
     ) -> tuple[IntArray, dict[str, tuple[IntArray, IntArray]]]:
         """Total weighted scores aligned with `feasible`; with breakdown, per plugin (normalised, weighted)."""
         st = self.run_pre_score(state, pod, snapshot, feasible)
@@ -605,15 +642,19 @@ class Framework:
                 raise PluginFault(Status.as_error(e, p.name)) from e
             self._observe_plugin(state, p.name, "Score", t0)
             if len(scores) != len(feasible):
-                raise PluginFault(Status(Code.ERROR, [f"returned {len(scores)} scores for {len(feasible)} nodes"], p.name))
+                raise PluginFault(
+                    Status(Code.ERROR, [f"returned {len(scores)} scores for {len(feasible)} nodes"], p.name)
+                )
             if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
                 bad = int(np.flatnonzero((scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE))[0])
                 node = snapshot.nodes[int(feasible[bad])].name
                 raise PluginFault(
                     Status(
                         Code.ERROR,
-                        [f"plugin {p.name!r} returns an invalid score {int(scores[bad])} for node {node!r}, "
-                         f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"],
+                        [
+                            f"plugin {p.name!r} returns an invalid score {int(scores[bad])} for node {node!r}, "
+                            f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                        ],
                         p.name,
                     )
                 )
@@ -624,7 +665,9 @@ class Framework:
         self._observe("Score", started)
         return total, detail
 
-    def run_pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, feasible: IntArray) -> Status:
+    def run_pre_score(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, feasible: IntArray
+    ) -> Status:
         started = time.perf_counter()
         status = Status.success()
         for p in self.pre_score_plugins:
@@ -686,7 +729,9 @@ class Framework:
             if not st.ok:
                 status = st.with_plugin(p.name)
                 if st.is_rejection:
-                    status = Status(st.code, st.reasons or [f"rejected pod {pod.name!r} (UID: {pod.uid})"], p.name)
+                    status = Status(
+                        st.code, st.reasons or [f"rejected pod {pod.name!r} (UID: {pod.uid})"], p.name
+                    )
                 break
         if status.ok and timeouts:
             self._services.waiting_pods.add(WaitingPodImpl(pod, node_name, timeouts, self._services.clock))

@@ -132,4 +132,3 @@ class TopologySpreadConstraint:
     node_affinity_policy: str = "Honor"  # Honor | Ignore
     node_taints_policy: str = "Ignore"  # Honor | Ignore
     match_label_keys: tuple[str, ...] = ()
-

@@ -69,7 +69,10 @@ class WaitingPodImpl:
             deadline, plugin = min(pending)
             remaining = deadline - self._clock.now()
             if remaining <= 0:
-                self.reject(plugin, f"rejected due to timeout after waiting {self._timeouts[plugin]:g}s at plugin {plugin}")
+                self.reject(
+                    plugin,
+                    f"rejected due to timeout after waiting {self._timeouts[plugin]:g}s at plugin {plugin}",
+                )
                 continue
             self._done.wait(min(remaining, 0.5))
 

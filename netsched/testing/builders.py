@@ -24,8 +24,16 @@ class PodBuilder:
         self._obj: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}-{next(_uid)}", "labels": {}},
-            "spec": {"containers": [{"name": "c0", "image": "busybox", "resources": {}}], "schedulerName": "default-scheduler"},
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "uid": f"uid-{name}-{next(_uid)}",
+                "labels": {},
+            },
+            "spec": {
+                "containers": [{"name": "c0", "image": "busybox", "resources": {}}],
+                "schedulerName": "default-scheduler",
+            },
             "status": {"phase": "Pending"},
         }
 
@@ -59,14 +67,21 @@ class PodBuilder:
         return self
 
     def container(self, image: str = "busybox", **requests: str | int) -> PodBuilder:
-        c: dict[str, Any] = {"name": f"c{len(self._obj['spec']['containers'])}", "image": image, "resources": {}}
+        c: dict[str, Any] = {
+            "name": f"c{len(self._obj['spec']['containers'])}",
+            "image": image,
+            "resources": {},
+        }
         if requests:
             c["resources"]["requests"] = {k.replace("_", "-"): str(v) for k, v in requests.items()}
         self._obj["spec"]["containers"].append(c)
         return self
 
     def init_container(self, sidecar: bool = False, **requests: str | int) -> PodBuilder:
-        c: dict[str, Any] = {"name": f"i{len(self._obj['spec'].get('initContainers', []))}", "image": "busybox"}
+        c: dict[str, Any] = {
+            "name": f"i{len(self._obj['spec'].get('initContainers', []))}",
+            "image": "busybox",
+        }
         c["resources"] = {"requests": {k.replace("_", "-"): str(v) for k, v in requests.items()}}
         if sidecar:
             c["restartPolicy"] = "Always"
@@ -119,7 +134,9 @@ class PodBuilder:
         self._obj["spec"].setdefault("nodeSelector", {}).update(labels)
         return self
 
-    def toleration(self, key: str = "", value: str = "", effect: str = "", operator: str = "Equal") -> PodBuilder:
+    def toleration(
+        self, key: str = "", value: str = "", effect: str = "", operator: str = "Equal"
+    ) -> PodBuilder:
         t: dict[str, Any] = {"operator": operator}
         if key:
             t["key"] = key
@@ -146,7 +163,14 @@ class PodBuilder:
         self._obj["spec"].setdefault("affinity", {}).update(copy.deepcopy(affinity))
         return self
 
-    def spread(self, max_skew: int, topology_key: str, when: str = "DoNotSchedule", selector: dict[str, str] | None = None, **extra: Any) -> PodBuilder:
+    def spread(
+        self,
+        max_skew: int,
+        topology_key: str,
+        when: str = "DoNotSchedule",
+        selector: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> PodBuilder:
         c: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": topology_key, "whenUnsatisfiable": when}
         if selector is not None:
             c["labelSelector"] = {"matchLabels": dict(selector)}
@@ -155,11 +179,15 @@ class PodBuilder:
         return self
 
     def pvc(self, claim: str) -> PodBuilder:
-        self._obj["spec"].setdefault("volumes", []).append({"name": claim, "persistentVolumeClaim": {"claimName": claim}})
+        self._obj["spec"].setdefault("volumes", []).append(
+            {"name": claim, "persistentVolumeClaim": {"claimName": claim}}
+        )
         return self
 
     def owner(self, kind: str, name: str) -> PodBuilder:
-        self._obj["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": kind, "name": name, "controller": True, "uid": f"owner-{name}"}]
+        self._obj["metadata"]["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": kind, "name": name, "controller": True, "uid": f"owner-{name}"}
+        ]
         return self
 
     def set(self, path: str, value: Any) -> PodBuilder:

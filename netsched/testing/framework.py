@@ -87,7 +87,11 @@ def build_framework(
     for cls in classes:
         for ep in extension_points_of(cls):
             points[ep].append(Ref(cls.name, weights.get(cls.name, 1) if ep == "score" else 0))
-    profile = TestProfile(percentage_of_nodes_to_score=percentage_of_nodes_to_score, plugins=points, plugin_config=dict(args or {}))
+    profile = TestProfile(
+        percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+        plugins=points,
+        plugin_config=dict(args or {}),
+    )
     registry = {c.name: c for c in classes}
     services = services or Services(api=RecordingAPI(), events=RecordingEvents(), clock=FakeClock())
     return Framework(profile, registry, services)
@@ -133,7 +137,9 @@ def schedule_pod(
         total, detail = fwk.prioritize(state2, pi, snap, feasible, breakdown=True)
         totals = {n: int(t) for n, t in zip(names, total.tolist(), strict=True)}
         for plugin, (norm, weighted) in detail.items():
-            scores[plugin] = {n: (int(a), int(b)) for n, a, b in zip(names, norm.tolist(), weighted.tolist(), strict=True)}
+            scores[plugin] = {
+                n: (int(a), int(b)) for n, a, b in zip(names, norm.tolist(), weighted.tolist(), strict=True)
+            }
     return Outcome(result.node_name, result, scores, totals)
 
 

@@ -103,21 +103,27 @@ class FakeHandle:
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return list(self._nominated.get(node_name, []))
 
-    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo
+    ) -> Status:
         for f in self.filters:
             st = f.filter(state, pod, node)
             if not st.ok:
                 return st.with_plugin(f.name)
         return Status.success()
 
-    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status:
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status:
         for p in self.pre_filters:
             st = p.add_pod(state, pod, to_add, node)
             if not st.ok:
                 return st
         return Status.success()
 
-    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo) -> Status:
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status:
         for p in self.pre_filters:
             st = p.remove_pod(state, pod, to_remove, node)
             if not st.ok:

@@ -61,7 +61,12 @@ def app(server: FakeAPIServer, kubeconfig: str) -> Iterator[SchedulerApp]:
     registry = build_registry()
     cfg = load_config(CONFIG, registry)
     client = build_api_client(kubeconfig, qps=500, burst=1000, pool_size=24)
-    a = SchedulerApp(cfg, registry, KubeAPI(client), options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5))
+    a = SchedulerApp(
+        cfg,
+        registry,
+        KubeAPI(client),
+        options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5),
+    )
     yield a
     a.shutdown(timeout=5)
 
@@ -167,13 +172,18 @@ def test_bind_failure_unreserves_and_retries(server: FakeAPIServer, app: Schedul
     server.create("pods", make_pod("flaky").scheduler("netsched").req(cpu="1").obj())
     start(app)
     wait_until(lambda: fault.hits >= 1, what="binding attempted")
-    wait_until(lambda: app.metrics.bind_errors.labels("bind", "netsched")._value.get() >= 1, what="bind error counted")
+    wait_until(
+        lambda: app.metrics.bind_errors.labels("bind", "netsched")._value.get() >= 1,
+        what="bind error counted",
+    )
     server.clear_faults()
     # The forgotten reservation must not block the node: the retry binds to the same 1-cpu node.
     assert wait_until(lambda: pod_node(server, "flaky"), timeout=15, what="bound after retry") == "n0"
 
 
-def test_deleted_pending_pod_leaves_queue_and_bound_pods_never_queue(server: FakeAPIServer, app: SchedulerApp) -> None:
+def test_deleted_pending_pod_leaves_queue_and_bound_pods_never_queue(
+    server: FakeAPIServer, app: SchedulerApp
+) -> None:
     server.create("nodes", make_node("n0").capacity(cpu="1").obj())
     server.create("pods", make_pod("running").node("n0").scheduler("netsched").req(cpu="1").obj())
     server.create("pods", make_pod("waiting").scheduler("netsched").req(cpu="1").obj())
@@ -201,7 +211,19 @@ def test_cli_sigterm_exits_zero(server: FakeAPIServer, kubeconfig: str, tmp_path
     server.create("pods", make_pod("cli").scheduler("netsched").obj())
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "netsched.cli", "--config", str(cfg), "--kubeconfig", kubeconfig, "--metrics-bind-address", "127.0.0.1:0", "-v", "2"],
+        [
+            sys.executable,
+            "-m",
+            "netsched.cli",
+            "--config",
+            str(cfg),
+            "--kubeconfig",
+            kubeconfig,
+            "--metrics-bind-address",
+            "127.0.0.1:0",
+            "-v",
+            "2",
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -235,7 +257,11 @@ profiles:
     )
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     res = subprocess.run(
-        [sys.executable, "-m", "netsched.cli", "--config", str(cfg)], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "netsched.cli", "--config", str(cfg)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert res.returncode == 1
     assert 'profiles[0].plugins.score.enabled[1].name: Unsupported value: "Foo"' in res.stderr
@@ -246,7 +272,12 @@ def make_app(kubeconfig: str, **opts: Any) -> SchedulerApp:
     registry = build_registry()
     cfg = load_config(CONFIG, registry)
     client = build_api_client(kubeconfig, qps=500, burst=1000, pool_size=24)
-    return SchedulerApp(cfg, registry, KubeAPI(client), options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5, **opts))
+    return SchedulerApp(
+        cfg,
+        registry,
+        KubeAPI(client),
+        options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5, **opts),
+    )
 
 
 def test_dry_run_shadows_another_scheduler_and_writes_nothing(server: FakeAPIServer, kubeconfig: str) -> None:
@@ -285,7 +316,11 @@ def test_explain_annotation_is_opt_in(server: FakeAPIServer, kubeconfig: str) ->
         node = wait_until(lambda: pod_node(server, "explained"), what="bound")
 
         def annotation() -> str:
-            return str(server.get("pods", "explained")["metadata"].get("annotations", {}).get("netsched.io/explain", ""))
+            return str(
+                server.get("pods", "explained")["metadata"]
+                .get("annotations", {})
+                .get("netsched.io/explain", "")
+            )
 
         doc = json.loads(wait_until(annotation, what="explain annotation"))
         assert doc["winner"] == node and {t["node"] for t in doc["top"]} == {"n0", "n1"}

@@ -1,8 +1,9 @@
-"""The poller against a real Prometheus scraping the synthetic exporter (40 nodes, 1 s scrapes).
+"""The metrics pipeline against a real Prometheus scraping the synthetic exporter.
 
-Checks values per node (rate() of the exporter's counters equals what was
-set), both mapping modes, that interfaces lo/veth are excluded, one HTTP
-query per metric per poll whatever the node count, and the self-check.
+40 fake nodes, 1 s scrapes, 4 s rate windows.  Checks values per node
+(rate() of the exporter's counters equals what was set), both mapping modes,
+that lo/veth interfaces are excluded, one HTTP query per metric per poll
+whatever the node count, the self-check, and the three plugins on top.
 """
 
 from __future__ import annotations
@@ -15,12 +16,17 @@ import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 
+from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import Snapshot
 from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX, MetricsHub, PrometheusArgs
 from netsched.metrics.args import NodeMappingArgs
-from netsched.testing.builders import make_node
+from netsched.testing.builders import make_node, make_pod
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
+from netsched.testing.handle import FakeHandle
 from netsched.testing.prometheus import PrometheusServer, require_prometheus
+from plugins.load_aware import LoadAware, LoadAwareArgs
+from plugins.load_threshold import LoadThreshold, LoadThresholdArgs
+from plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
 
 pytestmark = pytest.mark.integration
 
@@ -155,3 +161,29 @@ def test_bad_promql_is_reported_and_others_still_poll(world: World) -> None:
     assert set(table.errors.values()) == {"bad_query"}
     assert not src.in_fallback
     assert np.isfinite(src.values(CPU, world.snapshot)[0][:N]).all()
+
+
+def test_plugins_score_loaded_nodes_lower_and_filter_hot_ones(world: World) -> None:
+    hub = MetricsHub()
+    snap = world.snapshot
+    handle = FakeHandle(snap, metrics=hub)
+    prom = world.args()
+    network = NetworkTraffic(NetworkTrafficArgs(prom), handle)
+    load_aware = LoadAware(LoadAwareArgs(prometheus=prom), handle)
+    threshold = LoadThreshold(LoadThresholdArgs(prometheus=prom), handle)
+    assert network.source is load_aware.source is threshold.source
+    hub.poll_now()
+    pod = make_pod("web").req(cpu="100m", memory="128Mi").info()
+    idx = np.arange(N, dtype=np.int64)  # the exported nodes
+    state = CycleState()
+    for p in (network, load_aware):
+        assert p.pre_score(state, pod, snap, idx).ok
+    net = network.score_nodes(state, pod, snap, idx)
+    load = load_aware.score_nodes(state, pod, snap, idx)
+    # Node i carries (i + 1) MB/s and 2i % CPU: scores fall with i.
+    assert np.all(np.diff(net) <= 0) and net[0] > net[-1]
+    assert np.all(np.diff(load) <= 0) and load[0] > load[-1]
+    assert net[0] == 99 and net[-1] == 68  # 1 MB/s and 40 MB/s of 125 MB/s
+    rejected = threshold.filter_nodes(state, pod, snap, idx)
+    assert len(rejected) == 1 and rejected[0].reasons == ("node(s) had cpu utilisation above 65%",)
+    assert np.flatnonzero(rejected[0].mask).tolist() == list(range(33, N))  # 2i % > 65 %
