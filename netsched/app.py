@@ -282,11 +282,16 @@ class SchedulerApp:
         )
         self._loop_thread.start()
 
-    def stop_scheduling(self, timeout: float = 30.0) -> None:
-        """Stop taking new pods (lost leadership or shutting down); in-flight bindings finish."""
+    def pause_scheduling(self) -> None:
+        """Stop taking new pods now, without waiting (the elector's callback must be quick)."""
         self._leading.clear()
-        self.metrics.leader.set(0)
         self._loop_stop.set()
+        log.info("Scheduling paused (not leading)")
+
+    def stop_scheduling(self, timeout: float = 30.0) -> None:
+        """Stop taking new pods (shutting down) and wait for in-flight bindings to finish."""
+        self.pause_scheduling()
+        self.metrics.leader.set(0)
         if self._loop_thread is not None:
             self._loop_thread.join(timeout)
         self.scheduler.binder.drain(timeout)
@@ -412,19 +417,19 @@ def serve(app: SchedulerApp) -> int:
 
 
 def _start_server(app: SchedulerApp) -> Any:
-    addr = app.options.metrics_bind_address
-    host, _, port = addr.rpartition(":")
-    if not port or int(port) == 0:
+    from netsched.observability.server import ObservabilityServer, parse_bind_address
+
+    host, port = parse_bind_address(app.options.metrics_bind_address)
+    if port == 0:
         return None
-    from netsched.observability.server import ObservabilityServer
 
     def ready() -> tuple[bool, dict[str, Any]]:
         role = "leader" if app.leading else "standby"
         return app.synced, {"synced": app.synced, "role": role}
 
     server = ObservabilityServer(
-        address=host or "127.0.0.1",
-        port=int(port),
+        address=host,
+        port=port,
         registry=app.metrics_registry,
         health=lambda: (True, "ok"),
         ready=ready,
@@ -474,19 +479,30 @@ def _one(v: Any) -> str:
 
 
 def _start_election(app: SchedulerApp, stop: threading.Event) -> Any:
+    """Campaign for the lease; schedule only while leading. None when election is off."""
     le = app.cfg.leader_election
     if not le.leader_elect:
         return None
-    from netsched.leaderelection import LeaderElector, LeaseLock
+    from netsched.kube.client import KubeClient
+    from netsched.kube.lease import KubeLeaseClient
+    from netsched.leaderelection import ElectorConfig, LeaderElector
 
+    # Lease calls get their own client (same connection pool, no shared rate limiter), so a
+    # burst of bindings can never delay a renewal past the renew deadline.
+    leases = KubeLeaseClient(KubeClient(app.kube.client.api_client))
     elector = LeaderElector(
-        lock=LeaseLock(app.kube.client, le.resource_namespace, le.resource_name),
-        lease_duration=le.lease_duration,
-        renew_deadline=le.renew_deadline,
-        retry_period=le.retry_period,
+        ElectorConfig.from_config(le),
+        leases,
         on_started_leading=app.start_scheduling,
-        on_stopped_leading=app.stop_scheduling,
-        gauge=None,
+        on_stopped_leading=app.pause_scheduling,
+        on_new_leader=lambda who: log.info("New leader elected leader=%s", who),
+        gauge=app.metrics.leader,
+    )
+    log.info(
+        "Campaigning for leadership lease=%s/%s identity=%s",
+        le.resource_namespace,
+        le.resource_name,
+        elector.identity,
     )
     elector.start()
     return elector

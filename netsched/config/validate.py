@@ -54,6 +54,13 @@ def _leader_election(le: LeaderElectionConfig, errs: ErrorList) -> None:
             format_duration(le.renew_deadline),
             "LeaseDuration must be greater than RenewDeadline",
         )
+    # client-go refuses to start otherwise (renewals must fit retries with jitter 1.2).
+    if le.retry_period > 0 and le.renew_deadline <= 1.2 * le.retry_period:
+        errs.invalid(
+            f"{path}.renewDeadline",
+            format_duration(le.renew_deadline),
+            f"must be greater than 1.2 x retryPeriod ({format_duration(le.retry_period)})",
+        )
     if le.resource_lock not in SUPPORTED_RESOURCE_LOCKS:
         errs.unsupported(f"{path}.resourceLock", le.resource_lock, SUPPORTED_RESOURCE_LOCKS)
     if not le.resource_name:

@@ -153,8 +153,7 @@ class ObservabilityServer:
 
 
 class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+    daemon_threads = True  # a kept-alive scrape connection must not hold up stop()
 
     def __init__(self, address: tuple[str, int], endpoints: ObservabilityServer) -> None:
         self.endpoints = endpoints

@@ -8,15 +8,12 @@ back to a dict.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 
 from netsched.framework.interfaces import IntArray
 from plugins.inter_pod_affinity.pod_index import LabelCodes, PodGroup
-
-# Up to this many groups are added one by one; more go through one vector.
-_FEW_GROUPS = 4
 
 
 class TopoCounts:
@@ -64,19 +61,13 @@ class TopoCounts:
                 touched = True
         return touched
 
-    def add_groups(self, key: str, codes: LabelCodes, groups: Sequence[PodGroup], weight: int) -> bool:
-        """add_group for many groups: one vector sum and one bincount instead of a loop per group."""
-        if len(groups) <= _FEW_GROUPS:
-            touched = [self.add_group(key, codes, g, weight) for g in groups]
-            return any(touched)
+    def add_rows(self, key: str, codes: LabelCodes, row_counts: IntArray, weight: int) -> bool:
+        """Add weight per pod counted on each row to that row's domain; True when any counted row has the key."""
         arr = self.bind(key, codes)
-        vec = np.zeros(len(codes.codes), dtype=np.int64)
-        for g in groups:
-            g.add_to(vec)
-        valid = (codes.codes >= 0) & (vec != 0)
+        valid = (codes.codes >= 0) & (row_counts != 0)
         if not valid.any():
             return False
-        arr += codes.sum_rows(vec * weight, valid)
+        arr += codes.sum_rows(row_counts * weight if weight != 1 else row_counts, valid)
         return True
 
     def update(self, labels: Mapping[str, str], key: str, delta: int) -> None:

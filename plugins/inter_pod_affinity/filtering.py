@@ -70,12 +70,12 @@ def group_terms(g: PodGroup) -> PodTerms:
     return terms
 
 
-def selected(index: PodIndex, term: Term, nsl: NamespaceLabels) -> list[PodGroup]:
-    """Live groups whose pods the term selects."""
-    return index.select(
-        ("ipa", term.selector, term.namespaces, term.namespace_selector) if term.cacheable else None,
-        term.fixed_namespaces,
-        lambda g: term_matches(term, g.namespace, g.labels, nsl),
+def selected_counts(index: PodIndex, terms: tuple[Term, ...], nsl: NamespaceLabels) -> IntArray:
+    """Pods per row that every one of `terms` selects (read-only)."""
+    return index.select_counts(
+        ("ipa", terms) if all(t.cacheable for t in terms) else None,
+        terms[0].fixed_namespaces,
+        lambda g: all(term_matches(t, g.namespace, g.labels, nsl) for t in terms),
     )
 
 
@@ -101,18 +101,12 @@ def compute(
                 if term_matches(t, pod.namespace, pod.labels, nsl):
                     state.existing_anti.add_group(t.topology_key, label_codes(snapshot, t.topology_key), g, 1)
     if terms.required_affinity:
-        first, rest = terms.required_affinity[0], terms.required_affinity[1:]
-        matching = [
-            g
-            for g in selected(index, first, nsl)
-            if all(term_matches(t, g.namespace, g.labels, nsl) for t in rest)
-        ]
+        matching = selected_counts(index, terms.required_affinity, nsl)
         for t in terms.required_affinity:
-            state.affinity.add_groups(t.topology_key, label_codes(snapshot, t.topology_key), matching, 1)
+            state.affinity.add_rows(t.topology_key, label_codes(snapshot, t.topology_key), matching, 1)
     for t in terms.required_anti_affinity:
-        state.anti.add_groups(
-            t.topology_key, label_codes(snapshot, t.topology_key), selected(index, t, nsl), 1
-        )
+        codes = label_codes(snapshot, t.topology_key)
+        state.anti.add_rows(t.topology_key, codes, selected_counts(index, (t,), nsl), 1)
     return state
 
 

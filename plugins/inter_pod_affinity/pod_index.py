@@ -47,7 +47,18 @@ MIN_EMPTY_FOR_COMPACTION = 256
 class PodGroup:
     """Pods that look the same to every selector and affinity term: one workload, usually."""
 
-    __slots__ = ("gid", "namespace", "labels", "deleting", "rep", "rows", "total", "dense", "memo")
+    __slots__ = (
+        "gid",
+        "namespace",
+        "labels",
+        "deleting",
+        "rep",
+        "rows",
+        "total",
+        "dense",
+        "memo",
+        "watchers",
+    )
 
     def __init__(self, gid: int, rep: PodInfo) -> None:
         self.gid = gid
@@ -59,8 +70,11 @@ class PodGroup:
         self.total = 0
         self.dense: IntArray | None = None
         self.memo: Any = None  # derived data a plugin caches per group (compiled terms)
+        self.watchers: list[_Selection] = []  # remembered selections whose summed vector includes this group
 
     def bump(self, row: int, delta: int, n_rows: int) -> None:
+        for sel in self.watchers:
+            sel.add(row, delta)
         n = self.rows.get(row, 0) + delta
         if n:
             self.rows[row] = n
@@ -91,6 +105,11 @@ class PodGroup:
 class _Selection:
     progress: dict[str | None, int] = field(default_factory=dict)
     gids: list[int] = field(default_factory=list)
+    vec: IntArray | None = None  # pods of all selected groups per row, kept current once built
+
+    def add(self, row: int, delta: int) -> None:
+        if self.vec is not None:
+            self.vec[row] += delta
 
 
 _LabelKey = tuple[str, frozenset[tuple[str, str]], bool]
@@ -259,12 +278,36 @@ class PodIndex:
         checked next time, so pred must depend on nothing but the group's
         namespace, labels, terminating flag and terms (never on counts).
         """
+        return self.live(self._selection(key, namespaces, pred).gids)
+
+    def select_counts(
+        self, key: Hashable | None, namespaces: frozenset[str] | None, pred: Callable[[PodGroup], bool]
+    ) -> IntArray:
+        """Pods per row of the groups select() would return.  Read-only: with a key the
+        vector is remembered and kept current as rows change, so a workload split into
+        many groups (a distinct label per pod) costs nothing more per cycle."""
+        sel = self._selection(key, namespaces, pred)
+        if sel.vec is not None:
+            return sel.vec
+        vec = np.zeros(self.n_rows, dtype=np.int64)
+        for gid in sel.gids:
+            g = self.groups[gid]
+            g.add_to(vec)
+            if key is not None:
+                g.watchers.append(sel)
+        if key is not None:
+            sel.vec = vec
+        return vec
+
+    def _selection(
+        self, key: Hashable | None, namespaces: frozenset[str] | None, pred: Callable[[PodGroup], bool]
+    ) -> _Selection:
         sel = self._selections.get((key, namespaces)) if key is not None else None
         if sel is None:
             sel = _Selection()
             if key is not None:
                 if len(self._selections) >= MAX_SELECTIONS:
-                    self._selections.clear()
+                    self._drop_selections()
                 self._selections[(key, namespaces)] = sel
         sources: Iterable[tuple[str | None, Sequence[int]]]
         if namespaces is None:
@@ -274,10 +317,22 @@ class PodIndex:
         groups = self.groups
         for ns, gids in sources:
             start = sel.progress.get(ns, 0)
-            if start < len(gids):
-                sel.gids.extend(gid for gid in gids[start:] if pred(groups[gid]))
-                sel.progress[ns] = len(gids)
-        return self.live(sel.gids)
+            if start >= len(gids):
+                continue
+            for gid in gids[start:]:
+                g = groups[gid]
+                if pred(g):
+                    sel.gids.append(gid)
+                    if sel.vec is not None:
+                        g.add_to(sel.vec)
+                        g.watchers.append(sel)
+            sel.progress[ns] = len(gids)
+        return sel
+
+    def _drop_selections(self) -> None:
+        self._selections.clear()
+        for g in self.groups:
+            g.watchers.clear()
 
     def row_counts(self, groups: Iterable[PodGroup]) -> IntArray:
         """Pods of these groups on each snapshot row."""

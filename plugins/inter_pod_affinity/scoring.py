@@ -23,7 +23,7 @@ from netsched.framework.interfaces import MAX_NODE_SCORE, IntArray
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import NodeInfo, PodInfo
 from plugins.inter_pod_affinity.counts import TopoCounts
-from plugins.inter_pod_affinity.filtering import group_terms, selected
+from plugins.inter_pod_affinity.filtering import group_terms, selected_counts
 from plugins.inter_pod_affinity.pod_index import PodGroup, PodIndex, label_codes
 from plugins.inter_pod_affinity.terms import NamespaceLabels, Term, compile_preferred, term_matches
 
@@ -38,8 +38,14 @@ class ScoreState:
     def clone(self) -> ScoreState:
         return self  # read-only after PreScore
 
-    def add(self, snapshot: Snapshot, term: Term, groups: list[PodGroup], weight: int) -> None:
-        if self.sums.add_groups(term.topology_key, label_codes(snapshot, term.topology_key), groups, weight):
+    def add(self, snapshot: Snapshot, term: Term, row_counts: IntArray, weight: int) -> None:
+        if self.sums.add_rows(
+            term.topology_key, label_codes(snapshot, term.topology_key), row_counts, weight
+        ):
+            self.touched = True
+
+    def add_group(self, snapshot: Snapshot, term: Term, group: PodGroup, weight: int) -> None:
+        if self.sums.add_group(term.topology_key, label_codes(snapshot, term.topology_key), group, weight):
             self.touched = True
 
 
@@ -55,22 +61,22 @@ def compute(
     s = ScoreState()
     if with_own_terms:
         for t in compile_preferred(pod, pod.preferred_affinity):
-            s.add(snapshot, t, selected(index, t, nsl), t.weight)
+            s.add(snapshot, t, selected_counts(index, (t,), nsl), t.weight)
         for t in compile_preferred(pod, pod.preferred_anti_affinity):
-            s.add(snapshot, t, selected(index, t, nsl), -t.weight)
+            s.add(snapshot, t, selected_counts(index, (t,), nsl), -t.weight)
     ns, labels = pod.namespace, pod.labels
     for g in index.live_term_groups(index.affinity_gids):
         terms = group_terms(g)
         if hard_weight > 0:
             for t in terms.required_affinity:
                 if term_matches(t, ns, labels, nsl):
-                    s.add(snapshot, t, [g], hard_weight)
+                    s.add_group(snapshot, t, g, hard_weight)
         for t in terms.preferred_affinity:
             if term_matches(t, ns, labels, nsl):
-                s.add(snapshot, t, [g], t.weight)
+                s.add_group(snapshot, t, g, t.weight)
         for t in terms.preferred_anti_affinity:
             if term_matches(t, ns, labels, nsl):
-                s.add(snapshot, t, [g], -t.weight)
+                s.add_group(snapshot, t, g, -t.weight)
     return s
 
 

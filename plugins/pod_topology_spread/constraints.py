@@ -175,13 +175,14 @@ def node_included(c: Constraint, pod: PodInfo, node: NodeInfo) -> bool:
 
 
 def matching_row_counts(index: PodIndex, namespace: str, selector: LabelSelector | None) -> IntArray:
-    """Non-terminating pods in `namespace` matching selector, per snapshot row (kube's countPodsMatchSelector)."""
+    """Non-terminating pods in `namespace` matching selector, per snapshot row (kube's countPodsMatchSelector).
+
+    Read-only: the index keeps the vector current between cycles."""
     if selector is None:
         return np.zeros(index.n_rows, dtype=np.int64)
-    groups = index.select(
+    return index.select_counts(
         ("pts", selector), frozenset((namespace,)), lambda g: not g.deleting and selector.matches(g.labels)
     )
-    return index.row_counts(groups)
 
 
 def count_on_node(node: NodeInfo, namespace: str, selector: LabelSelector | None) -> int:

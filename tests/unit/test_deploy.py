@@ -291,3 +291,9 @@ def test_dockerfile_runs_netsched_as_non_root() -> None:
     assert instructions[-1] == 'ENTRYPOINT ["netsched"]'
     ignored = (ROOT / ".dockerignore").read_text().splitlines()
     assert ".venv" in ignored and ".git" in ignored
+
+
+def test_image_is_pinned_by_the_kustomization() -> None:
+    images = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["images"]
+    image = next(i for i in images if i["name"] == container()["image"])
+    assert image["newTag"] and image["newTag"] != "latest"
