@@ -8,13 +8,16 @@ from netsched.framework.interfaces import Plugin
 
 def in_tree_plugins() -> list[type[Plugin]]:
     from plugins.default_binder import DefaultBinder
+    from plugins.default_preemption import DefaultPreemption
     from plugins.image_locality import ImageLocality
+    from plugins.inter_pod_affinity import InterPodAffinity
     from plugins.node_affinity import NodeAffinity
     from plugins.node_name import NodeName
     from plugins.node_ports import NodePorts
     from plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
     from plugins.node_resources_fit import NodeResourcesFit
     from plugins.node_unschedulable import NodeUnschedulable
+    from plugins.pod_topology_spread import PodTopologySpread
     from plugins.priority_sort import PrioritySort
     from plugins.scheduling_gates import SchedulingGates
     from plugins.taint_toleration import TaintToleration
@@ -30,6 +33,9 @@ def in_tree_plugins() -> list[type[Plugin]]:
         NodePorts,
         NodeResourcesFit,
         VolumeClaimGuard,
+        PodTopologySpread,
+        InterPodAffinity,
+        DefaultPreemption,
         NodeResourcesBalancedAllocation,
         ImageLocality,
         DefaultBinder,

@@ -336,6 +336,8 @@ class Framework:
 
     def _fit_error(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> FitError:
         if self.post_filter_plugins:
+            if self._services.observe is not None:
+                self._services.observe.preemption_attempts.inc()
             result, st = self.run_post_filter(state, pod, diagnosis)
             if st.ok and result is not None and result.nominated_node_name:
                 return FitError(pod, diagnosis, result.nominated_node_name)

@@ -36,6 +36,8 @@ class Snapshot:
         "layout_version",
         "generation",
         "cache",
+        "affinity_pods",
+        "anti_affinity_pods",
         "_with_affinity",
         "_with_anti_affinity",
     )
@@ -49,6 +51,10 @@ class Snapshot:
         self.requested: npt.NDArray[np.int64] = np.zeros((0, len(self.resources)), dtype=np.int64)
         self.nonzero_requested: npt.NDArray[np.int64] = np.zeros((0, 2), dtype=np.int64)
         self.unschedulable: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        # Per-row counts of pods with (anti-)affinity terms / required anti-affinity,
+        # so "which nodes hold such pods" is one vector op, not a scan of NodeInfos.
+        self.affinity_pods: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        self.anti_affinity_pods: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self.layout_version = 0
         self.generation = 0
         # Derived per-layout data plugins want to keep between cycles (e.g. a
@@ -83,6 +89,8 @@ class Snapshot:
         self.requested = np.zeros((n, r), dtype=np.int64)
         self.nonzero_requested = np.zeros((n, 2), dtype=np.int64)
         self.unschedulable = np.zeros(n, dtype=bool)
+        self.affinity_pods = np.zeros(n, dtype=np.int32)
+        self.anti_affinity_pods = np.zeros(n, dtype=np.int32)
         for i, node in enumerate(nodes):
             self._fill_row(i, node)
         self.layout_version += 1
@@ -118,6 +126,8 @@ class Snapshot:
         self.nonzero_requested[i, 0] = node.nonzero_cpu
         self.nonzero_requested[i, 1] = node.nonzero_memory
         self.unschedulable[i] = node.unschedulable
+        self.affinity_pods[i] = node.pods_with_affinity
+        self.anti_affinity_pods[i] = node.pods_with_required_anti_affinity
 
     def _dirty_affinity(self) -> None:
         self._with_affinity = None
@@ -128,12 +138,14 @@ class Snapshot:
     def nodes_with_pod_affinity(self) -> list[NodeInfo]:
         """Nodes holding at least one pod with (anti-)affinity terms (InterPodAffinity's fast path)."""
         if self._with_affinity is None:
-            self._with_affinity = [n for n in self.nodes if n.pods_with_affinity]
+            nodes = self.nodes
+            self._with_affinity = [nodes[i] for i in np.flatnonzero(self.affinity_pods).tolist()]
         return self._with_affinity
 
     def nodes_with_required_anti_affinity(self) -> list[NodeInfo]:
         if self._with_anti_affinity is None:
-            self._with_anti_affinity = [n for n in self.nodes if n.pods_with_required_anti_affinity]
+            nodes = self.nodes
+            self._with_anti_affinity = [nodes[i] for i in np.flatnonzero(self.anti_affinity_pods).tolist()]
         return self._with_anti_affinity
 
     def label_column(self, key: str) -> npt.NDArray[np.object_]:

@@ -3,11 +3,12 @@
 InterPodAffinity and PodTopologySpread both ask, for every pod they place,
 "how many pods matching this selector sit in each topology domain".  Checking
 every pod of a 5000-node cluster for every scheduled pod costs tens of
-milliseconds in Python.  Pods of one workload share namespace, labels and
-affinity terms, so the index keeps one group per distinct (namespace, labels,
-terminating, affinity terms) with the group's pod count on each snapshot row.
-A selector is then checked once per group (and the answer remembered), and
-counts per domain come from a vector sum and a bincount over the node table.
+milliseconds in Python.  Pods of one workload look alike, so the index keeps
+groups with their pod count on each snapshot row: by (namespace, labels,
+terminating) for selectors, and by (namespace, affinity terms) for pods with
+affinity.  A selector is checked once per group, the answer is remembered,
+and so is the selection's per-row sum, kept current as rows change; counts
+per domain are then one bincount over the node table.
 
 The index follows the snapshot: the cache swaps in a new NodeInfo object for
 every node that changed, so rows whose object changed since the last cycle are

@@ -71,7 +71,10 @@ def test_outage_falls_back_once_and_recovers(world: World, caplog: pytest.LogCap
     reg = CollectorRegistry()
     hub = MetricsHub(registry=reg)
     # Requests tell a different story than measurements: node-0 runs the annotated pods.
-    pods = [make_pod(f"a{i}").node("node-0").annotation("kubernetes.io/ingress-bandwidth", "400M") for i in range(2)]
+    pods = [
+        make_pod(f"a{i}").node("node-0").annotation("kubernetes.io/ingress-bandwidth", "400M")
+        for i in range(2)
+    ]
     snap = Snapshot.of(node_infos([make_node(n) for n in RX], pods))
     args = PrometheusArgs(
         prometheus_address=world.prom.url,
@@ -96,7 +99,7 @@ def test_outage_falls_back_once_and_recovers(world: World, caplog: pytest.LogCap
         # By requests: node-0 has 2 x 400 Mb/s = 100 MB/s of its link, the others nothing.
         assert scores(plugin, snap) == [20, 100, 100]
 
-        world.prom.start()
+        world.prom.restart()  # same port, same data dir
         wait_full_window(world.prom)
         assert hub.trigger(timeout=10)
         assert not src.in_fallback

@@ -76,10 +76,13 @@ def world() -> Iterator[World]:
             # Wait until a full rate window of scrapes makes rate() exact for the busiest node.
             prom.wait_for(
                 f'sum(rate(node_network_receive_bytes_total{{node="node-{N - 1}",device="eth0"}}[{WINDOW}]))',
-                lambda r: bool(r) and abs(float(r[0]["value"][1]) - expected(N - 1)[NETWORK_RX]) < 0.01 * 40e6,
+                lambda r: (
+                    bool(r) and abs(float(r[0]["value"][1]) - expected(N - 1)[NETWORK_RX]) < 0.01 * 40e6
+                ),
             )
             snap = Snapshot.of(
-                [make_node(n.name).address("InternalIP", n.ip).info() for n in nodes] + [make_node("ghost").info()]
+                [make_node(n.name).address("InternalIP", n.ip).info() for n in nodes]
+                + [make_node("ghost").info()]
             )
             yield World(prom, exporter, snap)
         finally:
@@ -119,7 +122,9 @@ def test_one_query_per_metric_per_poll_for_all_nodes(world: World) -> None:
     hub = MetricsHub()
     src = hub.source(world.args())
     src.require(*ALL)
-    hub.source(world.args(stale_policy="failClosed")).require(CPU, MEMORY)  # shares the poller and its queries
+    hub.source(world.args(stale_policy="failClosed")).require(
+        CPU, MEMORY
+    )  # shares the poller and its queries
     before = world.prom.api_query_count()
     polls = 3
     for _ in range(polls):
@@ -146,7 +151,10 @@ def test_self_check_against_real_prometheus(world: World) -> None:
     assert by[CPU].nodes_without_series == ("ghost",) and by[CPU].unmapped_count == 0
     assert by["gpu"].empty and by["gpu"].nodes_without_series_count == N + 1
     assert reg.get_sample_value("netsched_metrics_query_empty", {"source": src.name, "metric": "gpu"}) == 1
-    assert reg.get_sample_value("netsched_metrics_nodes_without_series", {"source": src.name, "metric": CPU}) == 1
+    assert (
+        reg.get_sample_value("netsched_metrics_nodes_without_series", {"source": src.name, "metric": CPU})
+        == 1
+    )
     text = "\n".join(report.problems())
     assert "avg by (node) (DCGM_FI_DEV_GPU_UTIL)" in text
 

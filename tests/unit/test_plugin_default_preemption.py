@@ -532,3 +532,23 @@ def test_runtime_nominates_and_reports() -> None:
         "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
         "2 No preemption victims found for incoming pod.."
     )
+
+
+def test_readme_example_loads() -> None:
+    import pathlib
+    import re
+
+    from netsched.config.load import load_config
+    from netsched.framework.registry import Registry
+    from netsched.testing.framework import FifoSort, NoopBinder
+
+    class PrioritySort(FifoSort):
+        name = "PrioritySort"
+
+    class DefaultBinder(NoopBinder):
+        name = "DefaultBinder"
+
+    readme = pathlib.Path(__file__).parents[2] / "plugins" / "default_preemption" / "README.md"
+    (example,) = re.findall(r"```yaml\n(.*?)```", readme.read_text(), re.S)
+    cfg = load_config(example, Registry([DefaultPreemption, PrioritySort, DefaultBinder]))
+    assert isinstance(cfg.profiles[0].plugin_config["DefaultPreemption"], DefaultPreemptionArgs)

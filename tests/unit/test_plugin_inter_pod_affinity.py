@@ -24,7 +24,7 @@ from plugins.inter_pod_affinity.filtering import (
     REASON_ANTI_AFFINITY,
     REASON_EXISTING_ANTI_AFFINITY,
 )
-from plugins.inter_pod_affinity.pod_index import PodIndex, label_codes
+from plugins.inter_pod_affinity.pod_index import PodGroup, PodIndex, label_codes
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -639,3 +639,52 @@ def test_dense_groups_count_like_sparse_ones() -> None:
     codes = label_codes(snap, ZONE)
     per_zone = codes.sum_rows(index.row_counts([g]))
     assert {codes.values[c]: int(per_zone[c]) for c in range(codes.size)} == {"z0": 67, "z1": 67, "z2": 66}
+
+
+def test_readme_example_loads() -> None:
+    import pathlib
+    import re
+
+    from netsched.config.load import load_config
+    from netsched.framework.registry import Registry
+    from netsched.testing.framework import FifoSort, NoopBinder
+
+    class PrioritySort(FifoSort):
+        name = "PrioritySort"
+
+    class DefaultBinder(NoopBinder):
+        name = "DefaultBinder"
+
+    readme = pathlib.Path(__file__).parents[2] / "plugins" / "inter_pod_affinity" / "README.md"
+    (example,) = re.findall(r"```yaml\n(.*?)```", readme.read_text(), re.S)
+    cfg = load_config(example, Registry([InterPodAffinity, PrioritySort, DefaultBinder]))
+    assert isinstance(cfg.profiles[0].plugin_config["InterPodAffinity"], InterPodAffinityArgs)
+
+
+def test_remembered_counts_stay_current() -> None:
+    snap = Snapshot.of(infos(zoned(3), [make_pod("a").labels(**WEB).node("n0")]))
+    index = PodIndex()
+    index.sync(snap)
+
+    def web(g: PodGroup) -> bool:
+        return g.labels.get("app") == "web"
+
+    assert index.select_counts("web", None, web).tolist() == [1, 0, 0]
+    # New pods with distinct labels (new groups) and a removed pod, in two syncs.
+    n1 = snap.nodes[1].clone()
+    for i in range(3):
+        n1.add_pod(make_pod(f"s{i}").labels(app="web", pod=f"s{i}").node("n1").info())
+    snap.set_node(1, n1)
+    index.sync(snap)
+    assert index.select_counts("web", None, web).tolist() == [1, 3, 0]
+    n0 = snap.nodes[0].clone()
+    n0.remove_pod(next(iter(n0.pods.values())))
+    n2 = snap.nodes[2].clone()
+    n2.add_pod(make_pod("t").labels(**WEB).node("n2").info())
+    snap.set_node(0, n0)
+    snap.set_node(2, n2)
+    index.sync(snap)
+    assert index.select_counts("web", None, web).tolist() == [0, 3, 1]
+    fresh = PodIndex()
+    fresh.sync(snap)
+    assert fresh.select_counts(None, None, web).tolist() == [0, 3, 1]

@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from netsched.config.fields import ErrorList, Fields
+from netsched.config.load import load_config
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.interfaces import Diagnosis
+from netsched.framework.registry import Registry
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
+from netsched.framework.types import NodeInfo
 from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX, PrometheusArgs, QueryError
-from netsched.testing.builders import make_node, make_pod, node_infos
+from netsched.testing.builders import NodeBuilder, make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.handle import FakeHandle
 from netsched.testing.prometheus import fake_hub
+from plugins.load_aware import LoadAware
 from plugins.load_threshold import LoadThreshold, LoadThresholdArgs
+from plugins.network_traffic import NetworkTraffic
+from plugins.registry import in_tree_plugins
 
 GBIT = 125_000_000.0
 POD = make_pod("p").info()
@@ -30,13 +38,15 @@ class Rig:
         self.clock = FakeClock()
         self.hub, self.fake = fake_hub(self.clock)
         self.names = [f"n{i}" for i in range(n)]
-        nodes = [make_node(name).capacity(cpu="4", memory="8Gi") for name in self.names]
+        nodes: list[NodeInfo | NodeBuilder] = [
+            make_node(name).capacity(cpu="4", memory="8Gi") for name in self.names
+        ]
         self.snap = Snapshot.of(node_infos(nodes, list(pods)))
         self.handle = FakeHandle(self.snap, metrics=self.hub, clock=self.clock)
         self.plugin = LoadThreshold(args or LoadThresholdArgs.default(), self.handle)
         self.src = self.plugin.source
 
-    def load(self, **metrics: dict[str, Any]) -> None:
+    def load(self, **metrics: Any) -> None:
         """Serve the given metrics; network defaults to idle 1 Gb/s links, cpu/memory to 10 %."""
         defaults = {
             NETWORK_RX: dict.fromkeys(self.names, 0.0),
@@ -214,3 +224,20 @@ def test_args_errors(raw: dict[str, Any], expected: str | None) -> None:
         assert errs == []
     else:
         assert any(expected in e for e in errs), errs
+
+
+def test_readme_example_loads_and_validates() -> None:
+    """The README's KubeSchedulerConfiguration goes through the real config loader."""
+    readme = Path(__file__).resolve().parents[2] / "plugins" / "load_threshold" / "README.md"
+    found = re.search(r"```yaml\n(.*?)```", readme.read_text(), re.S)
+    assert found is not None
+    ours = (NetworkTraffic, LoadAware, LoadThreshold)
+    tree = [p for p in in_tree_plugins() if p.name not in {q.name for q in ours}]
+    cfg = load_config(found.group(1), Registry([*tree, *ours]))
+    profile = cfg.profiles[0]
+    assert profile.scheduler_name == "netsched"
+    args = profile.args("LoadThreshold")
+    assert isinstance(args, LoadThresholdArgs)
+    # The YAML anchor gives every metrics plugin the same block: one source, one estimator.
+    blocks = {a.prometheus for a in profile.plugin_config.values() if hasattr(a, "prometheus")}
+    assert blocks == {args.prometheus}

@@ -608,3 +608,23 @@ def test_random_clusters_agree(seed: int) -> None:
     names = [n.name for n in infos(nodes, pods)]
     subset = [n for n in names if rng.random() < 0.6] or names[:1]
     scores(plugin(), pod, nodes, pods, only=subset)
+
+
+def test_readme_example_loads() -> None:
+    import pathlib
+    import re
+
+    from netsched.config.load import load_config
+    from netsched.framework.registry import Registry
+    from netsched.testing.framework import FifoSort, NoopBinder
+
+    class PrioritySort(FifoSort):
+        name = "PrioritySort"
+
+    class DefaultBinder(NoopBinder):
+        name = "DefaultBinder"
+
+    readme = pathlib.Path(__file__).parents[2] / "plugins" / "pod_topology_spread" / "README.md"
+    (example,) = re.findall(r"```yaml\n(.*?)```", readme.read_text(), re.S)
+    cfg = load_config(example, Registry([PodTopologySpread, PrioritySort, DefaultBinder]))
+    assert isinstance(cfg.profiles[0].plugin_config["PodTopologySpread"], PodTopologySpreadArgs)
