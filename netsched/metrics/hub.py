@@ -154,7 +154,7 @@ class MetricsHub:
         self._scheduler.add_executor(ThreadPoolExecutor(max_workers=1), alias)
         interval = p.conn.poll_interval_seconds
         self._jobs[p.name] = self._scheduler.add_job(
-            p.poll_once,
+            p.scheduled_poll,
             IntervalTrigger(seconds=interval, timezone=UTC),
             id=alias,
             name=f"poll {p.name}",

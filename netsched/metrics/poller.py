@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from netsched.framework.interfaces import Clock
 from netsched.metrics.args import ConnectionKey
@@ -40,6 +40,21 @@ class PollOutcome:
     table: MetricsTable
     queries: int  # HTTP queries issued, retries included
     seconds: float
+
+
+@dataclass(slots=True)
+class _Run:
+    """What one poll gathered so far."""
+
+    fresh: dict[QueryKey, Series] = field(default_factory=dict)
+    errors: dict[QueryKey, str] = field(default_factory=dict)  # query -> reason
+    details: dict[QueryKey, str] = field(default_factory=dict)  # query -> message
+    issued: int = 0  # HTTP requests, retries included
+    abort: QueryError | None = None  # a transient failure that outlived its retries
+
+    def fail(self, key: QueryKey, reason: str, detail: str) -> None:
+        self.errors[key] = reason
+        self.details[key] = detail
 
 
 class Poller:
@@ -72,6 +87,7 @@ class Poller:
         self._started = 0
         self._finished = 0
         self._running = False
+        self._last_crash = ""
         instruments.fallback.labels(name).set(0)
 
     # ------------------------------------------------------------ queries
@@ -99,64 +115,70 @@ class Poller:
                 self._running = False
                 self._cond.notify_all()
 
+    def scheduled_poll(self) -> None:
+        """The APScheduler job: poll_once, with a bug logged once rather than every interval."""
+        try:
+            self.poll_once()
+            self._last_crash = ""
+        except Exception as e:
+            crash = f"{type(e).__name__}: {e}"
+            if crash != self._last_crash:
+                self._last_crash = crash
+                log.exception("Metrics poll crashed source=%s", self.name)
+
     def _poll(self) -> PollOutcome:
         keys = self.keys()
         t0 = time.perf_counter()
-        start = self._clock.now()
         wall = self._clock.wall()
-        deadline = start + POLL_BUDGET_FRACTION * self.conn.poll_interval_seconds
-        fresh: dict[QueryKey, Series] = {}
-        errors: dict[QueryKey, str] = {}
-        details: dict[QueryKey, str] = {}
-        issued = 0
-        abort: QueryError | None = None
+        deadline = self._clock.now() + POLL_BUDGET_FRACTION * self.conn.poll_interval_seconds
+        run = _Run()
         for key in keys:
-            if abort is not None:
-                errors[key], details[key] = abort.reason, "skipped: " + abort.detail
-                continue
-            remaining = deadline - self._clock.now()
-            if remaining <= 0:
-                errors[key], details[key] = "deadline", "poll ran out of time"
-                self._ins.query_errors.labels(self.name, key.name, "deadline").inc()
-                continue
-            q0 = time.perf_counter()
-            attempts = 0
-
-            def attempt(promql: str, timeout: float) -> object:
-                nonlocal attempts
-                attempts += 1
-                return self._client.query(promql, timeout)
-
-            try:
-                raw = retrying(self._clock.now, self._sleep, deadline)(
-                    attempt, key.promql, min(self.conn.timeout_seconds, remaining)
-                )
-                series = parse_vector(raw, self.conn.node_mapping)
-            except QueryError as e:
-                errors[key], details[key] = e.reason, e.detail
-                self._ins.query_errors.labels(self.name, key.name, e.reason).inc()
-                if e.transient:
-                    abort = e
-                continue
-            except BadResponse as e:
-                errors[key], details[key] = "bad_response", str(e)
-                self._ins.query_errors.labels(self.name, key.name, "bad_response").inc()
-                continue
-            finally:
-                issued += attempts
-                self._ins.query_duration.labels(self.name, key.name).observe(time.perf_counter() - q0)
-            for reason, n in series.dropped.items():
-                self._ins.dropped.labels(self.name, key.name, reason).inc(n)
-            fresh[key] = series
-        reachable = bool(fresh) or not keys
-        table = self.table.successor(wall, fresh, errors, keys, reachable)
+            self._run_query(key, deadline, run)
+        reachable = bool(run.fresh) or not keys
+        table = self.table.successor(wall, run.fresh, run.errors, keys, reachable)
         self.table = table  # the atomic swap
         seconds = time.perf_counter() - t0
         self._ins.poll_duration.labels(self.name).observe(seconds)
-        self._log_query_changes(keys, errors, details)
-        self._set_fallback(not reachable, abort or next(iter(details.values()), ""))
+        self._log_query_changes(keys, run.errors, run.details)
+        self._set_fallback(not reachable, run.abort or next(iter(run.details.values()), ""))
         self._after_poll()
-        return PollOutcome(table, issued, seconds)
+        return PollOutcome(table, run.issued, seconds)
+
+    def _run_query(self, key: QueryKey, deadline: float, run: _Run) -> None:
+        """One query with retries; the outcome lands in `run`."""
+        if run.abort is not None:  # the server is not answering: do not wait for it again
+            run.fail(key, run.abort.reason, "skipped: " + run.abort.detail)
+            return
+        remaining = deadline - self._clock.now()
+        if remaining <= 0:
+            run.fail(key, "deadline", "poll ran out of time")
+            self._ins.query_errors.labels(self.name, key.name, "deadline").inc()
+            return
+
+        def attempt(promql: str, timeout: float) -> Series:
+            run.issued += 1
+            raw = self._client.query(promql, timeout)
+            try:
+                return parse_vector(raw, self.conn.node_mapping)
+            except BadResponse as e:
+                raise QueryError("bad_response", str(e), transient=False) from None
+
+        q0 = time.perf_counter()
+        try:
+            series = retrying(self._clock.now, self._sleep, deadline)(
+                attempt, key.promql, min(self.conn.timeout_seconds, remaining)
+            )
+        except QueryError as e:
+            run.fail(key, e.reason, e.detail)
+            self._ins.query_errors.labels(self.name, key.name, e.reason).inc()
+            if e.transient:
+                run.abort = e
+            return
+        finally:
+            self._ins.query_duration.labels(self.name, key.name).observe(time.perf_counter() - q0)
+        for reason, n in series.dropped.items():
+            self._ins.dropped.labels(self.name, key.name, reason).inc(n)
+        run.fresh[key] = series
 
     # ------------------------------------------------------------ state changes (logged once each)
 
@@ -168,9 +190,9 @@ class Poller:
         if down:
             self._fallback_since = self._clock.now()
             log.warning(
-                "Prometheus unreachable, metrics plugins score by requests until it answers source=%s err=%s",
+                "Prometheus unreachable, metrics plugins score by requests until it answers source=%s err=%r",
                 self.name,
-                why,
+                str(why),
             )
         else:
             log.info(
@@ -197,7 +219,7 @@ class Poller:
             self._failing[key] = (reason, loud)
             if loud:
                 log.warning(
-                    "Prometheus query failed source=%s metric=%s reason=%s promql=%r err=%s",
+                    "Prometheus query failed source=%s metric=%s reason=%s promql=%r err=%r",
                     self.name,
                     key.name,
                     reason,

@@ -36,6 +36,7 @@ from netsched.metrics.utilisation import network_load, resource_usage, source_fo
 from plugins.load_threshold.args import LoadThresholdArgs
 
 NETWORK = "network"
+_STATE = "LoadThreshold/bits"
 CODE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
@@ -81,7 +82,7 @@ class LoadThreshold(FilterPlugin, ReservePlugin):
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
-        codes = self.reason_bits(snapshot, idx)
+        codes = self._bits(state, snapshot)[idx]
         rejected = codes != 0
         if not rejected.any():
             return []
@@ -95,8 +96,18 @@ class LoadThreshold(FilterPlugin, ReservePlugin):
         if row is None:  # a node this cycle knows nothing of: no metrics for it either
             bits = sum(2 << (2 * i) for i in range(len(self.checks))) if self.source.fail_closed else 0
         else:
-            bits = int(self.reason_bits(snapshot, np.array([row], dtype=np.int64))[0])
+            bits = int(self._bits(state, snapshot)[row])
         return Status(CODE, list(self._reasons(bits)), self.name) if bits else Status.success()
+
+    def _bits(self, state: CycleState, snapshot: Snapshot) -> IntArray:
+        """reason_bits for every row, once per cycle (preemption calls filter() node by node)."""
+        cached = state.get(_STATE)
+        if cached is not None and cached[0] is snapshot.index:
+            bits: IntArray = cached[1]
+            return bits
+        bits = self.reason_bits(snapshot, snapshot.all_rows)
+        state.write(_STATE, (snapshot.index, bits))
+        return bits
 
     def reason_bits(self, snapshot: Snapshot, idx: IntArray) -> IntArray:
         """Per row of `idx`: bit 2i = check i over its limit, bit 2i+1 = no fresh metrics for it."""

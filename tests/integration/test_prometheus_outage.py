@@ -17,8 +17,9 @@ from prometheus_client import CollectorRegistry
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import Snapshot
+from netsched.framework.types import PodInfo
 from netsched.metrics import NETWORK_RX, MetricsHub, PrometheusArgs
-from netsched.testing.builders import make_node, make_pod, node_infos
+from netsched.testing.builders import PodBuilder, make_node, make_pod, node_infos
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
 from netsched.testing.handle import FakeHandle
 from netsched.testing.prometheus import PrometheusServer, require_prometheus
@@ -63,7 +64,7 @@ def scores(plugin: NetworkTraffic, snap: Snapshot) -> list[int]:
     state = CycleState()
     pod = make_pod("p").info()
     assert plugin.pre_score(state, pod, snap, snap.all_rows).ok
-    return plugin.score_nodes(state, pod, snap, snap.all_rows).tolist()
+    return [int(v) for v in plugin.score_nodes(state, pod, snap, snap.all_rows)]
 
 
 def test_outage_falls_back_once_and_recovers(world: World, caplog: pytest.LogCaptureFixture) -> None:
@@ -71,7 +72,7 @@ def test_outage_falls_back_once_and_recovers(world: World, caplog: pytest.LogCap
     reg = CollectorRegistry()
     hub = MetricsHub(registry=reg)
     # Requests tell a different story than measurements: node-0 runs the annotated pods.
-    pods = [
+    pods: list[PodInfo | PodBuilder] = [
         make_pod(f"a{i}").node("node-0").annotation("kubernetes.io/ingress-bandwidth", "400M")
         for i in range(2)
     ]

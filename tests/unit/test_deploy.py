@@ -25,7 +25,6 @@ METRIC_PLUGINS = ("NetworkTraffic", "LoadAware", "LoadThreshold")
 
 # The least-privilege set, spelled out: changing it must be a deliberate edit here too.
 EXPECTED_CLUSTER_RULES = {
-    ("", "nodes", "get"),
     ("", "nodes", "list"),
     ("", "nodes", "watch"),
     ("", "pods", "get"),
@@ -34,19 +33,12 @@ EXPECTED_CLUSTER_RULES = {
     ("", "pods", "delete"),
     ("", "pods/binding", "create"),
     ("", "pods/status", "patch"),
-    ("", "pods/status", "update"),
     ("", "events", "create"),
     ("", "events", "patch"),
-    ("", "events", "update"),
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),
-    ("events.k8s.io", "events", "update"),
-    ("policy", "poddisruptionbudgets", "get"),
     ("policy", "poddisruptionbudgets", "list"),
     ("policy", "poddisruptionbudgets", "watch"),
-    ("", "namespaces", "get"),
-    ("", "namespaces", "list"),
-    ("", "namespaces", "watch"),
 }
 EXPECTED_LEASE_GRANTS = {
     Grant("coordination.k8s.io", "leases", "create", NAMESPACE, ""),

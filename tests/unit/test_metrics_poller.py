@@ -193,3 +193,18 @@ def test_poll_stops_at_its_deadline() -> None:
     errors = src.poller.table.errors
     assert len(fake.calls) == 3  # 0 s, 5 s, 10 s; at 15 s > 12 s budget the rest are skipped
     assert set(errors.values()) == {"deadline"} and len(errors) == 2
+
+
+def test_a_crashing_poll_is_logged_once_not_every_interval(caplog: pytest.LogCaptureFixture) -> None:
+    hub, fake = fake_hub()
+    src = hub.source(PrometheusArgs())
+    src.require(CPU)
+
+    def broken(promql: str, timeout: float) -> object:
+        raise RuntimeError("bug")
+
+    fake.query = broken  # type: ignore[method-assign]
+    caplog.set_level(logging.ERROR, logger="netsched.metrics")
+    for _ in range(3):
+        src.poller.scheduled_poll()  # what the APScheduler job runs: never raises
+    assert [r.getMessage() for r in caplog.records].count(f"Metrics poll crashed source={src.name}") == 1

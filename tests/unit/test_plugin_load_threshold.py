@@ -71,7 +71,7 @@ class Rig:
                 assert batch[self.names[int(idx[j])]] == "ok"  # one rejection per node
                 batch[self.names[int(idx[j])]] = rej.reasons
         for node in self.snap.nodes:
-            st = self.plugin.filter(state, POD, node)
+            st = self.plugin.filter(CycleState(), POD, node)  # its own cycle: computed afresh
             per_node = "ok" if st.ok else tuple(st.reasons)
             assert per_node == batch[node.name], node.name
             if not st.ok:

@@ -40,7 +40,7 @@ class Rig:
         self.src = self.plugin.source
 
     def load(
-        self, rx: dict[str, float], tx: dict[str, float] | None = None, speed: dict[str, float] | None = None
+        self, rx: dict[str, Any], tx: dict[str, Any] | None = None, speed: dict[str, Any] | None = None
     ) -> None:
         self.fake.serve(self.src, NETWORK_RX, rx)
         self.fake.serve(self.src, NETWORK_TX, tx if tx is not None else dict.fromkeys(rx, 0.0))
