@@ -11,6 +11,9 @@ def in_tree_plugins() -> list[type[Plugin]]:
     from plugins.default_preemption import DefaultPreemption
     from plugins.image_locality import ImageLocality
     from plugins.inter_pod_affinity import InterPodAffinity
+    from plugins.load_aware import LoadAware
+    from plugins.load_threshold import LoadThreshold
+    from plugins.network_traffic import NetworkTraffic
     from plugins.node_affinity import NodeAffinity
     from plugins.node_name import NodeName
     from plugins.node_ports import NodePorts
@@ -39,4 +42,8 @@ def in_tree_plugins() -> list[type[Plugin]]:
         NodeResourcesBalancedAllocation,
         ImageLocality,
         DefaultBinder,
+        # netsched's load-aware plugins (not in the default set: enable them in the profile).
+        NetworkTraffic,
+        LoadAware,
+        LoadThreshold,
     ]
