@@ -261,8 +261,15 @@ class SchedulerApp:
 
     def _housekeeping(self) -> None:
         interval = self.options.housekeeping_interval
+        polls_seen = 0
         while not self.stop_event.wait(interval):
             try:
+                # New measurements are a cluster event for pods a load filter rejected:
+                # without this they would wait up to 5 minutes in the unschedulable pool.
+                polls = sum(p.polls for p in self.hub.pollers())
+                if polls != polls_seen:
+                    polls_seen = polls
+                    self.queue.move_all_to_active_or_backoff("MetricsPolled")
                 self.cache.cleanup_expired()
                 self.cache.notify_node_listeners()
                 self.metrics.cache_nodes.set(len(self.cache.node_names()))

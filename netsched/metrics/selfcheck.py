@@ -64,22 +64,25 @@ class SelfCheckReport:
             return ["no poll has run yet"]
         out = [] if self.reachable else ["Prometheus did not answer the last poll"]
         for m in self.metrics:
+            found = []
             if m.error:
-                out.append(f"{m.metric}: query failed ({m.error}): {m.promql}")
+                found.append(f"{m.metric}: query failed ({m.error})")
             elif m.empty:
-                out.append(
-                    f"{m.metric}: query returned no series (missing exporter or recording rule, or wrong labels): "
-                    f"{m.promql}"
+                found.append(
+                    f"{m.metric}: query returned no series (missing exporter or recording rule, or wrong labels)"
                 )
             if m.nodes_without_series_count:
                 names = ", ".join(m.nodes_without_series)
                 more = m.nodes_without_series_count - len(m.nodes_without_series)
-                out.append(
+                found.append(
                     f"{m.metric}: {m.nodes_without_series_count} Ready node(s) have no series: {names}"
                     + (f" and {more} more" if more > 0 else "")
                 )
             if m.unmapped_count:
-                out.append(f"{m.metric}: {m.unmapped_count} series match no node ({self._hint(m)})")
+                found.append(f"{m.metric}: {m.unmapped_count} series match no node ({self._hint(m)})")
+            if found:
+                out.extend(found)
+                out.append(f"{m.metric}: PromQL: {m.promql}")
         return out
 
     def _hint(self, m: MetricCheck) -> str:

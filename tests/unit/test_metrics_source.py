@@ -94,9 +94,9 @@ def test_self_check_reports_missing_nodes_empty_queries_and_unmapped_series(
     hub.poll_now()
     hub.poll_now()
     warnings = [r for r in caplog.records if "metrics self-check" in r.getMessage()]
-    assert (
-        len(warnings) == 1 and src.query(CPU) not in warnings[0].getMessage()
-    )  # PromQL only for failing queries
+    assert len(warnings) == 1
+    assert f"cpu: PromQL: {src.query(CPU)}" in warnings[0].getMessage()
+    assert src.query(MEMORY) not in warnings[0].getMessage()  # memory is fine
     # A query that returns nothing at all names its PromQL.
     fake.results.pop(src.query(MEMORY))
     hub.poll_now()

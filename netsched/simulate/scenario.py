@@ -1,0 +1,147 @@
+"""A scenario file for `netsched simulate`: nodes, pods, background load, timing.
+
+    name: skewed-bandwidth
+    config: config.yaml                 # KubeSchedulerConfiguration, relative to this file (optional)
+    seed: 1                             # ranges and random picks are drawn from it
+    nodes: "50 nodes, 32 cpu, 128Gi, 10 Gbit"
+    existingPods: "1 pod per node of 1 cpu, 2Gi, 100 Mbit"
+    pods: "300 pods of 500m cpu, 1Gi, 20-50 Mbit"
+    metrics: "10 hot nodes at 60-80% network"
+    timing: {arrivalRatePerSecond: 20, pollIntervalSeconds: 15}
+    prometheus: {down: false, outages: [[30, 90]]}
+
+Every section also takes the long forms (Kubernetes objects, generator
+mappings); netsched/simulate/README.md describes them all.  Decoding collects
+every problem with its field path (`pods[1].bandwidth: Invalid value: "fast":
+must be a bit rate such as 10Gbit or 50Mbit`) and raises them together as a
+ConfigError, like the scheduler's own configuration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from netsched.config import ConfigError, ErrorList, Fields, parse_yaml
+from netsched.config.fields import join
+from netsched.simulate.background import Background, decode_background
+from netsched.simulate.generators import decode_nodes, decode_pods, node_names
+
+DEFAULT_ARRIVAL_RATE = 20.0
+# A pod's traffic shows in the metrics once it runs, and rate() over the
+# default 1m window needs that long to see all of it.
+DEFAULT_POD_START_SECONDS = 5.0
+DEFAULT_RATE_WINDOW_SECONDS = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    arrival_rate: float = DEFAULT_ARRIVAL_RATE  # pods per simulated second, in list order
+    poll_interval: float | None = None  # None: each metrics source's pollIntervalSeconds
+    pod_start_seconds: float = DEFAULT_POD_START_SECONDS
+    rate_window_seconds: float = DEFAULT_RATE_WINDOW_SECONDS
+
+    def arrival(self, i: int) -> float:
+        """Simulated second at which the i-th pod (from 0) is created."""
+        return i / self.arrival_rate
+
+
+@dataclass
+class Scenario:
+    name: str
+    source: str  # where it was read from (file path or resource name)
+    nodes: list[dict[str, Any]]
+    pods: list[dict[str, Any]]  # to place, in arrival order
+    existing_pods: list[dict[str, Any]] = field(default_factory=list)
+    background: dict[str, Background] = field(default_factory=dict)
+    link_speed: dict[str, float] = field(default_factory=dict)  # bytes/s per direction
+    timing: Timing = field(default_factory=Timing)
+    outages: tuple[tuple[float, float], ...] = ()  # simulated seconds Prometheus does not answer
+    config: str = ""  # KubeSchedulerConfiguration reference, relative to the scenario
+    description: str = ""
+    seed: int = 1
+
+    @property
+    def node_names(self) -> list[str]:
+        return node_names(self.nodes)
+
+    def prometheus_down(self, t: float) -> bool:
+        return any(a <= t < b for a, b in self.outages)
+
+    @property
+    def end(self) -> float:
+        """Arrival time of the last pod: the moment "after" figures describe."""
+        return self.timing.arrival(max(0, len(self.pods) - 1))
+
+
+def load_scenario(text: str, label: str = "<string>", *, seed: int | None = None) -> Scenario:
+    """Decode a scenario document; ConfigError with every problem found."""
+    raw = parse_yaml(text, label)
+    errs = ErrorList()
+    f = Fields(raw, "", errs)
+    name = f.str("name", "")
+    description = f.str("description", "")
+    config = f.str("config", "")
+    file_seed = f.int("seed", 1, min=0)
+    use_seed = file_seed if seed is None else seed
+    rng = np.random.default_rng(use_seed)
+    nodes = decode_nodes(f.any("nodes"), errs, rng)
+    names = node_names(nodes.objects)
+    existing = decode_pods(f.any("existingPods"), "existingPods", errs, rng, nodes=names)
+    pods = decode_pods(f.any("pods"), "pods", errs, rng)
+    background, speeds = decode_background(f.any("metrics"), errs, rng, names, nodes.link_speed_bits)
+    timing = _timing(f.sub("timing"))
+    outages = _prometheus(f.sub("prometheus"))
+    clash = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in existing} & {
+        f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods
+    }
+    for key in sorted(clash):
+        errs.duplicate("pods", key)
+    f.finish()
+    if errs:
+        raise ConfigError(errs)
+    return Scenario(
+        name=name or label,
+        source=label,
+        nodes=nodes.objects,
+        pods=pods,
+        existing_pods=existing,
+        background=background,
+        link_speed=speeds,
+        timing=timing,
+        outages=outages,
+        config=config,
+        description=description,
+        seed=use_seed,
+    )
+
+
+def _timing(f: Fields) -> Timing:
+    rate = f.float("arrivalRatePerSecond", DEFAULT_ARRIVAL_RATE, min=1e-6)
+    poll = f.float("pollIntervalSeconds", 0.0, min=1) if f.has("pollIntervalSeconds") else None
+    start = f.float("podStartSeconds", DEFAULT_POD_START_SECONDS, min=0)
+    window = f.float("rateWindowSeconds", DEFAULT_RATE_WINDOW_SECONDS, min=0)
+    f.finish()
+    return Timing(rate, poll or None, start, window)
+
+
+def _prometheus(f: Fields) -> tuple[tuple[float, float], ...]:
+    out: list[tuple[float, float]] = []
+    if f.bool("down", False):
+        out.append((float("-inf"), float("inf")))
+    path = join(f.path, "outages")
+    for i, item in enumerate(f.list("outages")):
+        ok = (
+            isinstance(item, list)
+            and len(item) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in item)
+            and item[0] < item[1]
+        )
+        if not ok:
+            f.errs.invalid(join(path, i), str(item), "must be [from, to] in simulated seconds, from < to")
+            continue
+        out.append((float(item[0]), float(item[1])))
+    f.finish()
+    return tuple(out)
