@@ -266,7 +266,7 @@ class SchedulerApp:
             try:
                 # New measurements are a cluster event for pods a load filter rejected:
                 # without this they would wait up to 5 minutes in the unschedulable pool.
-                polls = sum(p.polls for p in self.hub.pollers())
+                polls = sum(p.polls for p in self.hub.pollers)
                 if polls != polls_seen:
                     polls_seen = polls
                     self.queue.move_all_to_active_or_backoff("MetricsPolled")

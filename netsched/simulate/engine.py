@@ -196,6 +196,7 @@ def simulate(
 
 def _schedule(cluster: InMemoryCluster, run: Run, model: LoadModel) -> None:
     before = model.queries
+    cluster.queue.flush_backoff_completed()  # production's flush loop does this every second
     cluster.schedule_pending()
     run.queries_while_scheduling += model.queries - before
 
@@ -215,7 +216,6 @@ def _drain(
         t = now() + 1.0
         run.polls += polls.run_due(t, move_to)
         move_to(t)
-        cluster.queue.flush_backoff_completed()
         _schedule(cluster, run, model)
 
 
