@@ -276,7 +276,7 @@ def make_app(kubeconfig: str, **opts: Any) -> SchedulerApp:
         cfg,
         registry,
         KubeAPI(client),
-        options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5, **opts),
+        options=AppOptions(**{"metrics_bind_address": "127.0.0.1:0", "watch_timeout": 5, **opts}),
     )
 
 
@@ -326,4 +326,49 @@ def test_explain_annotation_is_opt_in(server: FakeAPIServer, kubeconfig: str) ->
         assert doc["winner"] == node and {t["node"] for t in doc["top"]} == {"n0", "n1"}
         assert "NodeResourcesFit" in doc["top"][0]["scores"]
     finally:
+        app.shutdown(timeout=5)
+
+
+def test_endpoints_readyz_metrics_and_debug_explain(server: FakeAPIServer, kubeconfig: str) -> None:
+    import json
+    import socket
+    import urllib.request
+
+    from netsched.app import _start_server
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server.create("nodes", make_node("n0").capacity(cpu="2").obj())
+    server.create("pods", make_pod("fits").scheduler("netsched").req(cpu="1").obj())
+    server.create("pods", make_pod("huge").scheduler("netsched").req(cpu="64").obj())
+    app = make_app(kubeconfig, metrics_bind_address=f"127.0.0.1:{port}")
+    http = _start_server(app)
+    base = f"http://127.0.0.1:{port}"
+
+    def get(path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(base + path, timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    try:
+        assert get("/readyz")[0] == 503  # caches not synced yet
+        start(app)
+        wait_until(lambda: pod_node(server, "fits"), what="bound")
+        code, body = get("/readyz")
+        assert code == 200 and "leader" in body
+        code, body = get("/metrics")
+        assert code == 200 and 'scheduler_schedule_attempts_total{profile="netsched",result="scheduled"}' in body
+        assert "scheduler_pending_pods" in body
+        code, body = get("/debug/explain?pod=default/huge")
+        doc = json.loads(body)
+        assert code == 200 and doc["winner"] == "" and doc["nodes"][0]["filters"]["NodeResourcesFit"] == "Insufficient cpu"
+        code, body = get("/debug/explain?pod=default/fits&format=text")
+        assert code == 200 and "n0 *" in body
+        assert get("/debug/explain?pod=default/nope")[0] == 404
+        assert get("/debug/explain")[0] == 400
+    finally:
+        http.stop()
         app.shutdown(timeout=5)

@@ -1,0 +1,292 @@
+"""Figures of a simulation: spread of node utilisation, the best any scheduler could do, output.
+
+Spread (after placement, over all nodes): the maximum, mean, standard
+deviation and max/mean of each resource's utilisation.  The lower bound of
+the maximum is water filling: pour the pods' total load into the nodes, each
+starting at its background, raising the lowest first; the level u* reached
+is the smallest u with
+
+    sum_i max(0, u x capacity_i - background_i) >= total pod load
+
+and no placement can end with a maximum below max(u*, the hottest
+background).  It treats load as divisible (pods are not), ignores filters
+(taints, selectors) and, for network, bounds each direction separately, so
+it is a true lower bound: a scheduler at the bound is optimal, one within a
+few percent of it is close.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from netsched.framework.parse import parse_pod
+from netsched.framework.quantity import CPU, MEMORY
+from netsched.metrics import pod_bandwidth
+from netsched.simulate.engine import Run
+from netsched.simulate.model import FloatArray, LoadModel, Loads
+from netsched.simulate.scenario import Scenario
+
+RESOURCES = ("network", "cpu", "memory")
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    max: float
+    mean: float
+    stddev: float
+    max_over_mean: float
+
+    @classmethod
+    def of(cls, values: FloatArray) -> Spread:
+        """Over the finite values (a node without a link speed has no network utilisation)."""
+        v = values[np.isfinite(values)]
+        if not len(v):
+            return cls(math.nan, math.nan, math.nan, math.nan)
+        mean = float(v.mean())
+        top = float(v.max())
+        return cls(top, mean, float(v.std()), top / mean if mean > 0 else math.nan)
+
+    def to_dict(self) -> dict[str, float | None]:
+        return {
+            "max": _num(self.max),
+            "mean": _num(self.mean),
+            "stddev": _num(self.stddev),
+            "maxOverMean": _num(self.max_over_mean),
+        }
+
+
+def water_fill(capacity: FloatArray, background: FloatArray, total: float, tol: float = 1e-9) -> float:
+    """Smallest u with sum_i max(0, u x capacity_i - background_i) >= total, by bisection."""
+    ok = np.isfinite(capacity) & (capacity > 0)
+    cap, bg = capacity[ok], np.nan_to_num(background[ok])
+    if total <= 0 or not len(cap):
+        return 0.0 if total <= 0 else math.inf
+
+    def poured(u: float) -> float:
+        return float(np.maximum(0.0, u * cap - bg).sum())
+
+    lo, hi = 0.0, float(((bg.sum() + total) / cap.sum()) + (bg / cap).max())
+    while hi - lo > tol * max(1.0, hi):
+        mid = (lo + hi) / 2
+        if poured(mid) >= total:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def lower_bound(capacity: FloatArray, background: FloatArray, total: float) -> float:
+    """The least possible maximum utilisation: max(water-filling level, hottest background)."""
+    ok = np.isfinite(capacity) & (capacity > 0)
+    if not ok.any():
+        return math.nan
+    hottest = float((np.nan_to_num(background[ok]) / capacity[ok]).max())
+    return max(water_fill(capacity, background, total), hottest)
+
+
+def lower_bounds(scenario: Scenario) -> dict[str, float]:
+    """Per resource, the least maximum utilisation any placement of all the pods could reach."""
+    model = LoadModel(scenario)  # background and existing pods only
+    base = model.loads(scenario.end)
+    rx = tx = cpu = mem = 0.0
+    for raw in scenario.pods:
+        pod = parse_pod(raw)
+        r, t = pod_bandwidth(pod, 0.0)
+        rx, tx = rx + r, tx + t
+        cpu += pod.requests.get(CPU, 0)
+        mem += pod.requests.get(MEMORY, 0)
+    _, bg_cpu, bg_mem = model.background(scenario.end)
+    existing_cpu = np.nan_to_num(base.cpu) * model.alloc_cpu
+    existing_mem = np.nan_to_num(base.memory) * model.alloc_mem
+    return {
+        "network": max(lower_bound(model.link, base.rx, rx), lower_bound(model.link, base.tx, tx)),
+        "cpu": lower_bound(model.alloc_cpu, existing_cpu, cpu),
+        "memory": lower_bound(model.alloc_mem, existing_mem, mem),
+    }
+
+
+# ---------------------------------------------------------------- the report
+
+
+@dataclass
+class Report:
+    scenario: Scenario
+    runs: list[Run]  # the simulated configuration first, then the compared one (if any)
+    configs: list[str]  # where each run's configuration came from
+    bounds: dict[str, float]
+
+    def spread(self, run: Run) -> dict[str, Spread]:
+        assert run.after is not None
+        return {r: Spread.of(v) for r, v in run.after.by_resource().items()}
+
+    def pods_per_node(self, run: Run) -> Counter[str]:
+        return Counter(run.placements.values())
+
+    # ------------------------------------------------------------ text
+
+    def text(self, *, placements: bool = True) -> str:
+        parts = [self._header()]
+        if placements:
+            parts.append(self._placements())
+        parts += [self._nodes(), self._spread()]
+        return "\n\n".join(parts) + "\n"
+
+    def _header(self) -> str:
+        s = self.scenario
+        t = s.timing
+        lines = [
+            f"Scenario {s.name} ({s.source}): {len(s.nodes)} nodes, {len(s.existing_pods)} existing pods, "
+            f"{len(s.pods)} pods arriving at {t.arrival_rate:g}/s over {s.end:.1f} s"
+        ]
+        for run, cfg in zip(self.runs, self.configs, strict=True):
+            placed = f"{len(run.placements)}/{len(s.pods)} pods placed"
+            if run.metrics_sources:
+                per_poll = run.queries / run.polls if run.polls else 0.0
+                metrics = (
+                    f"{run.polls} poll(s), {per_poll:g} queries per poll, "
+                    f"{run.queries_while_scheduling} queries while scheduling"
+                )
+            else:
+                metrics = "no metrics plugins"
+            lines.append(f"  {run.label:<9} {cfg}: {placed}; {metrics}")
+        if s.outages:
+            lines.append("  Prometheus does not answer: " + ", ".join(f"{a:g}..{b:g} s" for a, b in s.outages))
+        return "\n".join(lines)
+
+    def _placements(self) -> str:
+        keys = [_key(p) for p in self.scenario.pods]
+        head = ["POD"] + [r.label.upper() for r in self.runs]
+        rows = [[k] + [r.placements.get(k, "-") for r in self.runs] for k in keys]
+        out = "Placements\n" + table(head, rows)
+        for r in self.runs:
+            for key, why in r.unscheduled.items():
+                out += f"\n  {r.label}: {key} not placed: {why}"
+        return out
+
+    def _nodes(self) -> str:
+        first = self.runs[0]
+        assert first.before is not None
+        head = ["NODE", "LINK"]
+        for res in RESOURCES:
+            head += [f"{res.upper()[:3]} before"] + [f"{r.label[:8]}" for r in self.runs]
+        head += ["PODS " + "/".join(r.label[:8] for r in self.runs)]
+        counts = [self.pods_per_node(r) for r in self.runs]
+        rows = []
+        for i, name in enumerate(self.scenario.node_names):
+            row = [name, _rate(self.scenario.link_speed.get(name, math.nan))]
+            for res in RESOURCES:
+                row.append(_pct(first.before.by_resource()[res][i]))
+                row += [_pct(_after(r)[res][i]) for r in self.runs]
+            row.append("/".join(str(c[name]) for c in counts))
+            rows.append(row)
+        note = (
+            "Node utilisation (network: busier direction / link speed; cpu, memory: "
+            "background + requests / allocatable)"
+        )
+        return note + "\n" + table(head, rows)
+
+    def _spread(self) -> str:
+        head = ["RESOURCE", "PROFILE", "MAX", "MEAN", "STDDEV", "MAX/MEAN"]
+        rows = []
+        for res in RESOURCES:
+            for r in self.runs:
+                sp = self.spread(r)[res]
+                rows.append(
+                    [res, r.label, _pct(sp.max), _pct(sp.mean), _pct(sp.stddev), _ratio_text(sp.max_over_mean)]
+                )
+            rows.append([res, "lower bound", _pct(self.bounds[res]), "", "", ""])
+        return "Spread after placement (lower bound: the least maximum any placement could reach)\n" + table(
+            head, rows
+        )
+
+    # ------------------------------------------------------------ JSON
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.scenario
+        return {
+            "scenario": {
+                "name": s.name,
+                "source": s.source,
+                "seed": s.seed,
+                "nodes": len(s.nodes),
+                "existingPods": len(s.existing_pods),
+                "pods": len(s.pods),
+                "arrivalRatePerSecond": s.timing.arrival_rate,
+                "durationSeconds": s.end,
+                "prometheusOutages": [[a, b] for a, b in s.outages],
+            },
+            "lowerBounds": {k: _num(v) for k, v in self.bounds.items()},
+            "runs": [self._run_dict(r, c) for r, c in zip(self.runs, self.configs, strict=True)],
+        }
+
+    def _run_dict(self, run: Run, config: str) -> dict[str, Any]:
+        assert run.before is not None
+        counts = self.pods_per_node(run)
+        after = _after(run)
+        before = run.before.by_resource()
+        return {
+            "label": run.label,
+            "config": config,
+            "profile": run.profile,
+            "placed": len(run.placements),
+            "placements": dict(run.placements),
+            "unscheduled": dict(run.unscheduled),
+            "polls": run.polls,
+            "queries": run.queries,
+            "queriesPerPoll": run.queries / run.polls if run.polls else 0.0,
+            "queriesWhileScheduling": run.queries_while_scheduling,
+            "maxPodsPerNode": max(counts.values(), default=0),
+            "spread": {k: v.to_dict() for k, v in self.spread(run).items()},
+            "nodes": [
+                {
+                    "name": name,
+                    "pods": counts[name],
+                    "before": {r: _num(before[r][i]) for r in RESOURCES},
+                    "after": {r: _num(after[r][i]) for r in RESOURCES},
+                }
+                for i, name in enumerate(self.scenario.node_names)
+            ],
+        }
+
+
+def _after(run: Run) -> dict[str, FloatArray]:
+    loads: Loads | None = run.after
+    assert loads is not None
+    return loads.by_resource()
+
+
+def _key(raw: dict[str, Any]) -> str:
+    return f"{raw['metadata'].get('namespace') or 'default'}/{raw['metadata']['name']}"
+
+
+def _num(v: float) -> float | None:
+    return None if v != v or math.isinf(v) else round(float(v), 6)
+
+
+def _pct(v: float) -> str:
+    return "-" if v != v else f"{100 * v:.1f}%"
+
+
+def _ratio_text(v: float) -> str:
+    return "-" if v != v else f"{v:.2f}"
+
+
+def _rate(bytes_per_s: float) -> str:
+    if bytes_per_s != bytes_per_s:
+        return "-"
+    bits = bytes_per_s * 8
+    for unit, scale in (("Tbit", 1e12), ("Gbit", 1e9), ("Mbit", 1e6)):
+        if bits >= scale:
+            return f"{bits / scale:g}{unit}"
+    return f"{bits:g}bit"
+
+
+def table(head: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [head, *rows]]
+    return "\n".join(lines)
