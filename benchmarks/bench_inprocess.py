@@ -5,6 +5,11 @@
 Binding is applied synchronously (the pod is confirmed on its node at once),
 so the figure is the scheduling cycle's own rate, as kube's scheduler_perf
 SchedulingBasic measures it.  Also prints peak RSS.
+
+`--profile metrics` adds NetworkTraffic, LoadAware and LoadThreshold, fed
+static per-node metrics by netsched.testing's FakePrometheus through the real
+metrics hub (one poll before scheduling); the queries the fake answered while
+pods were being scheduled are counted (`queries_while_scheduling`, always 0).
 """
 
 from __future__ import annotations
@@ -17,14 +22,57 @@ from typing import Any
 from benchmarks.common import config, nodes, out, peak_rss_mib, pods
 from netsched.inmemory import InMemoryCluster
 
+# The three metrics plugins on top of kube's defaults (deploy/configmap.yaml's weights).
+METRICS_PROFILE = """\
+  plugins:
+    multiPoint:
+      enabled:
+      - name: NetworkTraffic
+        weight: 3
+      - name: LoadAware
+        weight: 2
+      - name: LoadThreshold
+"""
+GBIT_BYTES = 125_000_000.0
+
+
+def static_metrics_hub(n_nodes: int) -> tuple[Any, Any]:
+    """(MetricsHub, FakePrometheus) serving fixed, varied load for the nodes of common.nodes(n)."""
+    from netsched.metrics import BUILTIN_METRICS, CPU, LINK_SPEED, MEMORY, PrometheusArgs
+    from netsched.metrics.queries import builtin_query
+    from netsched.testing.prometheus import fake_hub
+
+    hub, fake = fake_hub()
+    names = [f"node-{i:05d}" for i in range(n_nodes)]
+    # Every plugin uses the default `prometheus:` block, so these are the queries polled.
+    args = PrometheusArgs()
+    for metric in BUILTIN_METRICS:
+        if metric == LINK_SPEED:
+            values = dict.fromkeys(names, 10 * GBIT_BYTES)
+        elif metric in (CPU, MEMORY):
+            values = {n: 0.1 + 0.5 * ((i * 7) % 10) / 10 for i, n in enumerate(names)}
+        else:
+            values = {n: GBIT_BYTES * ((i * 13) % 10) for i, n in enumerate(names)}
+        fake.set(builtin_query(metric, args), values)
+    return hub, fake
+
 
 def run(
-    n_nodes: int, n_pods: int, kind: str = "plain", extra_config: str = "", hub: Any = None
+    n_nodes: int,
+    n_pods: int,
+    kind: str = "plain",
+    extra_config: str = "",
+    hub: Any = None,
+    fake: Any = None,
 ) -> dict[str, float]:
+    """`fake`: the FakePrometheus behind `hub`, to count queries made while scheduling."""
     cfg, reg = config(extra_config)
     cluster = InMemoryCluster(cfg, reg, metrics_hub=hub)
     cluster.add_nodes(nodes(n_nodes))
     cluster.add_pods(pods(n_pods, spread=kind == "spread", anti_affinity=kind == "spread"))
+    if hub is not None:
+        hub.poll_now()
+    calls = len(fake.calls) if fake is not None else 0
     gc.collect()
     started = time.perf_counter()
     cpu0 = time.process_time()
@@ -32,6 +80,7 @@ def run(
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu0
     return {
+        "queries_while_scheduling": (len(fake.calls) - calls) if fake is not None else 0,
         "nodes": n_nodes,
         "pods": n_pods,
         "attempts": attempts,
@@ -48,10 +97,15 @@ def main() -> None:
     p.add_argument("--nodes", type=int, default=5000)
     p.add_argument("--pods", type=int, default=10000)
     p.add_argument("--kind", choices=("plain", "spread"), default="plain")
+    p.add_argument("--profile", choices=("default", "metrics"), default="default")
     a = p.parse_args()
-    r = run(a.nodes, a.pods, a.kind)
+    if a.profile == "metrics":
+        hub, fake = static_metrics_hub(a.nodes)
+        r = run(a.nodes, a.pods, a.kind, METRICS_PROFILE, hub, fake)
+    else:
+        r = run(a.nodes, a.pods, a.kind)
     out(
-        f"in-process default profile kind={a.kind}: {r['bound']:.0f}/{r['pods']:.0f} pods on {r['nodes']:.0f} nodes "
+        f"in-process {a.profile} profile kind={a.kind}: {r['bound']:.0f}/{r['pods']:.0f} pods on {r['nodes']:.0f} nodes "
         f"in {r['seconds']:.2f}s = {r['pods_per_s']:.0f} pods/s, {r['cpu_ms_per_pod']:.3f} CPU ms/pod, "
         f"peak RSS {r['peak_rss_mib']:.0f} MiB"
     )

@@ -27,7 +27,7 @@ import numpy as np
 from netsched.config.fields import ErrorList, Fields, join
 from netsched.simulate import compact
 from netsched.simulate.generators import DEFAULT_LINK_SPEED_BITS
-from netsched.simulate.units import Curve, bits_per_second, fraction, is_range, is_series, number
+from netsched.simulate.units import Curve, bits_per_second, fraction, is_range, is_series, number, shown
 
 NETWORK_KEYS = ("network", "networkBytesPerSecond", "networkUtilization")
 METRIC_KEYS = (*NETWORK_KEYS, "cpu", "memory", "linkSpeed")
@@ -82,7 +82,7 @@ def _spec(raw: Any, path: str, key: str, errs: ErrorList) -> Spec | None:
             raise ValueError("must be a value, a [lo, hi] range or a [[seconds, value], ...] series")
         value = parse(raw)
     except ValueError as e:
-        errs.invalid(path, raw if not isinstance(raw, list | dict) else str(raw), str(e))
+        errs.invalid(path, shown(raw), str(e))
         return None
     const = Curve.constant(value)
     return lambda _rng: const
@@ -194,7 +194,9 @@ def _decode_skew(f: Fields, state: _Nodes, rng: np.random.Generator) -> None:
     state.apply(rows, layer, rng)
 
 
-def _resolve(state: _Nodes, link_speed_bits: dict[str, float]) -> tuple[dict[str, Background], dict[str, float]]:
+def _resolve(
+    state: _Nodes, link_speed_bits: dict[str, float]
+) -> tuple[dict[str, Background], dict[str, float]]:
     zero = Curve.constant(0.0)
     backgrounds: dict[str, Background] = {}
     speeds: dict[str, float] = {}

@@ -26,7 +26,9 @@ _MEM_WORD = re.compile(
     rf"^(?P<lo>{_NUM}{_MEM_SUFFIX}?)\s*(?:-\s*(?P<hi>{_NUM}{_MEM_SUFFIX}?))?\s*(?:memory|mem)$"
 )
 _MEM_BARE = re.compile(rf"^(?P<lo>{_NUM}(?:Ki|Mi|Gi|Ti)?)\s*(?:-\s*(?P<hi>{_NUM}(?:Ki|Mi|Gi|Ti)?))?$")
-_PERCENT = re.compile(rf"^(?P<lo>{_NUM})\s*%?\s*(?:-\s*(?P<hi>{_NUM}))?\s*%\s*(?P<what>network|net|cpu|memory|mem)$")
+_PERCENT = re.compile(
+    rf"^(?P<lo>{_NUM})\s*%?\s*(?:-\s*(?P<hi>{_NUM}))?\s*%\s*(?P<what>network|net|cpu|memory|mem)$"
+)
 _NODES = re.compile(r"^(?P<n>[0-9]+)\s+nodes?$")
 _PODS = re.compile(r"^(?P<n>[0-9]+)\s+pods?(?P<per>\s+per\s+node)?(?:\s+of\s+(?P<rest>.+))?$")
 _HOT = re.compile(r"^(?:(?P<n>[0-9]+)\s+hot\s+nodes?|(?P<all>all)\s+nodes?)\s+at\s+(?P<rest>.+)$")
@@ -94,7 +96,9 @@ def node_generator(text: str) -> dict[str, Any]:
         if z:
             out["zones"] = int(z.group("n"))
         elif not (_resource(part, out, "linkSpeed") or _word(part, out, {"prefix": "namePrefix"})):
-            raise ValueError(f"cannot read {part!r} (expected cpu, memory such as 128Gi, a link speed, N zones)")
+            raise ValueError(
+                f"cannot read {part!r} (expected cpu, memory such as 128Gi, a link speed, N zones)"
+            )
     return out
 
 
@@ -109,7 +113,9 @@ def pod_generator(text: str) -> dict[str, Any]:
     keys = {"prefix": "namePrefix", "scheduler": "schedulerName", "namespace": "namespace"}
     for part in rest + parts[1:]:
         if not (_resource(part.strip(), out, "bandwidth") or _word(part.strip(), out, keys)):
-            raise ValueError(f"cannot read {part!r} (expected cpu, memory such as 1Gi, a bandwidth such as 50 Mbit)")
+            raise ValueError(
+                f"cannot read {part!r} (expected cpu, memory such as 1Gi, a bandwidth such as 50 Mbit)"
+            )
     return out
 
 

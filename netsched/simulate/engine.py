@@ -114,7 +114,9 @@ class _Polls:
         self.count = [0] * len(self.pollers)
 
     def next_due(self) -> float:
-        return min((n * iv for (_, iv), n in zip(self.pollers, self.count, strict=True)), default=float("inf"))
+        return min(
+            (n * iv for (_, iv), n in zip(self.pollers, self.count, strict=True)), default=float("inf")
+        )
 
     def run_due(self, t: float, move_to: Callable[[float], None]) -> int:
         """Run every poll due at or before t, each at its own time; returns how many ran."""
@@ -165,7 +167,7 @@ def simulate(
     profiles = list(cluster.frameworks)
     run = Run(label=label, profile=profiles[0], metrics_sources=len(hub.sources))
     if explain_pod:
-        cluster.scheduler.queue = _Explainer(cluster, explain_pod, now, run)  # type: ignore[assignment]
+        cluster.scheduler.queue = _Explainer(cluster, explain_pod, now, run)
     cluster.on_bound.append(lambda pod, node: model.place(pod, node, now()))
     cluster.add_nodes(copy.deepcopy(scenario.nodes))
     cluster.add_pods(copy.deepcopy(scenario.existing_pods))
@@ -188,7 +190,9 @@ def simulate(
     for raw in pods:
         key = _key(raw)
         if key not in run.placements:
-            run.unscheduled[key] = cluster.api.failed.get(key, "not attempted (no profile for its schedulerName)")
+            run.unscheduled[key] = cluster.api.failed.get(
+                key, "not attempted (no profile for its schedulerName)"
+            )
     run.queries = model.queries - run.queries_while_scheduling
     run.wall_seconds = time.perf_counter() - started
     return run
@@ -239,4 +243,3 @@ def _seed_tie_breaks(cluster: InMemoryCluster, seed: int) -> None:
         rng = getattr(fwk, "_rng", None)
         if isinstance(rng, random.Random):
             rng.seed(seed * 1000 + i)
-

@@ -22,7 +22,7 @@ from netsched.framework.parse import PodParseError, parse_pod
 from netsched.framework.quantity import CPU, MEMORY, QuantityError, to_canonical
 from netsched.metrics.estimation import EGRESS_BANDWIDTH, INGRESS_BANDWIDTH
 from netsched.simulate import compact
-from netsched.simulate.units import bandwidth_annotation, bits_per_second, is_range
+from netsched.simulate.units import bandwidth_annotation, bits_per_second, is_range, shown
 from netsched.testing.builders import make_node, make_pod
 
 MAX_COUNT = 100_000
@@ -49,25 +49,31 @@ def _amount(f: Fields, key: str, parse: Callable[[Any], float]) -> Amount | None
     path = join(f.path, key)
     values = raw if is_range(raw) else [raw]
     if isinstance(raw, list) and not is_range(raw):
-        f.errs.invalid(path, str(raw), "must be a value or a [lo, hi] range")
+        f.errs.invalid(path, shown(raw), "must be a value or a [lo, hi] range")
         return None
     try:
         got = [parse(v) for v in values]
-    except (ValueError, QuantityError) as e:
-        f.errs.invalid(path, raw if not isinstance(raw, list) else str(raw), str(e))
+    except ValueError as e:
+        f.errs.invalid(path, shown(raw), str(e))
         return None
     if got[0] > got[-1]:
-        f.errs.invalid(path, str(raw), "range must be [lo, hi] with lo <= hi")
+        f.errs.invalid(path, shown(raw), "range must be [lo, hi] with lo <= hi")
         return None
     return Amount(got[0], got[-1], "" if len(got) > 1 else str(raw))
 
 
 def _cpu(v: Any) -> float:
-    return float(to_canonical(CPU, v))
+    try:
+        return float(to_canonical(CPU, v))
+    except QuantityError:
+        raise ValueError('must be a CPU quantity such as "500m" or "2"') from None
 
 
 def _memory(v: Any) -> float:
-    return float(to_canonical(MEMORY, v))
+    try:
+        return float(to_canonical(MEMORY, v))
+    except QuantityError:
+        raise ValueError('must be a memory quantity such as "512Mi" or "2Gi"') from None
 
 
 def _cpu_text(a: Amount, rng: np.random.Generator) -> str:
@@ -191,7 +197,9 @@ def _node_generator(
     f.finish()
     out = []
     for i, name in enumerate(names.take(prefix, count)):
-        b = make_node(name).capacity(cpu=_cpu_text(cpu, rng), memory=_memory_text(memory, rng), pods=str(pods))
+        b = make_node(name).capacity(
+            cpu=_cpu_text(cpu, rng), memory=_memory_text(memory, rng), pods=str(pods)
+        )
         for k, v in labels.items():
             b.label(k, v)
         if zones:
@@ -285,7 +293,9 @@ def _pod_object(
             return None
         obj.setdefault("status", {})["phase"] = "Running"
     elif bound:
-        errs.forbidden(f"{path}.spec.nodeName", "a pod to place must not be bound; list it under existingPods")
+        errs.forbidden(
+            f"{path}.spec.nodeName", "a pod to place must not be bound; list it under existingPods"
+        )
         return None
     try:
         parse_pod(obj)
@@ -363,7 +373,7 @@ def _target_nodes(f: Fields, nodes: list[str]) -> list[str]:
         return nodes
     path = join(f.path, "nodes")
     if not isinstance(raw, list) or not raw:
-        f.errs.invalid(path, str(raw), "must be a non-empty list of node names")
+        f.errs.invalid(path, shown(raw), "must be a non-empty list of node names")
         return nodes
     known = set(nodes)
     out = []

@@ -190,7 +190,9 @@ class SimulatedPrometheus:
         for i, v in enumerate(values.tolist()):
             if v != v:  # NaN: the node has no such series
                 continue
-            labels = {"instance": self.model.instance[i]} if by_instance else {mapping.label: self.model.names[i]}
+            labels = (
+                {"instance": self.model.instance[i]} if by_instance else {mapping.label: self.model.names[i]}
+            )
             out.append({"metric": labels, "value": [wall, repr(float(v))]})
         return out
 

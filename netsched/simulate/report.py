@@ -100,13 +100,13 @@ def lower_bounds(scenario: Scenario) -> dict[str, float]:
         rx, tx = rx + r, tx + t
         cpu += pod.requests.get(CPU, 0)
         mem += pod.requests.get(MEMORY, 0)
-    _, bg_cpu, bg_mem = model.background(scenario.end)
-    existing_cpu = np.nan_to_num(base.cpu) * model.alloc_cpu
-    existing_mem = np.nan_to_num(base.memory) * model.alloc_mem
+    # What is on each node before the pods come: background plus existing pods.
+    fixed_cpu = np.nan_to_num(base.cpu) * model.alloc_cpu
+    fixed_mem = np.nan_to_num(base.memory) * model.alloc_mem
     return {
         "network": max(lower_bound(model.link, base.rx, rx), lower_bound(model.link, base.tx, tx)),
-        "cpu": lower_bound(model.alloc_cpu, existing_cpu, cpu),
-        "memory": lower_bound(model.alloc_mem, existing_mem, mem),
+        "cpu": lower_bound(model.alloc_cpu, fixed_cpu, cpu),
+        "memory": lower_bound(model.alloc_mem, fixed_mem, mem),
     }
 
 
@@ -155,7 +155,9 @@ class Report:
                 metrics = "no metrics plugins"
             lines.append(f"  {run.label:<9} {cfg}: {placed}; {metrics}")
         if s.outages:
-            lines.append("  Prometheus does not answer: " + ", ".join(f"{a:g}..{b:g} s" for a, b in s.outages))
+            lines.append(
+                "  Prometheus does not answer: " + ", ".join(f"{a:g}..{b:g} s" for a, b in s.outages)
+            )
         return "\n".join(lines)
 
     def _placements(self) -> str:
@@ -197,7 +199,14 @@ class Report:
             for r in self.runs:
                 sp = self.spread(r)[res]
                 rows.append(
-                    [res, r.label, _pct(sp.max), _pct(sp.mean), _pct(sp.stddev), _ratio_text(sp.max_over_mean)]
+                    [
+                        res,
+                        r.label,
+                        _pct(sp.max),
+                        _pct(sp.mean),
+                        _pct(sp.stddev),
+                        _ratio_text(sp.max_over_mean),
+                    ]
                 )
             rows.append([res, "lower bound", _pct(self.bounds[res]), "", "", ""])
         return "Spread after placement (lower bound: the least maximum any placement could reach)\n" + table(

@@ -28,6 +28,7 @@ from netsched.config import ConfigError, ErrorList, Fields, parse_yaml
 from netsched.config.fields import join
 from netsched.simulate.background import Background, decode_background
 from netsched.simulate.generators import decode_nodes, decode_pods, node_names
+from netsched.simulate.units import shown
 
 DEFAULT_ARRIVAL_RATE = 20.0
 # A pod's traffic shows in the metrics once it runs, and rate() over the
@@ -140,7 +141,7 @@ def _prometheus(f: Fields) -> tuple[tuple[float, float], ...]:
             and item[0] < item[1]
         )
         if not ok:
-            f.errs.invalid(join(path, i), str(item), "must be [from, to] in simulated seconds, from < to")
+            f.errs.invalid(join(path, i), shown(item), "must be [from, to] in simulated seconds, from < to")
             continue
         out.append((float(item[0]), float(item[1])))
     f.finish()

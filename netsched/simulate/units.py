@@ -8,6 +8,7 @@ meant to follow a field path ("nodes[0].linkSpeed: Invalid value: ...").
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -111,3 +112,20 @@ def is_series(value: Any) -> bool:
 
 def is_range(value: Any) -> bool:
     return isinstance(value, list) and len(value) == 2 and not any(isinstance(p, list) for p in value)
+
+
+class _Literal:
+    """Printed as is in a FieldError (a str would be quoted)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def shown(value: Any) -> Any:
+    """A value for an error message: scalars as they are, lists and mappings as JSON."""
+    if isinstance(value, list | dict):
+        return _Literal(json.dumps(value, default=str))
+    return value

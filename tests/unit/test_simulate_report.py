@@ -1,0 +1,113 @@
+"""Report figures: spread, the water-filling bound (hand-computed), text, JSON, chart, progress bar."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from netsched.app import build_registry
+from netsched.simulate import Report, Spread, load_scenario, lower_bound, lower_bounds, simulate, water_fill
+from netsched.simulate.configs import default_profile, example_config
+from netsched.simulate.progress import ProgressBar, wanted
+
+REGISTRY = build_registry()
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+SMALL = """
+name: small
+nodes: "2 nodes, 4 cpu, 8Gi, 1 Gbit"
+pods: "4 pods of 1 cpu, 1Gi, 100 Mbit"
+metrics: {node-00: {networkUtilization: 0.1, cpu: 0.5}}
+"""
+
+
+def test_water_fill_by_hand() -> None:
+    cap = np.array([10.0, 10.0, 20.0])
+    bg = np.array([8.0, 2.0, 0.0])
+    # Below 0.8 only the last two nodes take load: (10u - 2) + 20u = 14  ->  u = 16/30.
+    assert water_fill(cap, bg, 14.0) == pytest.approx(16 / 30)
+    # ...so the least possible maximum is the hottest background, 8/10.
+    assert lower_bound(cap, bg, 14.0) == pytest.approx(0.8)
+    # Above 0.8 all three: (10u - 8) + (10u - 2) + 20u = 30  ->  u = 1.
+    assert lower_bound(cap, bg, 30.0) == pytest.approx(1.0)
+    assert water_fill(cap, bg, 0.0) == 0.0
+    # Nodes without a capacity (no link speed) take no part.
+    assert water_fill(np.array([np.nan, 10.0]), np.array([0.0, 0.0]), 5.0) == pytest.approx(0.5)
+    assert math.isnan(lower_bound(np.array([np.nan]), np.array([0.0]), 1.0))
+
+
+def test_lower_bounds_of_a_scenario() -> None:
+    s = load_scenario(SMALL)
+    b = lower_bounds(s)
+    # rx: 4 x 100 Mbit = 50 MB/s into 2 x 125 MB/s, node-00 starting at 12.5: 250u - 12.5 = 50.
+    assert b["network"] == pytest.approx(0.25)
+    # cpu: 4 cores into 2 x 4, node-00 at 2 cores already: 8u - 2 = 4.
+    assert b["cpu"] == pytest.approx(0.75)
+    assert b["memory"] == pytest.approx(4 / 16)
+
+
+def test_spread() -> None:
+    sp = Spread.of(np.array([0.2, 0.4, np.nan, 0.6]))
+    assert (sp.max, sp.mean) == pytest.approx((0.6, 0.4))
+    assert sp.stddev == pytest.approx(math.sqrt(0.08 / 3))
+    assert sp.max_over_mean == pytest.approx(1.5)
+    assert math.isnan(Spread.of(np.array([np.nan])).max)
+    assert Spread.of(np.zeros(3)).to_dict()["maxOverMean"] is None
+
+
+def report() -> Report:
+    s = load_scenario(SMALL)
+    ours = simulate(s, example_config(REGISTRY), REGISTRY, label="netsched")
+    base = simulate(s, default_profile("netsched", REGISTRY), REGISTRY, label="default")
+    return Report(s, [ours, base], ["config.yaml", "kube's default plugins"], lower_bounds(s))
+
+
+def test_text_and_json() -> None:
+    r = report()
+    text = r.text()
+    assert "Scenario small" in text and "4/4 pods placed" in text
+    assert "default/pod-00" in text and "NETSCHED  DEFAULT" in text
+    assert "network   lower bound  25.0%" in text
+    doc = json.loads(json.dumps(r.to_dict()))
+    assert doc["scenario"]["pods"] == 4 and doc["lowerBounds"]["network"] == pytest.approx(0.25)
+    ours, base = doc["runs"]
+    assert ours["label"] == "netsched" and ours["placed"] == 4 and ours["queriesWhileScheduling"] == 0
+    assert ours["queriesPerPoll"] == 5 and base["polls"] == 0
+    assert sum(n["pods"] for n in ours["nodes"]) == 4
+    assert ours["nodes"][0]["before"]["network"] == pytest.approx(0.1)
+    # The node-level "after" figures are the spread's inputs.
+    assert ours["spread"]["network"]["max"] == pytest.approx(max(n["after"]["network"] for n in ours["nodes"]))
+    assert "Placements" not in r.text(placements=False)
+
+
+def test_chart_is_a_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from netsched.simulate.chart import write_chart
+
+    out = tmp_path / "load.png"
+    write_chart(report(), out)
+    assert out.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_chart_without_matplotlib_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from netsched.simulate.chart import ChartUnavailable, write_chart
+
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails
+    with pytest.raises(ChartUnavailable, match=r"pip install 'netsched\[chart\]'"):
+        write_chart(report(), tmp_path / "x.png")
+
+
+def test_progress_bar() -> None:
+    buf = io.StringIO()
+    bar = ProgressBar("simulating netsched", buf, width=10)
+    for i in range(1, 11):
+        bar(i, 10)
+    bar.close()
+    assert buf.getvalue().endswith("[##########] 10/10 pods\n")
+    assert not wanted(False, io.StringIO()) and wanted(True, io.StringIO())
