@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from netsched.app import build_registry
+from netsched.config import load_config
 from netsched.simulate import Run, Scenario, Spread, load_scenario, lower_bounds, simulate
 from netsched.simulate.configs import default_profile, example_config
 
@@ -59,18 +60,38 @@ def test_slow_arrivals_across_many_polls_stay_near_the_bound() -> None:
     assert max_network(ours) < max_network(base)
 
 
+# NetworkTraffic alone decides: on equal nodes and one sample only its estimates
+# of just-placed pods can tell the nodes apart (kube's score plugins would spread
+# the pods by requests on their own).
+NETWORK_ONLY = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: netsched
+  plugins:
+    multiPoint:
+      enabled: [{name: NetworkTraffic, weight: 1}]
+    score:
+      disabled: [{name: "*"}]
+      enabled: [{name: NetworkTraffic, weight: 1}]
+"""
+
+
 def test_burst_within_one_poll_spreads_over_equal_nodes() -> None:
     s = load_scenario(
         """
-nodes: "20 nodes, 32 cpu, 128Gi, 10 Gbit"
+nodes: "20 nodes, 32 cpu, 128Gi, 1 Gbit"
 pods: "80 pods of 500m cpu, 1Gi, 50 Mbit"
 timing: {arrivalRatePerSecond: 100, pollIntervalSeconds: 15}
 """
     )
+    fair = len(s.pods) / len(s.nodes)
     ours, _ = both(s)
     assert ours.polls == 1  # every pod placed on the same, single sample
-    fair = len(s.pods) / len(s.nodes)
     assert max(Counter(ours.placements.values()).values()) <= 1.5 * fair
+    alone = simulate(s, load_config(NETWORK_ONLY, REGISTRY), REGISTRY)
+    assert alone.polls == 1 and len(alone.placements) == 80
+    assert max(Counter(alone.placements.values()).values()) <= 1.5 * fair
 
 
 def test_prometheus_down_falls_back_to_requests() -> None:
