@@ -24,6 +24,7 @@ import logging
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any
 
@@ -32,8 +33,15 @@ from benchmarks.bench_inprocess import METRICS_PROFILE, static_metrics_hub
 from benchmarks.bench_inprocess import run as inprocess_run
 from benchmarks.common import config, nodes, out, pods, table
 
-FULL = {"inprocess": [(500, 1000), (1000, 2000), (5000, 10000)], "e2e": (1000, 2000)}
-QUICK = {"inprocess": [(500, 500), (1000, 1000), (5000, 1000)], "e2e": (200, 400)}
+
+@dataclass(frozen=True)
+class Sizes:
+    inprocess: tuple[tuple[int, int], ...]  # (nodes, pods)
+    e2e: tuple[int, int]
+
+
+FULL = Sizes(((500, 1000), (1000, 2000), (5000, 10000)), (1000, 2000))
+QUICK = Sizes(((500, 500), (1000, 1000), (5000, 1000)), (200, 400))
 POLL_NODES = (10, 5000)
 
 
@@ -53,7 +61,8 @@ def poll_case(n_nodes: int, polls: int = 7, n_pods: int = 200) -> dict[str, floa
     hub, fake = static_metrics_hub(n_nodes)
     cluster = InMemoryCluster(cfg, reg, metrics_hub=hub)
     cluster.add_nodes(nodes(n_nodes))
-    distinct = len({key.promql for poller in hub.pollers for key in poller.keys()})
+    # Poller.keys() is the poller's list of queries (a method, not a dict view).
+    distinct = len({key.promql for poller in hub.pollers for key in poller.keys()})  # noqa: SIM118
     queries, seconds = [], []
     for _ in range(polls):
         outcomes = hub.poll_now()
@@ -88,7 +97,7 @@ def main() -> None:
     started = time.perf_counter()
 
     rows = []
-    for n_nodes, n_pods in sizes["inprocess"]:
+    for n_nodes, n_pods in sizes.inprocess:
         for profile in ("default", "metrics"):
             r = _isolated(inprocess_case, n_nodes, n_pods, profile)
             rows.append(
@@ -105,7 +114,7 @@ def main() -> None:
     out("\n1. In-process throughput (scheduling cycle, synchronous binding)")
     out(table(rows, ["nodes", "pods bound", "profile", "pods/s", "CPU ms/pod", "queries", "peak RSS MiB"]))
 
-    n_nodes, n_pods = sizes["e2e"]
+    n_nodes, n_pods = sizes.e2e
     r = bench_e2e.run(n_nodes, n_pods, qps=500, burst=1000)
     out("\n2. End to end over HTTP (fake API server in another process, qps 500, burst 1000)")
     out(

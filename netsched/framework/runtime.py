@@ -564,25 +564,22 @@ class Framework:
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
     ) -> Status:
-        for p in self.pre_filter_plugins:
-            if p.name in state.skip_filter_plugins:
-                continue
-            try:
-                st = p.add_pod(state, pod, to_add, node)
-            except Exception as e:
-                return Status.as_error(e, p.name)
-            if not st.ok:
-                return st.with_plugin(p.name)
-        return Status.success()
+        return self._run_pre_filter_extension(state, pod, to_add, node, adding=True)
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
     ) -> Status:
+        return self._run_pre_filter_extension(state, pod, to_remove, node, adding=False)
+
+    def _run_pre_filter_extension(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo, *, adding: bool
+    ) -> Status:
+        """PreFilterExtensions AddPod/RemovePod of every PreFilter plugin that did not Skip."""
         for p in self.pre_filter_plugins:
             if p.name in state.skip_filter_plugins:
                 continue
             try:
-                st = p.remove_pod(state, pod, to_remove, node)
+                st = p.add_pod(state, pod, other, node) if adding else p.remove_pod(state, pod, other, node)
             except Exception as e:
                 return Status.as_error(e, p.name)
             if not st.ok:

@@ -7,10 +7,8 @@ measured scores back.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,6 +19,7 @@ from netsched.testing.builders import make_node, make_pod
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import PrometheusServer, require_prometheus
+from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -61,16 +60,6 @@ profiles:
 """
 
 
-def wait_until(pred: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def full_window(prom: PrometheusServer) -> None:
     prom.wait_for(
         f'rate(node_network_receive_bytes_total{{node="node-0",device="eth0"}}[{WINDOW}])',
@@ -87,7 +76,9 @@ def stack(tmp_path: Path) -> Iterator[tuple[FakeAPIServer, PrometheusServer, Sch
         for name, rx in RX.items():
             exporter.set_load(name, rx=rx)
         for n in nodes:
-            server.create("nodes", make_node(n.name).capacity(cpu="8", memory="16Gi").address("InternalIP", n.ip).obj())
+            server.create(
+                "nodes", make_node(n.name).capacity(cpu="8", memory="16Gi").address("InternalIP", n.ip).obj()
+            )
         prom = PrometheusServer([exporter.target], binary=binary)
         app = None
         try:
@@ -127,22 +118,30 @@ def create(server: FakeAPIServer, names: list[str]) -> None:
         server.create("pods", make_pod(n).scheduler("netsched").req(cpu="100m").obj())
 
 
-def test_least_loaded_then_outage_then_recovery(stack: tuple[FakeAPIServer, PrometheusServer, SchedulerApp]) -> None:
+def test_least_loaded_then_outage_then_recovery(
+    stack: tuple[FakeAPIServer, PrometheusServer, SchedulerApp],
+) -> None:
     server, prom, app = stack
     source = app.hub.sources[0]
     assert not source.in_fallback
 
     first = [f"a-{i}" for i in range(6)]
     create(server, first)
-    got = wait_until(lambda: len(placed(server, first)) == 6 and placed(server, first), what="first pods placed")
+    got = wait_until(
+        lambda: len(placed(server, first)) == 6 and placed(server, first), what="first pods placed"
+    )
     # node-0 is above the 80% threshold (filtered); node-1 is busy: both stay empty.
     assert set(got.values()) <= {"node-2", "node-3"}, got
 
     prom.kill()
-    wait_until(lambda: app.hub.trigger(timeout=5) and source.in_fallback, what="fallback after Prometheus died")
+    wait_until(
+        lambda: app.hub.trigger(timeout=5) and source.in_fallback, what="fallback after Prometheus died"
+    )
     during = [f"b-{i}" for i in range(4)]
     create(server, during)
-    got = wait_until(lambda: len(placed(server, during)) == 4 and placed(server, during), what="pods placed during outage")
+    got = wait_until(
+        lambda: len(placed(server, during)) == 4 and placed(server, during), what="pods placed during outage"
+    )
     assert len(got) == 4  # scheduling degrades, never stops
 
     prom.restart()
@@ -150,5 +149,7 @@ def test_least_loaded_then_outage_then_recovery(stack: tuple[FakeAPIServer, Prom
     wait_until(lambda: app.hub.trigger(timeout=5) and not source.in_fallback, what="recovery")
     after = [f"c-{i}" for i in range(4)]
     create(server, after)
-    got = wait_until(lambda: len(placed(server, after)) == 4 and placed(server, after), what="pods placed after recovery")
+    got = wait_until(
+        lambda: len(placed(server, after)) == 4 and placed(server, after), what="pods placed after recovery"
+    )
     assert set(got.values()) <= {"node-2", "node-3"}, got

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from netsched.kube import KubeAPI, build_api_client
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.rbac import request_rule, rules_from_deploy
+from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -52,16 +53,6 @@ RARE_PATHS = {
 }
 
 
-def wait_until(pred: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture
 def server() -> Iterator[FakeAPIServer]:
     with FakeAPIServer(watch_timeout=5.0, bookmark_interval=0.5) as srv:
@@ -86,7 +77,12 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
     registry = build_registry()
     cfg = load_config(CONFIG, registry)
     client = build_api_client(str(kubeconfig), qps=500, burst=1000, pool_size=24)
-    app = SchedulerApp(cfg, registry, KubeAPI(client), options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5))
+    app = SchedulerApp(
+        cfg,
+        registry,
+        KubeAPI(client),
+        options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5),
+    )
     stop = threading.Event()
     elector = None
     try:
@@ -100,7 +96,9 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
 
         # Binding + Scheduled events.
         for i in range(2):
-            server.create("pods", make_pod(f"low-{i}").scheduler("netsched").label("tier", "low").req(cpu="2").obj())
+            server.create(
+                "pods", make_pod(f"low-{i}").scheduler("netsched").label("tier", "low").req(cpu="2").obj()
+            )
         wait_until(lambda: node_of("low-0") and node_of("low-1"), what="low pods bound")
         # Unschedulable: status patch + FailedScheduling, then a repeat (series patch) after a node update.
         server.create("pods", make_pod("big").scheduler("netsched").req(cpu="3").obj())
@@ -108,18 +106,31 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
         node = server.get("nodes", "n0")
         node["metadata"]["labels"]["touched"] = "1"
         server.update("nodes", node)
-        wait_until(lambda: any(r.verb == "patch" and r.api_group == "events.k8s.io" for r in server.requests), what="event series patch")
+        wait_until(
+            lambda: any(r.verb == "patch" and r.api_group == "events.k8s.io" for r in server.requests),
+            what="event series patch",
+        )
         # Preemption: deletes a low-priority victim, then the preemptor binds.
         server.create("pods", make_pod("vip").scheduler("netsched").priority(1000).req(cpu="2").obj())
         wait_until(lambda: node_of("vip"), timeout=20, what="preemptor bound")
         # core/v1 events fallback when events.k8s.io is not served.
         server.inject_fault("*", r"/apis/events\.k8s\.io/", status=404, count=-1)
         server.create("pods", make_pod("late").scheduler("netsched").req(cpu="100").obj())
-        wait_until(lambda: any(r.api_group == "" and r.resource == "events" and r.verb == "create" for r in server.requests), what="core event")
+        wait_until(
+            lambda: any(
+                r.api_group == "" and r.resource == "events" and r.verb == "create" for r in server.requests
+            ),
+            what="core event",
+        )
         node = server.get("nodes", "n1")
         node["metadata"]["labels"]["touched"] = "2"
         server.update("nodes", node)
-        wait_until(lambda: any(r.api_group == "" and r.resource == "events" and r.verb == "patch" for r in server.requests), what="core event series patch")
+        wait_until(
+            lambda: any(
+                r.api_group == "" and r.resource == "events" and r.verb == "patch" for r in server.requests
+            ),
+            what="core event series patch",
+        )
         # Let a renewal happen.
         time.sleep(1.2)
     finally:
@@ -137,4 +148,8 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
 
 
 def _events(server: FakeAPIServer, pod: str, reason: str) -> list[dict[str, Any]]:
-    return [e for e in server.list("events.k8s.io/events", None) if e.get("regarding", {}).get("name") == pod and e.get("reason") == reason]
+    return [
+        e
+        for e in server.list("events.k8s.io/events", None)
+        if e.get("regarding", {}).get("name") == pod and e.get("reason") == reason
+    ]

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from netsched.config import load_config
 from netsched.kube import KubeAPI, build_api_client
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer
+from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -31,16 +32,6 @@ podMaxBackoffSeconds: 1
 profiles:
 - schedulerName: netsched
 """
-
-
-def wait_until(pred: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -360,11 +351,17 @@ def test_endpoints_readyz_metrics_and_debug_explain(server: FakeAPIServer, kubec
         code, body = get("/readyz")
         assert code == 200 and "leader" in body
         code, body = get("/metrics")
-        assert code == 200 and 'scheduler_schedule_attempts_total{profile="netsched",result="scheduled"}' in body
+        assert (
+            code == 200 and 'scheduler_schedule_attempts_total{profile="netsched",result="scheduled"}' in body
+        )
         assert "scheduler_pending_pods" in body
         code, body = get("/debug/explain?pod=default/huge")
         doc = json.loads(body)
-        assert code == 200 and doc["winner"] == "" and doc["nodes"][0]["filters"]["NodeResourcesFit"] == "Insufficient cpu"
+        assert (
+            code == 200
+            and doc["winner"] == ""
+            and doc["nodes"][0]["filters"]["NodeResourcesFit"] == "Insufficient cpu"
+        )
         code, body = get("/debug/explain?pod=default/fits&format=text")
         assert code == 200 and "n0 *" in body
         assert get("/debug/explain?pod=default/nope")[0] == 404

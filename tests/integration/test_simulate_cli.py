@@ -57,7 +57,11 @@ def test_json_and_chart(tmp_path: Path) -> None:
     assert doc["scenario"]["seed"] == 4 and [run["label"] for run in doc["runs"]] == ["netsched", "default"]
     assert doc["runs"][0]["placed"] == 60 and doc["runs"][0]["queriesWhileScheduling"] == 0
     assert doc["explain"]["pod"] == "default/web-03"
-    assert doc["explain"]["winner"] == doc["explain"]["placedOn"] == doc["runs"][0]["placements"]["default/web-03"]
+    assert (
+        doc["explain"]["winner"]
+        == doc["explain"]["placedOn"]
+        == doc["runs"][0]["placements"]["default/web-03"]
+    )
     assert chart.read_bytes()[:8] == PNG_MAGIC
 
 

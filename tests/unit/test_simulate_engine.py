@@ -118,7 +118,9 @@ def test_simulated_outage_is_an_unreachable_prometheus() -> None:
 
 
 def test_polls_follow_simulated_time_and_no_query_comes_from_scheduling() -> None:
-    s = load_scenario('nodes: "3 nodes, 1 Gbit"\npods: "10 pods of 100m cpu"\ntiming: {arrivalRatePerSecond: 1}')
+    s = load_scenario(
+        'nodes: "3 nodes, 1 Gbit"\npods: "10 pods of 100m cpu"\ntiming: {arrivalRatePerSecond: 1}'
+    )
     cfg = load_config(LABEL_MAPPED, REGISTRY)
     run = simulate(s, cfg, REGISTRY)
     # Arrivals at 0..9 s, polls every 15 s (the config's interval): one, at 0 s.

@@ -82,7 +82,9 @@ def test_text_and_json() -> None:
     assert sum(n["pods"] for n in ours["nodes"]) == 4
     assert ours["nodes"][0]["before"]["network"] == pytest.approx(0.1)
     # The node-level "after" figures are the spread's inputs.
-    assert ours["spread"]["network"]["max"] == pytest.approx(max(n["after"]["network"] for n in ours["nodes"]))
+    assert ours["spread"]["network"]["max"] == pytest.approx(
+        max(n["after"]["network"] for n in ours["nodes"])
+    )
     assert "Placements" not in r.text(placements=False)
 
 

@@ -193,7 +193,9 @@ prometheus: {outages: [[10, 20]]}
     )
     assert s.timing.arrival(2) == 1.0 and s.timing.poll_interval == 30
     assert s.prometheus_down(10) and not s.prometheus_down(20) and not s.prometheus_down(5)
-    assert load_scenario('nodes: "1 node"\npods: "1 pod"\nprometheus: {down: true}').prometheus_down(-math.inf)
+    assert load_scenario('nodes: "1 node"\npods: "1 pod"\nprometheus: {down: true}').prometheus_down(
+        -math.inf
+    )
 
 
 # ---------------------------------------------------------------- errors
@@ -251,7 +253,7 @@ extra: 1
         'metrics.node-99: Invalid value: "node-99": no such node in nodes',
         "metrics.x-00.colour: Unknown field",
         "metrics.x-00.cpu: Invalid value: [[0, 0.1], [5]]: a time series is a list of [seconds, value] pairs",
-        "metrics.x-00.linkSpeed: Invalid value: [[0, \"1Gbit\"]]: a link speed is constant",
+        'metrics.x-00.linkSpeed: Invalid value: [[0, "1Gbit"]]: a link speed is constant',
         "timing.arrivalRatePerSecond: Invalid value: 0",
         "timing.speed: Unknown field",
         "prometheus.outages[0]: Invalid value: [5, 1]: must be [from, to]",
