@@ -22,30 +22,22 @@ incoming request_r) / allocatable_r from the node table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from netsched.framework.cycle_state import CycleState
 from netsched.framework.interfaces import (
     MAX_NODE_SCORE,
     Handle,
     IntArray,
     PluginArgs,
-    PreScorePlugin,
-    ReservePlugin,
-    ScorePlugin,
 )
 from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Status
-from netsched.framework.types import NodeInfo, PodInfo
+from netsched.framework.types import PodInfo
 from netsched.metrics import CPU, pod_load
 from netsched.metrics.estimation import CPU_COL, MEMORY_COL
 from netsched.metrics.mapping import FloatArray
+from netsched.metrics.scoring import MetricScorePlugin
 from netsched.metrics.utilisation import fill_stale, ratio, resource_usage, source_for, to_int_scores
 from plugins.load_aware.args import LoadAwareArgs
-
-_STATE = "LoadAware/scores"
 
 
 def target_load_packing(u_percent: FloatArray, target: float) -> FloatArray:
@@ -57,13 +49,7 @@ def target_load_packing(u_percent: FloatArray, target: float) -> FloatArray:
     return np.where(u <= x, rising, np.where(u <= 100.0, falling, 0.0))
 
 
-@dataclass(frozen=True, slots=True)
-class _Scores:
-    index: dict[str, int]
-    rows: IntArray
-
-
-class LoadAware(PreScorePlugin, ScorePlugin, ReservePlugin):
+class LoadAware(MetricScorePlugin):
     name = "LoadAware"
     Args = LoadAwareArgs
 
@@ -76,22 +62,8 @@ class LoadAware(PreScorePlugin, ScorePlugin, ReservePlugin):
 
     # ------------------------------------------------------------ scoring
 
-    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
-        rows = np.zeros(len(snapshot), dtype=np.int64)
-        rows[idx] = self.scores(pod, snapshot, idx)
-        state.write(_STATE, _Scores(snapshot.index, rows))
-        return Status.success()
-
-    def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
-        st: _Scores = state.read(_STATE)
-        return st.rows[idx]
-
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        st: _Scores = state.read(_STATE)
-        row = st.index.get(node.name)
-        if row is None:
-            return 0 if self.source.fail_closed else MAX_NODE_SCORE // 2
-        return int(st.rows[row])
+    def candidate_scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        return self.scores(pod, snapshot, idx)
 
     def scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
         """Scores of snapshot rows `idx` for `pod` (see the module docstring)."""
@@ -116,12 +88,3 @@ class LoadAware(PreScorePlugin, ScorePlugin, ReservePlugin):
         if tlp.enabled:
             return target_load_packing(100.0 * u, tlp.target_utilization)
         return MAX_NODE_SCORE * (1.0 - np.clip(u, 0.0, 1.0))
-
-    # ------------------------------------------------------------ estimation
-
-    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        self.source.reserve(pod, node_name)
-        return Status.success()
-
-    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        self.source.unreserve(pod)

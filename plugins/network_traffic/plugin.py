@@ -21,37 +21,23 @@ Score (per node) and score_nodes (batch), which therefore always agree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from netsched.framework.cycle_state import CycleState
 from netsched.framework.interfaces import (
     MAX_NODE_SCORE,
     Handle,
     IntArray,
     PluginArgs,
-    PreScorePlugin,
-    ReservePlugin,
-    ScorePlugin,
 )
 from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Status
-from netsched.framework.types import NodeInfo, PodInfo
+from netsched.framework.types import PodInfo
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
+from netsched.metrics.scoring import MetricScorePlugin
 from netsched.metrics.utilisation import fill_stale, network_load, source_for, to_int_scores
 from plugins.network_traffic.args import NetworkTrafficArgs
 
-_STATE = "NetworkTraffic/scores"
 
-
-@dataclass(frozen=True, slots=True)
-class _Scores:
-    index: dict[str, int]  # snapshot.index the rows refer to
-    rows: IntArray  # score per snapshot row (candidates only; others 0)
-
-
-class NetworkTraffic(PreScorePlugin, ScorePlugin, ReservePlugin):
+class NetworkTraffic(MetricScorePlugin):
     name = "NetworkTraffic"
     Args = NetworkTrafficArgs
 
@@ -61,24 +47,8 @@ class NetworkTraffic(PreScorePlugin, ScorePlugin, ReservePlugin):
         self.source = source_for(handle, self.cfg.prometheus, self.name)
         self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
 
-    # ------------------------------------------------------------ scoring
-
-    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
-        rows = np.zeros(len(snapshot), dtype=np.int64)
-        rows[idx] = self.scores(snapshot, idx)
-        state.write(_STATE, _Scores(snapshot.index, rows))
-        return Status.success()
-
-    def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
-        st: _Scores = state.read(_STATE)
-        return st.rows[idx]
-
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        st: _Scores = state.read(_STATE)
-        row = st.index.get(node.name)
-        if row is None:  # not a node of this cycle's snapshot: nothing known about it
-            return 0 if self.source.fail_closed else MAX_NODE_SCORE // 2
-        return int(st.rows[row])
+    def candidate_scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        return self.scores(snapshot, idx)
 
     def scores(self, snapshot: Snapshot, idx: IntArray) -> IntArray:
         """Scores of snapshot rows `idx` (see the module docstring for the formula)."""
@@ -93,12 +63,3 @@ class NetworkTraffic(PreScorePlugin, ScorePlugin, ReservePlugin):
             np.divide(busy, ref, out=u, where=~has_speed)
         raw = MAX_NODE_SCORE * (1.0 - np.clip(np.nan_to_num(u, nan=0.0), 0.0, 1.0))
         return to_int_scores(fill_stale(raw, fresh, self.source.fail_closed))
-
-    # ------------------------------------------------------------ estimation
-
-    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        self.source.reserve(pod, node_name)
-        return Status.success()
-
-    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        self.source.unreserve(pod)
