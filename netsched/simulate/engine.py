@@ -186,16 +186,26 @@ def simulate(
     _drain(cluster, run, model, polls, move_to, now, cfg)
 
     run.after = model.loads(scenario.end)
-    run.placements = {k: v for k, v in cluster.placements.items() if k in {_key(p) for p in pods}}
-    for raw in pods:
-        key = _key(raw)
+    keys = [_key(p) for p in pods]
+    wanted = set(keys)
+    run.placements = {k: v for k, v in cluster.placements.items() if k in wanted}
+    for key in keys:
         if key not in run.placements:
-            run.unscheduled[key] = cluster.api.failed.get(
-                key, "not attempted (no profile for its schedulerName)"
-            )
+            run.unscheduled[key] = cluster.api.failed.get(key, "still waiting in the scheduling queue")
+    _name_the_tie_winner(run, explain_pod)
     run.queries = model.queries - run.queries_while_scheduling
     run.wall_seconds = time.perf_counter() - started
     return run
+
+
+def _name_the_tie_winner(run: Run, key: str) -> None:
+    """explain() names the first of equal best totals; the scheduler picked one of them at random."""
+    ex, placed = run.explanation, run.placements.get(key)
+    if ex is None or placed is None:
+        return
+    best = max((n.total for n in ex.nodes if n.feasible), default=None)
+    if any(n.node == placed and n.feasible and n.total == best for n in ex.nodes):
+        ex.winner = placed
 
 
 def _schedule(cluster: InMemoryCluster, run: Run, model: LoadModel) -> None:

@@ -1,49 +1,71 @@
-"""Every query in grafana/ is valid PromQL and returns data from a real Prometheus.
+"""Every query in grafana/ is valid PromQL and returns data from a real Prometheus scraping a running netsched.
 
 No Grafana server can run here, so the dashboards are checked the way Grafana
 would use them: every "expr" (panel targets, annotations) and every template
 variable query is taken from the JSON, Grafana's variables are substituted,
 promtool checks the syntax, and a real Prometheus (the distribution's
-/usr/bin/prometheus, on 127.0.0.1) runs each query against an exporter serving
-netsched's metrics: SchedulerMetrics and the metrics pipeline's Instruments on
-one registry behind an ObservabilityServer, plus synthetic netsched_node_*
-gauges, kept moving by a thread. (Later this exporter can be a running netsched.)
+/usr/bin/prometheus, on 127.0.0.1) runs each query.
+
+What it scrapes is the real thing: a SchedulerApp (leader election on, its
+/metrics endpoint served as in production) scheduling pods from a fake API
+server, with NetworkTraffic, LoadAware and LoadThreshold polling that same
+Prometheus, which also scrapes a synthetic node_exporter for four nodes.
+Nothing is written into netsched's metrics by the test; each panel has data
+because the scheduler did something:
+
+- a thread creates pods all the time (placements, attempts, latencies);
+  some ask for more CPU than any node has (result="unschedulable",
+  preemption attempts), some have their binding POST fail with 500 more times
+  than the client retries (netsched_bind_errors_total, result="error");
+- node-d is above 0.8 on network, CPU and memory ("Nodes above threshold");
+- a second profile, netsched-dead, points its plugins at an address where
+  nothing listens: that source fails every poll (query errors, fallback = 1)
+  while the first one works (query latency, sample ages, nodes without series);
+- the replica is scraped on standby (netsched_leader 0) before it campaigns,
+  so acquiring the lease shows up in the "Leader changes" annotation.
 
 Without /usr/bin/prometheus the Prometheus tests skip locally and fail in CI.
 """
 
 from __future__ import annotations
 
+import collections
+import functools
 import json
+import logging
 import os
-import random
 import re
 import shutil
-import socket
 import subprocess
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from prometheus_client import CollectorRegistry, Gauge
 
-from netsched.metrics.instruments import Instruments
-from netsched.observability.metrics import SchedulerMetrics
-from netsched.observability.server import ObservabilityServer
+from netsched.app import AppOptions, SchedulerApp, _start_election, _start_server, build_registry
+from netsched.config import load_config
+from netsched.kube import KubeAPI, build_api_client
+from netsched.kube.client import RetrySettings
+from netsched.testing.builders import make_node, make_pod
+from netsched.testing.exporter import FakeNode, SyntheticExporter
+from netsched.testing.fakeapi import FakeAPIServer
+from netsched.testing.prometheus import PrometheusServer, free_port, require_prometheus
 
 pytestmark = pytest.mark.integration
 
+log = logging.getLogger(__name__)
+
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
-SCRAPE_INTERVAL = "1s"
-# What Grafana would put in; rate windows cover several scrapes of SCRAPE_INTERVAL.
+# What Grafana would put in; rate windows cover several of PrometheusServer's 1 s scrapes.
 GRAFANA_VARIABLES = {
     "__rate_interval": "10s",
     "__interval": "5s",
@@ -55,8 +77,10 @@ GRAFANA_VARIABLES = {
 }
 _VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
 _LABEL_VALUES = re.compile(r"^label_values\((?P<metric>[^,]+),\s*(?P<label>\w+)\)$")
-NODES = ("node-a", "node-b", "node-c", "node-d")
-SOURCE = "http://prometheus.test:9090"
+
+LIVE_PROFILE = "netsched"
+DEAD_PROFILE = "netsched-dead"
+DATA_DEADLINE = 40.0  # seconds for every query to have data, counted from the first query
 
 
 def substitute(expr: str) -> str:
@@ -168,7 +192,7 @@ def test_substitution_leaves_no_variable() -> None:
         assert '=~".*"' in expr or "=~" not in expr, where
 
 
-# --- against promtool and a real Prometheus -------------------------------------------
+# --- against promtool ------------------------------------------------------------------
 
 
 def binary(name: str) -> str:
@@ -201,187 +225,370 @@ def test_promtool_accepts_every_query(tmp_path: Path) -> None:
     assert f"{len(exprs)} rules found" in result.stdout
 
 
-class Exporter:
-    """netsched's metrics with some life in them, served over HTTP."""
+# --- a running netsched and the Prometheus that scrapes it --------------------------------
 
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        self.metrics = SchedulerMetrics(self.registry)
-        self.instruments = Instruments(self.registry)
-        util = ["source", "node"]
-        self.network = Gauge("netsched_node_network_utilisation", "synthetic", util, registry=self.registry)
-        self.cpu = Gauge("netsched_node_cpu_utilisation", "synthetic", util, registry=self.registry)
-        self.memory = Gauge("netsched_node_memory_utilisation", "synthetic", util, registry=self.registry)
-        self.age = Gauge(
-            "netsched_node_metric_sample_age_seconds", "synthetic", [*util, "metric"], registry=self.registry
-        )
-        self.server = ObservabilityServer("127.0.0.1", 0, registry=self.registry)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="exporter", daemon=True)
-        self.rng = random.Random(7)
-        self.started = time.monotonic()
+# Utilisation per node (network = busier direction / the exporter's 1 Gb/s link): node-d is
+# above the dashboards' 0.8 on every resource, and above LoadThreshold's limits below.
+NODES = {"node-a": "10.0.0.1", "node-b": "10.0.0.2", "node-c": "10.0.0.3", "node-d": "10.0.0.4"}
+LOAD = {
+    "node-a": {"rx": 10e6, "tx": 5e6, "cpu": 0.10, "memory": 0.20},
+    "node-b": {"rx": 30e6, "tx": 10e6, "cpu": 0.30, "memory": 0.30},
+    "node-c": {"rx": 60e6, "tx": 20e6, "cpu": 0.50, "memory": 0.50},
+    "node-d": {"rx": 110e6, "tx": 40e6, "cpu": 0.90, "memory": 0.90},
+}
+# The API client tries a request this many times; a binding fault that outlasts them fails the bind.
+RETRY = RetrySettings(max_attempts=3, backoff=0.1, max_backoff=0.5)
 
-    def __enter__(self) -> Exporter:
-        self.tick()
-        self.server.start()
-        self.thread.start()
+CONFIG = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: true
+  leaseDuration: 3s
+  renewDeadline: 2s
+  retryPeriod: 500ms
+  resourceNamespace: kube-system
+  resourceName: netsched
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 1
+profiles:
+- schedulerName: {live_profile}
+  plugins: &plugins
+    multiPoint:
+      enabled:
+      - name: NetworkTraffic
+        weight: 5
+      - name: LoadAware
+        weight: 3
+      - name: LoadThreshold
+  pluginConfig:
+  - name: NetworkTraffic
+    args:
+      prometheus: &live
+        prometheusAddress: {live_url}
+        pollIntervalSeconds: 1
+        timeoutSeconds: 0.5
+        maxSampleAgeSeconds: 5
+        rateWindow: 4s
+        estimation:
+          coverMarginSeconds: 2
+  - name: LoadAware
+    args:
+      prometheus: *live
+  - name: LoadThreshold
+    args:
+      networkUtilizationPercent: 80
+      cpuUtilizationPercent: 85
+      memoryUtilizationPercent: 85
+      prometheus: *live
+- schedulerName: {dead_profile}
+  plugins: *plugins
+  pluginConfig:
+  - name: NetworkTraffic
+    args:
+      prometheus: &dead
+        prometheusAddress: {dead_url}
+        pollIntervalSeconds: 1
+        timeoutSeconds: 0.5
+        maxSampleAgeSeconds: 5
+        rateWindow: 4s
+  - name: LoadAware
+    args:
+      prometheus: *dead
+  - name: LoadThreshold
+    args:
+      networkUtilizationPercent: 80
+      cpuUtilizationPercent: 85
+      memoryUtilizationPercent: 85
+      prometheus: *dead
+"""
+
+
+def wait_until(pred: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class PodFeeder:
+    """Creates pods for both profiles every `tick` seconds and deletes old ones, as a busy cluster would.
+
+    Per 10 ticks: 10 ordinary pods for the live profile, 2 for the dead one, one
+    pod whose binding fails (its POST answers 500 more often than the client
+    retries; the next attempt binds it) and one that fits no node. At most
+    `keep` ordinary and `keep_huge` unschedulable pods exist at a time: the
+    oldest are deleted, so the nodes never fill up.
+    """
+
+    def __init__(
+        self, server: FakeAPIServer, *, tick: float = 0.2, keep: int = 100, keep_huge: int = 3
+    ) -> None:
+        self.server = server
+        self.tick = tick
+        self.keep = keep
+        self.keep_huge = keep_huge
+        self.created = 0
+        self.errors: list[str] = []
+        self._pods: collections.deque[str] = collections.deque()
+        self._huge: collections.deque[str] = collections.deque()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pod-feeder", daemon=True)
+
+    def start(self) -> PodFeeder:
+        self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5)
-        self.server.stop()
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        while not self.stop.wait(0.1):
-            self.tick()
-
-    def tick(self) -> None:
-        m, inst, r = self.metrics, self.instruments, self.rng
-        for result, share in (("scheduled", 5), ("unschedulable", 1), ("error", 1)):
-            m.schedule_attempts.labels(result=result, profile="netsched").inc(share)
-            m.scheduling_attempt_duration.labels(result=result, profile="netsched").observe(
-                r.uniform(0.001, 0.05)
-            )
-        for point in ("PreFilter", "Filter", "Score", "Bind"):
-            m.framework_extension_point_duration.labels(
-                extension_point=point, status="Success", profile="netsched"
-            ).observe(r.uniform(0.0001, 0.01))
-        m.placements.labels(node=r.choice(NODES), profile="netsched").inc()
-        m.bind_errors.labels(stage="bind", profile="netsched").inc()
-        m.preemption_attempts.inc()
-        for queue, count in (("active", 3), ("backoff", 1), ("unschedulable", 2), ("gated", 0)):
-            m.set_pending(queue, count)
-        # Leadership lapses for 1 s in every 6, so the "Leader changes" annotation has data.
-        m.leader.set(0 if int(time.monotonic() - self.started) % 6 == 5 else 1)
-        m.cache_nodes.set(len(NODES))
-        m.cache_assumed_pods.set(r.randint(0, 3))
-        for metric in ("cpu", "memory", "networkReceive"):
-            inst.query_duration.labels(source=SOURCE, metric=metric).observe(r.uniform(0.005, 0.2))
-            inst.query_errors.labels(source=SOURCE, metric=metric, reason="timeout").inc()
-            inst.nodes_without_series.labels(source=SOURCE, metric=metric).set(0)
-        inst.fallback.labels(source=SOURCE).set(0)
-        for i, node in enumerate(NODES):
-            base = 0.2 * (i + 1)  # node-d is above 0.8 on every resource
-            self.network.labels(source=SOURCE, node=node).set(min(1.0, base + r.uniform(0, 0.05)))
-            self.cpu.labels(source=SOURCE, node=node).set(min(1.0, base + r.uniform(0, 0.05)))
-            self.memory.labels(source=SOURCE, node=node).set(min(1.0, base + r.uniform(0, 0.05)))
-            for metric in ("cpu", "memory"):
-                self.age.labels(source=SOURCE, node=node, metric=metric).set(r.uniform(0, 30))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return int(resp.status), resp.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
-class Prometheus:
-    def __init__(self, exe: str, workdir: Path, target: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = {
-            "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
-            "scrape_configs": [{"job_name": "netsched", "static_configs": [{"targets": [target]}]}],
-        }
-        (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
-        self.log = (workdir / "prometheus.log").open("wb")
-        self.proc = subprocess.Popen(
-            [
-                exe,
-                f"--config.file={workdir / 'prometheus.yml'}",
-                f"--storage.tsdb.path={workdir / 'data'}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
-                "--log.level=warn",
-            ],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        self.workdir = workdir
-
-    def wait_ready(self, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                break
+        i = 0
+        while not self._stop.wait(self.tick):
+            i += 1
             try:
-                if http_get(f"{self.url}/-/ready", timeout=1)[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError(
-            "Prometheus did not become ready:\n" + (self.workdir / "prometheus.log").read_text()
-        )
+                self.step(i)
+            except Exception as e:  # reported by the tests; the feeder keeps going
+                log.exception("Pod feeder step %d failed", i)
+                self.errors.append(f"step {i}: {e!r}")
 
-    def api(self, endpoint: str, **params: str) -> dict[str, Any]:
-        url = f"{self.url}/api/v1/{endpoint}?{urllib.parse.urlencode(params)}"
-        status, body = http_get(url)
-        data: dict[str, Any] = json.loads(body)
-        assert status == 200 and data["status"] == "success", f"{params}: {data}"
-        result: dict[str, Any] = data["data"]
-        return result
+    def step(self, i: int) -> None:
+        self._create(self._pods, make_pod(f"p-{i}").scheduler(LIVE_PROFILE).req(cpu="50m", memory="64Mi"))
+        if i % 5 == 0:
+            self._create(
+                self._pods, make_pod(f"dead-{i}").scheduler(DEAD_PROFILE).req(cpu="50m", memory="64Mi")
+            )
+        if i % 10 == 3:
+            name = f"flaky-{i}"
+            self.server.inject_fault(
+                "POST",
+                rf"/namespaces/default/pods/{name}/binding(?:\?|$)",
+                status=500,
+                count=RETRY.max_attempts,
+            )
+            self._create(self._pods, make_pod(name).scheduler(LIVE_PROFILE).req(cpu="50m", memory="64Mi"))
+        if i % 10 == 7:
+            self._create(self._huge, make_pod(f"huge-{i}").scheduler(LIVE_PROFILE).req(cpu="64"))
+        self._trim(self._pods, self.keep)
+        self._trim(self._huge, self.keep_huge)
 
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
+    def _create(self, into: collections.deque[str], pod: Any) -> None:
+        obj = pod.obj()
+        self.server.create("pods", obj)
+        into.append(obj["metadata"]["name"])
+        self.created += 1
+
+    def _trim(self, pods: collections.deque[str], keep: int) -> None:
+        while len(pods) > keep:
+            self.server.delete("pods", pods.popleft(), "default")
+
+
+@dataclass
+class Stack:
+    prom: PrometheusServer
+    app: SchedulerApp
+    server: FakeAPIServer
+    feeder: PodFeeder
+    start: float  # wall time Prometheus started: range queries begin here
+    live_source: str
+    dead_source: str
 
 
 @pytest.fixture(scope="module")
-def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prometheus, float]]:
-    exe = binary("prometheus")
-    with Exporter() as exporter:
-        prom = Prometheus(exe, tmp_path_factory.mktemp("prometheus"), f"127.0.0.1:{exporter.server.port}")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    exe = require_prometheus()
+    workdir = tmp_path_factory.mktemp("grafana")
+    nodes = [FakeNode(name, ip) for name, ip in NODES.items()]
+    with SyntheticExporter(nodes) as exporter, FakeAPIServer(watch_timeout=5.0) as server:
+        for name, ip in NODES.items():
+            exporter.set_load(name, **LOAD[name])
+            server.create(
+                "nodes",
+                make_node(name).capacity(cpu="8", memory="16Gi", pods="250").address("InternalIP", ip).obj(),
+            )
+        kubeconfig = workdir / "kubeconfig"
+        server.write_kubeconfig(kubeconfig)
+        # Prometheus must know netsched's port before either starts; nothing ever listens on dead_port.
+        metrics_port, dead_port = free_port(), free_port()
+        prom = PrometheusServer([exporter.target, f"127.0.0.1:{metrics_port}"], binary=exe, workdir=workdir)
+        dead_url = f"http://127.0.0.1:{dead_port}"
+        registry = build_registry()
+        cfg = load_config(
+            CONFIG.format(
+                live_profile=LIVE_PROFILE, dead_profile=DEAD_PROFILE, live_url=prom.url, dead_url=dead_url
+            ),
+            registry,
+        )
+        app = SchedulerApp(
+            cfg,
+            registry,
+            KubeAPI(build_api_client(str(kubeconfig), qps=500, burst=1000, pool_size=24, retry=RETRY)),
+            options=AppOptions(metrics_bind_address=f"127.0.0.1:{metrics_port}", watch_timeout=5),
+        )
+        feeder = PodFeeder(server)
+        metrics_server = elector = None
         try:
-            prom.wait_ready()
-            yield prom, time.time()
+            metrics_server = _start_server(app)
+            assert app.start_informers(sync_timeout=10)
+            start = time.time()
+            prom.start()
+            app.start_background()  # the pollers' first query finds Prometheus up
+            # A standby replica first (scraped with netsched_leader 0), then it campaigns and leads.
+            prom.wait_for("netsched_leader == 0", timeout=15)
+            feeder.start()
+            elector = _start_election(app, app.stop_event)
+            assert elector is not None
+            wait_until(lambda: app.leading, 10, "netsched to acquire the lease")
+            sources = {p.name for p in app.hub.pollers}
+            assert len(sources) == 2, sources
+            yield Stack(
+                prom=prom,
+                app=app,
+                server=server,
+                feeder=feeder,
+                start=start,
+                live_source=next(s for s in sources if str(prom.port) in s),
+                dead_source=next(s for s in sources if str(dead_port) in s),
+            )
         finally:
+            feeder.stop()
+            server.clear_faults()  # bindings still retrying succeed at once
+            app.stop_scheduling(timeout=5)
+            if elector is not None:
+                elector.stop(release=True)
+            app.shutdown(timeout=5)
+            if metrics_server is not None:
+                metrics_server.stop()
             prom.close()
 
 
-def run(prom: Prometheus, start: float, expr: str, instant: bool) -> list[Any]:
+def api(prom: PrometheusServer, endpoint: str, **params: str) -> Any:
+    url = f"{prom.url}/api/v1/{endpoint}?{urllib.parse.urlencode(params)}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            status, body = int(resp.status), resp.read()
+    except urllib.error.HTTPError as e:
+        status, body = e.code, e.read()
+    data: dict[str, Any] = json.loads(body)
+    assert status == 200 and data["status"] == "success", f"{endpoint} {params}: {data}"
+    return data["data"]
+
+
+def run(stack: Stack, expr: str, instant: bool) -> list[Any]:
     if instant:
-        result: list[Any] = prom.api("query", query=expr)["result"]
-        return result
+        return list(api(stack.prom, "query", query=expr)["result"])
     now = time.time()
-    return list(prom.api("query_range", query=expr, start=str(start), end=str(now), step="1")["result"])
+    return list(
+        api(stack.prom, "query_range", query=expr, start=str(stack.start), end=str(now), step="1")["result"]
+    )
 
 
-def test_every_query_runs_and_returns_data(prometheus: tuple[Prometheus, float]) -> None:
-    prom, start = prometheus
+def test_every_query_runs_and_returns_data(stack: Stack) -> None:
     pending = queries()
     assert pending
-    deadline = time.monotonic() + 40
-    # Rates need a few scrapes; wait until each query has data (or give up and report).
+    deadline = time.monotonic() + DATA_DEADLINE
+    # Rates need a few scrapes of what the scheduler did: wait until each query has data.
     while True:
         pending = [
-            (where, expr, instant) for where, expr, instant in pending if not run(prom, start, expr, instant)
+            (where, expr, instant) for where, expr, instant in pending if not run(stack, expr, instant)
         ]
         if not pending or time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    assert not pending, "queries without data:\n" + "\n".join(f"  {w}: {e}" for w, e, _ in pending)
+    assert not pending, (
+        "queries without data:\n"
+        + "\n".join(f"  {w}: {e}" for w, e, _ in pending)
+        + f"\npod feeder errors: {stack.feeder.errors}"
+    )
+    assert not stack.feeder.errors
 
 
-def test_template_variables_find_values(prometheus: tuple[Prometheus, float]) -> None:
-    prom, _ = prometheus
+def label_values(stack: Stack, metric: str, label: str) -> list[str]:
+    values: list[str] = api(stack.prom, f"label/{label}/values", **{"match[]": metric})
+    return values
+
+
+def test_template_variables_find_values(stack: Stack) -> None:
     for where, metric, label in variable_queries():
-        deadline = time.monotonic() + 20
-        values = prom.api(f"label/{label}/values", **{"match[]": metric})
-        while not values and time.monotonic() < deadline:
-            time.sleep(0.2)
-            values = prom.api(f"label/{label}/values", **{"match[]": metric})
-        assert values, f"{where}: no {label} values for {metric}"
+        values = wait_until(
+            functools.partial(label_values, stack, metric, label),
+            DATA_DEADLINE,
+            f"{where}: {label} values of {metric}",
+        )
+        assert values, where
+
+
+def vector(stack: Stack, expr: str, label: str) -> dict[str, float]:
+    """An instant query's result as {value of `label`: sample}."""
+    return {s["metric"].get(label, ""): float(s["value"][1]) for s in run(stack, expr, instant=True)}
+
+
+def eventually(
+    stack: Stack, expr: str, label: str, ok: Callable[[dict[str, float]], bool], what: str
+) -> dict[str, float]:
+    """The vector once ok(vector) holds (series need a scrape or two to show up)."""
+
+    def check() -> dict[str, float] | None:
+        got = vector(stack, expr, label)
+        return got if got and ok(got) else None
+
+    result: dict[str, float] = wait_until(check, DATA_DEADLINE, what)
+    return result
+
+
+def test_the_data_is_the_running_schedulers(stack: Stack) -> None:
+    """The series behind the panels say what this netsched did, not merely that something exists."""
+    eventually(
+        stack,
+        "sum by (profile) (scheduler_schedule_attempts_total)",
+        "profile",
+        lambda v: set(v) == {LIVE_PROFILE, DEAD_PROFILE},
+        "attempts of both profiles",
+    )
+    eventually(
+        stack,
+        f'sum by (result) (scheduler_schedule_attempts_total{{profile="{LIVE_PROFILE}"}})',
+        "result",
+        lambda v: set(v) == {"scheduled", "unschedulable", "error"},
+        "scheduled, unschedulable and error attempts",
+    )
+    eventually(
+        stack,
+        "sum by (stage) (netsched_bind_errors_total)",
+        "stage",
+        lambda v: set(v) == {"bind"},
+        "bind errors",
+    )
+    both = {stack.live_source: 0.0, stack.dead_source: 1.0}
+    eventually(
+        stack,
+        "max by (source) (netsched_metrics_fallback)",
+        "source",
+        lambda v: v == both,
+        "fallback per source",
+    )
+    # Where nothing listens every poll fails (the live source's errors, if a loaded machine made
+    # a query time out, are not asserted on).
+    eventually(
+        stack,
+        f'sum by (reason) (netsched_prometheus_query_errors_total{{source="{stack.dead_source}"}})',
+        "reason",
+        lambda v: "unreachable" in v,
+        "unreachable errors of the dead source",
+    )
+    for resource in ("network", "cpu", "memory"):
+        eventually(
+            stack,
+            f"max by (node) (netsched_node_{resource}_utilisation) > 0.8",
+            "node",
+            lambda v: set(v) == {"node-d"},
+            f"{resource} utilisation above 0.8 on node-d only",
+        )
+    eventually(stack, "sum(netsched_leader)", "", lambda v: v == {"": 1.0}, "one leader")
+    placed = eventually(stack, "sum by (node) (netsched_placements_total)", "node", bool, "placements")
+    assert set(placed) <= set(NODES), placed

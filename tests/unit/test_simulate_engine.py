@@ -168,3 +168,14 @@ def test_same_seed_same_placements() -> None:
     first = simulate(s, cfg, REGISTRY, seed=3).placements
     assert simulate(s, example_config(REGISTRY), REGISTRY, seed=3).placements == first
     assert set(first) == {parse_pod(p).key for p in s.pods}
+
+
+def test_explained_winner_is_the_placement_when_totals_tie() -> None:
+    s = load_scenario('nodes: "4 nodes"\npods: "1 pod of 100m cpu"')
+    for seed in range(5):
+        run = simulate(
+            s, default_profile("netsched", REGISTRY), REGISTRY, explain_pod="default/pod-00", seed=seed
+        )
+        assert run.explanation is not None
+        assert len({n.total for n in run.explanation.nodes}) == 1  # four equal nodes
+        assert run.explanation.winner == run.placements["default/pod-00"]
