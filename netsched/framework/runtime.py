@@ -280,6 +280,10 @@ class Framework:
         code = "Success" if status is None else _status_label(status)
         obs.plugin_execution_duration.labels(plugin, ep, code).observe(time.perf_counter() - started)
 
+    def seed(self, seed: int) -> None:
+        """Make tie-breaks and plugin-metric sampling repeatable (simulations, tests)."""
+        self._rng.seed(seed)
+
     def new_cycle_state(self) -> CycleState:
         state = CycleState()
         state.record_plugin_metrics = self._rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT

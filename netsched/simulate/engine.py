@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -244,12 +243,6 @@ def _key(raw: Mapping[str, Any]) -> str:
 
 
 def _seed_tie_breaks(cluster: InMemoryCluster, seed: int) -> None:
-    """Equal totals are broken at random by the framework; seed it so a run can be repeated.
-
-    The framework keeps its generator private (`_rng`); without it a run is
-    still valid, only not repeatable.
-    """
+    """Equal totals are broken at random by the framework; seed it so a run can be repeated."""
     for i, fwk in enumerate(cluster.frameworks.values()):
-        rng = getattr(fwk, "_rng", None)
-        if isinstance(rng, random.Random):
-            rng.seed(seed * 1000 + i)
+        fwk.seed(seed * 1000 + i)
