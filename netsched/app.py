@@ -108,6 +108,7 @@ class SchedulerApp:
         self.cache.on_nodes_changed(self.hub.update_nodes)
         self.stop_event = threading.Event()
         self._pdbs: dict[str, dict[str, Any]] = {}
+        self._namespaces: dict[str, dict[str, str]] = {}
         self._pdb_lock = threading.Lock()
 
         self.frameworks: dict[str, Framework] = {}
@@ -137,6 +138,7 @@ class SchedulerApp:
                 nominated_pods=self._nominated_pods,
                 nominated_node_names=self._nominated_node_names,
                 pdbs=self._list_pdbs,
+                namespace_labels=self._namespace_labels,
                 observe=self.metrics,
             )
             if waiting is not None:
@@ -212,6 +214,19 @@ class SchedulerApp:
         with self._pdb_lock:
             return list(self._pdbs.values())
 
+    def _namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        with self._pdb_lock:
+            return self._namespaces.get(namespace)
+
+    def _on_namespace(self, kind: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        with self._pdb_lock:
+            if kind == "DELETED":
+                self._namespaces.pop(name, None)
+            else:
+                self._namespaces[name] = dict(meta.get("labels") or {})
+
     def _on_pdb(self, kind: str, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
@@ -230,6 +245,7 @@ class SchedulerApp:
             self.kube.node_reflector(self.handlers.on_node_event, watch_timeout=wt),
             self.kube.pod_reflector(self.handlers.on_pod_event, watch_timeout=wt),
             self.kube.pdb_reflector(self._on_pdb, watch_timeout=wt),
+            self.kube.namespace_reflector(self._on_namespace, watch_timeout=wt),
         ]
         for r in self.reflectors:
             r.start()

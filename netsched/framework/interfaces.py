@@ -377,6 +377,10 @@ class Handle(Protocol):
         """PodDisruptionBudgets as raw JSON (empty when none are watched)."""
         ...
 
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        """The namespace's labels, or None when it is unknown (namespaceSelector)."""
+        ...
+
 
 PluginFactory = type[Plugin]
 

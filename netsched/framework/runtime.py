@@ -125,6 +125,8 @@ class Services:
     nominated_pods: Callable[[str], list[PodInfo]] = lambda _node: []
     nominated_node_names: Callable[[], Iterable[str]] = lambda: ()
     pdbs: Callable[[], list[Mapping[str, Any]]] = lambda: []
+    # Labels of a namespace (None when unknown): InterPodAffinity's namespaceSelector.
+    namespace_labels: Callable[[str], Mapping[str, str] | None] = lambda _ns: None
     observe: Any = None  # netsched.observability.SchedulerMetrics or None
 
 
@@ -256,6 +258,9 @@ class Framework:
 
     def list_pdbs(self) -> list[Mapping[str, Any]]:
         return self._services.pdbs()
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return self._services.namespace_labels(namespace)
 
     # ------------------------------------------------------------ metrics helpers
 

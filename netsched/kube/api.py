@@ -247,6 +247,12 @@ class KubeAPI:
             "poddisruptionbudgets", self._client.policy.list_pod_disruption_budget_for_all_namespaces, retry
         )
 
+    def list_namespaces_raw(self, *, retry: bool = True) -> ObjectList:
+        return self._list("namespaces", self._client.core.list_namespace, retry)
+
+    def watch_namespaces(self, resource_version: str, timeout_seconds: int) -> WatchStream:
+        return self._watch("namespaces", self._client.core.list_namespace, resource_version, timeout_seconds)
+
     def watch_nodes(
         self, resource_version: str, timeout_seconds: int, label_selector: str = ""
     ) -> WatchStream:
@@ -363,6 +369,26 @@ class KubeAPI:
             lambda rv, timeout: self.watch_pods(rv, timeout, field_selector),
             on_event,
             on_sync=on_sync,
+            watch_timeout=watch_timeout,
+            backoff=backoff,
+            clock=clock,
+        )
+
+    def namespace_reflector(
+        self,
+        on_event: EventHandler,
+        *,
+        watch_timeout: int = 300,
+        backoff: Backoff | None = None,
+        clock: WaitClock | None = None,
+    ) -> Reflector:
+        """Namespaces (labels, for InterPodAffinity's namespaceSelector); optional like PDBs."""
+        return Reflector(
+            "namespaces",
+            lambda: self.list_namespaces_raw(retry=False),
+            self.watch_namespaces,
+            on_event,
+            optional=True,
             watch_timeout=watch_timeout,
             backoff=backoff,
             clock=clock,

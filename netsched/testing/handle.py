@@ -55,6 +55,7 @@ class FakeHandle:
         pre_filters: Sequence[PreFilterPlugin] = (),
         nominated: Mapping[str, list[PodInfo]] | None = None,
         pdbs: list[Mapping[str, Any]] | None = None,
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
         metrics: Any = None,
         clock: FakeClock | None = None,
     ) -> None:
@@ -63,6 +64,7 @@ class FakeHandle:
         self.pre_filters = list(pre_filters)
         self._nominated = dict(nominated or {})
         self._pdbs = list(pdbs or [])
+        self._namespaces = dict(namespaces or {})
         self._metrics = metrics
         self._clock = clock or FakeClock()
         self.recording_api = RecordingAPI()
@@ -132,3 +134,6 @@ class FakeHandle:
 
     def list_pdbs(self) -> list[Mapping[str, Any]]:
         return list(self._pdbs)
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return self._namespaces.get(namespace)

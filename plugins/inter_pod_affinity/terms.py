@@ -8,10 +8,10 @@ is given) and matchLabelKeys / mismatchLabelKeys, which become `key In (v)` /
 server merges them into labelSelector on newer clusters; applying them again
 is idempotent.)
 
-namespaceSelector needs namespace labels, which the Handle does not provide
-yet.  A handle may offer `namespace_labels(ns) -> Mapping | None`; without it
-an empty selector ({}) still selects every namespace and any other selector
-selects none.
+namespaceSelector needs namespace labels: the Handle's
+`namespace_labels(ns) -> Mapping | None` (the scheduler watches namespaces).
+A handle without it (some test doubles) selects every namespace with an empty
+selector ({}) and none with any other selector.
 """
 
 from __future__ import annotations

@@ -39,6 +39,8 @@ EXPECTED_CLUSTER_RULES = {
     ("events.k8s.io", "events", "patch"),
     ("policy", "poddisruptionbudgets", "list"),
     ("policy", "poddisruptionbudgets", "watch"),
+    ("", "namespaces", "list"),
+    ("", "namespaces", "watch"),
 }
 EXPECTED_LEASE_GRANTS = {
     Grant("coordination.k8s.io", "leases", "create", NAMESPACE, ""),

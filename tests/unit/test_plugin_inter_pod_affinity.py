@@ -688,3 +688,34 @@ def test_remembered_counts_stay_current() -> None:
     fresh = PodIndex()
     fresh.sync(snap)
     assert fresh.select_counts(None, None, web).tolist() == [0, 3, 1]
+
+
+def test_namespace_selector_uses_the_handles_namespace_labels() -> None:
+    """A required anti-affinity term with namespaceSelector sees pods of namespaces whose labels match."""
+    from netsched.framework.cycle_state import CycleState as _CycleState
+    from netsched.framework.snapshot import Snapshot as _Snapshot
+    from netsched.testing.builders import make_node as _node
+    from netsched.testing.builders import make_pod as _pod
+    from netsched.testing.builders import node_infos as _infos
+    from netsched.testing.handle import FakeHandle as _Handle
+    from plugins.inter_pod_affinity import InterPodAffinity as _IPA
+
+    term = {
+        "labelSelector": {"matchLabels": {"app": "db"}},
+        "namespaceSelector": {"matchLabels": {"team": "payments"}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    pod = _pod("web", "frontend").affinity({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}).info()
+    nodes = _infos(
+        [_node("n1"), _node("n2")],
+        [_pod("db-1", "billing").label("app", "db").node("n1"), _pod("db-2", "other").label("app", "db").node("n2")],
+    )
+    snap = _Snapshot.of(nodes)
+    handle = _Handle(snap, namespaces={"billing": {"team": "payments"}, "other": {"team": "search"}})
+    plugin = _IPA(None, handle)
+    state = _CycleState()
+    _, st = plugin.pre_filter(state, pod, snap)
+    assert st.ok
+    verdicts = {n.name: plugin.filter(state, pod, n).ok for n in snap.nodes}
+    # db-1's namespace is labelled team=payments: n1 is excluded; db-2's is not: n2 is fine.
+    assert verdicts == {"n1": False, "n2": True}
