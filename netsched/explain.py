@@ -88,7 +88,9 @@ class Explanation:
         if rejected:
             lines.append(f"{len(rejected)} node(s) filtered out:")
             for n in rejected if top is None else rejected[:top]:
-                first = next((f"{p}: {why}" for p, why in n.filters.items() if why not in ("passed", "skip")), "")
+                first = next(
+                    (f"{p}: {why}" for p, why in n.filters.items() if why not in ("passed", "skip")), ""
+                )
                 lines.append(f"  {n.node}: {first}")
         return "\n".join(lines)
 

@@ -240,7 +240,9 @@ def test_multipoint_reenabling_a_default_keeps_its_place_and_takes_the_new_weigh
     )
     p = cfg.profiles[0]
     assert p.names("score")[0] == "TaintToleration" and p.score_weights()["TaintToleration"] == 10
-    assert [r.name for r in p.plugin_sets["multiPoint"].enabled] == [r.name for r in DEFAULT_PLUGINS if r.name in REGISTRY]
+    assert [r.name for r in p.plugin_sets["multiPoint"].enabled] == [
+        r.name for r in DEFAULT_PLUGINS if r.name in REGISTRY
+    ]
     # Without a weight the entry replaces the default one wholesale: weight 1, as in kube.
     cfg = load("profiles:\n- plugins:\n    multiPoint:\n      enabled:\n      - name: TaintToleration\n")
     assert cfg.profiles[0].score_weights()["TaintToleration"] == 1

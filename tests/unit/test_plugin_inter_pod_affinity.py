@@ -705,10 +705,17 @@ def test_namespace_selector_uses_the_handles_namespace_labels() -> None:
         "namespaceSelector": {"matchLabels": {"team": "payments"}},
         "topologyKey": "kubernetes.io/hostname",
     }
-    pod = _pod("web", "frontend").affinity({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}).info()
+    pod = (
+        _pod("web", "frontend")
+        .affinity({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+        .info()
+    )
     nodes = _infos(
         [_node("n1"), _node("n2")],
-        [_pod("db-1", "billing").label("app", "db").node("n1"), _pod("db-2", "other").label("app", "db").node("n2")],
+        [
+            _pod("db-1", "billing").label("app", "db").node("n1"),
+            _pod("db-2", "other").label("app", "db").node("n2"),
+        ],
     )
     snap = _Snapshot.of(nodes)
     handle = _Handle(snap, namespaces={"billing": {"team": "payments"}, "other": {"team": "search"}})

@@ -62,11 +62,17 @@ def test_write_config_to_shows_the_default_profile(tmp_path: Path) -> None:
     profile = doc["profiles"][0]
     assert profile["schedulerName"] == "netsched"
     weights = {p["name"]: p.get("weight") for p in profile["plugins"]["multiPoint"]["enabled"]}
-    assert weights["TaintToleration"] == 3 and weights["NodeAffinity"] == 2 and weights["PodTopologySpread"] == 2
+    assert (
+        weights["TaintToleration"] == 3 and weights["NodeAffinity"] == 2 and weights["PodTopologySpread"] == 2
+    )
     assert weights["InterPodAffinity"] == 2 and weights["NodeResourcesFit"] == 1
     assert weights["NodeResourcesBalancedAllocation"] == 1 and weights["ImageLocality"] == 1
     assert {"DefaultPreemption", "DefaultBinder", "PrioritySort"} <= set(weights)
-    assert doc["parallelism"] == 16 and doc["podInitialBackoffSeconds"] == 1 and doc["podMaxBackoffSeconds"] == 10
+    assert (
+        doc["parallelism"] == 16
+        and doc["podInitialBackoffSeconds"] == 1
+        and doc["podMaxBackoffSeconds"] == 10
+    )
     assert doc["leaderElection"]["resourceName"] == "netsched"
     names = {pc["name"] for pc in profile["pluginConfig"]}
     assert {"NodeResourcesFit", "InterPodAffinity", "PodTopologySpread", "DefaultPreemption"} <= names
