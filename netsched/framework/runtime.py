@@ -696,18 +696,26 @@ class Framework:
         return status
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return self._run_each(
+            "Reserve", self.reserve_plugins, pod, lambda p: p.reserve(state, pod, node_name)
+        )
+
+    def _run_each(
+        self, point: str, plugins: Sequence[Plugin], pod: PodInfo, call: Callable[[Any], Status]
+    ) -> Status:
+        """Call each plugin in order until one does not succeed; a raise becomes its Error."""
         started = time.perf_counter()
         status = Status.success()
-        for p in self.reserve_plugins:
+        for p in plugins:
             try:
-                st = p.reserve(state, pod, node_name)
+                st = call(p)
             except Exception as e:
-                log.exception("Reserve plugin failed plugin=%s pod=%s", p.name, pod.key)
+                log.exception("%s plugin failed plugin=%s pod=%s", point, p.name, pod.key)
                 st = Status.as_error(e, p.name)
             if not st.ok:
                 status = st.with_plugin(p.name)
                 break
-        self._observe("Reserve", started, status)
+        self._observe(point, started, status)
         return status
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
@@ -760,19 +768,9 @@ class Framework:
         return st
 
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        started = time.perf_counter()
-        status = Status.success()
-        for p in self.pre_bind_plugins:
-            try:
-                st = p.pre_bind(state, pod, node_name)
-            except Exception as e:
-                log.exception("PreBind plugin failed plugin=%s pod=%s", p.name, pod.key)
-                st = Status.as_error(e, p.name)
-            if not st.ok:
-                status = st.with_plugin(p.name)
-                break
-        self._observe("PreBind", started, status)
-        return status
+        return self._run_each(
+            "PreBind", self.pre_bind_plugins, pod, lambda p: p.pre_bind(state, pod, node_name)
+        )
 
     def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         started = time.perf_counter()
