@@ -369,3 +369,53 @@ def test_endpoints_readyz_metrics_and_debug_explain(server: FakeAPIServer, kubec
     finally:
         http.stop()
         app.shutdown(timeout=5)
+
+
+def test_two_profiles_share_one_queue_and_report_as_themselves(
+    server: FakeAPIServer, kubeconfig: str
+) -> None:
+    config = (
+        CONFIG
+        + """- schedulerName: netsched-packer
+  plugins:
+    score:
+      disabled:
+      - name: NodeResourcesBalancedAllocation
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+"""
+    )
+    registry = build_registry()
+    cfg = load_config(config, registry)
+    client = build_api_client(kubeconfig, qps=500, burst=1000, pool_size=24)
+    app = SchedulerApp(
+        cfg,
+        registry,
+        KubeAPI(client),
+        options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5),
+    )
+    server.create("nodes", make_node("n0").capacity(cpu="8").obj())
+    server.create("nodes", make_node("n1").capacity(cpu="8").obj())
+    server.create("pods", make_pod("seed").node("n1").req(cpu="4").obj())
+    server.create("pods", make_pod("spread").scheduler("netsched").req(cpu="1").obj())
+    server.create("pods", make_pod("packed").scheduler("netsched-packer").req(cpu="1").obj())
+    try:
+        start(app)
+        # LeastAllocated prefers the empty node, MostAllocated the half-full one.
+        assert wait_until(lambda: pod_node(server, "spread"), what="spread bound") == "n0"
+        assert wait_until(lambda: pod_node(server, "packed"), what="packed bound") == "n1"
+        by = {
+            e["regarding"]["name"]: e["reportingController"]
+            for e in wait_until(
+                lambda: (
+                    len(server.list("events.k8s.io/events", None)) >= 2
+                    and server.list("events.k8s.io/events", None)
+                )
+            )
+        }
+        assert by == {"spread": "netsched", "packed": "netsched-packer"}
+    finally:
+        app.shutdown(timeout=5)
