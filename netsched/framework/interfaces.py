@@ -153,6 +153,8 @@ class FilterPlugin(Plugin):
 @dataclass(slots=True)
 class PostFilterResult:
     nominated_node_name: str = ""
+    # Pods evicted to make room (scheduler_preemption_victims); not part of equality.
+    victims: int = field(default=0, compare=False)
 
 
 class PostFilterPlugin(Plugin):

@@ -349,6 +349,8 @@ class Framework:
                 self._services.observe.preemption_attempts.inc()
             result, st = self.run_post_filter(state, pod, diagnosis)
             if st.ok and result is not None and result.nominated_node_name:
+                if self._services.observe is not None and result.victims:
+                    self._services.observe.preemption_victims.observe(result.victims)
                 return FitError(pod, diagnosis, result.nominated_node_name)
             if st.code != Code.ERROR and st.message():
                 diagnosis.post_filter_msg = f"preemption: {st.message()}"

@@ -89,7 +89,7 @@ class DefaultPreemption(PostFilterPlugin):
         st = self.prepare(best, pod)
         if not st.ok:
             return None, st
-        return PostFilterResult(best.node), Status.success()
+        return PostFilterResult(best.node, victims=len(best.pods)), Status.success()
 
     # ------------------------------------------------------------ steps
 
