@@ -6,7 +6,6 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pytest
 
 from netsched.config.fields import ErrorList, Fields
@@ -15,6 +14,7 @@ from netsched.framework.runtime import FitError
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo
+from netsched.testing.agreement import filter_verdicts
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
 from netsched.testing.framework import schedule_pod
 from netsched.testing.handle import FakeHandle
@@ -85,24 +85,7 @@ def verdicts(
     existing: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """node -> OK | (code, reason) | "skip", checking per-node filter() and batch filter_nodes() agree."""
-    pi = pod.info() if isinstance(pod, PodBuilder) else pod
-    snap = Snapshot.of(infos(list(nodes), list(existing)))
-    state = CycleState()
-    _, st = pl.pre_filter(state, pi, snap)
-    if st.is_skip:
-        return dict.fromkeys((n.name for n in snap.nodes), "skip")
-    assert st.ok, st
-    per_node: dict[str, Any] = {}
-    for n in snap.nodes:
-        s = pl.filter(state, pi, n)
-        per_node[n.name] = OK if s.ok else (s.code, s.reasons[0])
-    batch: dict[str, Any] = {n.name: OK for n in snap.nodes}
-    for rej in pl.filter_nodes(state, pi, snap, snap.all_rows):
-        for row in np.flatnonzero(rej.mask).tolist():
-            assert batch[snap.nodes[row].name] == OK, "a node rejected twice"
-            batch[snap.nodes[row].name] = (rej.code, rej.reasons[0])
-    assert per_node == batch
-    return per_node
+    return filter_verdicts(pl, pod, nodes, existing)
 
 
 def scores(

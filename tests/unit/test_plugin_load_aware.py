@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from netsched.config.fields import ErrorList, Fields
-from netsched.config.load import load_config
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.interfaces import IntArray
-from netsched.framework.registry import Registry
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX, PrometheusArgs, QueryError
@@ -30,9 +26,7 @@ from plugins.load_aware import (
     TargetLoadPacking,
     target_load_packing,
 )
-from plugins.load_threshold import LoadThreshold
 from plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
-from plugins.registry import in_tree_plugins
 
 TINY = make_pod("tiny").req(cpu="1m", memory="1").info()  # adds ~nothing: scores show measured load
 
@@ -238,20 +232,3 @@ def test_only_weighted_resources_are_polled() -> None:
     r = Rig(1, args=LoadAwareArgs(resources=(ResourceWeight(CPU, 1), ResourceWeight(MEMORY, 0))))
     r.hub.poll_now()
     assert r.fake.calls == [r.src.query(CPU)]
-
-
-def test_readme_example_loads_and_validates() -> None:
-    """The README's KubeSchedulerConfiguration goes through the real config loader."""
-    readme = Path(__file__).resolve().parents[2] / "plugins" / "load_aware" / "README.md"
-    found = re.search(r"```yaml\n(.*?)```", readme.read_text(), re.S)
-    assert found is not None
-    ours = (NetworkTraffic, LoadAware, LoadThreshold)
-    tree = [p for p in in_tree_plugins() if p.name not in {q.name for q in ours}]
-    cfg = load_config(found.group(1), Registry([*tree, *ours]))
-    profile = cfg.profiles[0]
-    assert profile.scheduler_name == "netsched"
-    args = profile.args("LoadAware")
-    assert isinstance(args, LoadAwareArgs)
-    # The YAML anchor gives every metrics plugin the same block: one source, one estimator.
-    blocks = {a.prometheus for a in profile.plugin_config.values() if hasattr(a, "prometheus")}
-    assert blocks == {args.prometheus}

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from netsched.config.fields import ErrorList, Fields
-from netsched.config.load import load_config
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.interfaces import Diagnosis
-from netsched.framework.registry import Registry
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import NodeInfo
@@ -24,10 +20,7 @@ from netsched.testing.builders import NodeBuilder, make_node, make_pod, node_inf
 from netsched.testing.clock import FakeClock
 from netsched.testing.handle import FakeHandle
 from netsched.testing.prometheus import fake_hub
-from plugins.load_aware import LoadAware
 from plugins.load_threshold import LoadThreshold, LoadThresholdArgs
-from plugins.network_traffic import NetworkTraffic
-from plugins.registry import in_tree_plugins
 
 GBIT = 125_000_000.0
 POD = make_pod("p").info()
@@ -224,20 +217,3 @@ def test_args_errors(raw: dict[str, Any], expected: str | None) -> None:
         assert errs == []
     else:
         assert any(expected in e for e in errs), errs
-
-
-def test_readme_example_loads_and_validates() -> None:
-    """The README's KubeSchedulerConfiguration goes through the real config loader."""
-    readme = Path(__file__).resolve().parents[2] / "plugins" / "load_threshold" / "README.md"
-    found = re.search(r"```yaml\n(.*?)```", readme.read_text(), re.S)
-    assert found is not None
-    ours = (NetworkTraffic, LoadAware, LoadThreshold)
-    tree = [p for p in in_tree_plugins() if p.name not in {q.name for q in ours}]
-    cfg = load_config(found.group(1), Registry([*tree, *ours]))
-    profile = cfg.profiles[0]
-    assert profile.scheduler_name == "netsched"
-    args = profile.args("LoadThreshold")
-    assert isinstance(args, LoadThresholdArgs)
-    # The YAML anchor gives every metrics plugin the same block: one source, one estimator.
-    blocks = {a.prometheus for a in profile.plugin_config.values() if hasattr(a, "prometheus")}
-    assert blocks == {args.prometheus}

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from netsched.config.fields import ErrorList, Fields
-from netsched.config.load import load_config
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.interfaces import IntArray
-from netsched.framework.registry import Registry
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX, MetricsHub, PrometheusArgs, QueryError
@@ -22,10 +18,7 @@ from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.handle import FakeHandle
 from netsched.testing.prometheus import FakePrometheus, fake_hub
-from plugins.load_aware import LoadAware
-from plugins.load_threshold import LoadThreshold
 from plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
-from plugins.registry import in_tree_plugins
 
 GBIT = 125_000_000.0  # bytes/s
 
@@ -180,20 +173,3 @@ def test_plugins_share_one_source_per_args() -> None:
     a = NetworkTraffic(NetworkTrafficArgs.default(), FakeHandle(metrics=hub))
     b = NetworkTraffic(NetworkTrafficArgs.default(), FakeHandle(metrics=hub))
     assert a.source is b.source and len(hub.pollers) == 1
-
-
-def test_readme_example_loads_and_validates() -> None:
-    """The README's KubeSchedulerConfiguration goes through the real config loader."""
-    readme = Path(__file__).resolve().parents[2] / "plugins" / "network_traffic" / "README.md"
-    found = re.search(r"```yaml\n(.*?)```", readme.read_text(), re.S)
-    assert found is not None
-    ours = (NetworkTraffic, LoadAware, LoadThreshold)
-    tree = [p for p in in_tree_plugins() if p.name not in {q.name for q in ours}]
-    cfg = load_config(found.group(1), Registry([*tree, *ours]))
-    profile = cfg.profiles[0]
-    assert profile.scheduler_name == "netsched"
-    args = profile.args("NetworkTraffic")
-    assert isinstance(args, NetworkTrafficArgs)
-    # The YAML anchor gives every metrics plugin the same block: one source, one estimator.
-    blocks = {a.prometheus for a in profile.plugin_config.values() if hasattr(a, "prometheus")}
-    assert blocks == {args.prometheus}
