@@ -19,6 +19,7 @@ from pathlib import Path
 
 from netsched import logutil
 from netsched.framework.interfaces import Plugin
+from netsched.framework.parse import parse_pod
 from netsched.framework.quantity import to_canonical
 
 log = logging.getLogger(__name__)
@@ -130,9 +131,5 @@ def _report(nodes: list[dict], pods: list[dict], elapsed: float) -> None:  # typ
 
 
 def _req(pod: dict, res: str) -> int:  # type: ignore[type-arg]
-    total = 0
-    for c in pod["spec"].get("containers", []):
-        q = (c.get("resources") or {}).get("requests", {}).get(res)
-        if q is not None:
-            total += to_canonical(res, q)
-    return total
+    """The pod's effective request, as the scheduler counts it."""
+    return parse_pod(pod).requests.get(res, 0)

@@ -146,7 +146,7 @@ class InMemoryCluster:
             pending_lookup=self.handlers.pending_pod,
             nominate=self.queue.nominator.add_nominated,
         )
-        binder = Binder(self.cache, self._bound, self.scheduler._binding_failed, parallelism=1)
+        binder = Binder(self.cache, self._bound, self.scheduler.binding_failed, parallelism=1)
         self.scheduler.binder = InlineBinder(binder)  # type: ignore[assignment]
         self.placements: dict[str, str] = {}
         self.on_bound: list[Callable[[PodInfo, str], None]] = []
@@ -191,7 +191,7 @@ class InMemoryCluster:
         raw["metadata"] = dict(raw.get("metadata") or {}, uid=pod.uid)
         self.handlers.on_pod_event("MODIFIED", raw)
         self.placements[pod.key] = node
-        self.scheduler._bound(req)
+        self.scheduler.binding_succeeded(req)
         for fn in self.on_bound:
             fn(pod, node)
 

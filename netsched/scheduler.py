@@ -79,12 +79,11 @@ class Scheduler:
         self._pending_lookup = pending_lookup
         self._nominate = nominate
         self.explain_annotations = explain_annotations
-        self.binder = Binder(cache, self._bound, self._binding_failed, parallelism)
+        self.binder = Binder(cache, self.binding_succeeded, self.binding_failed, parallelism)
         # Status writes (conditions, nominatedNodeName) leave the scheduling thread.
         self._writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="status")
         self._stop = threading.Event()
         self.scheduled = 0
-        self.on_scheduled: Callable[[PodInfo, str], None] | None = None
 
     # ------------------------------------------------------------ loop
 
@@ -163,7 +162,7 @@ class Scheduler:
 
     # ------------------------------------------------------------ outcomes
 
-    def _bound(self, req: BindRequest) -> None:
+    def binding_succeeded(self, req: BindRequest) -> None:
         pod, node, fwk = req.pod, req.node, req.framework
         self.scheduled += 1
         if self.metrics is not None:
@@ -174,8 +173,6 @@ class Scheduler:
             self.metrics.pod_scheduling_attempts.observe(req.queued.attempts)
             self.metrics.placements.labels(node, fwk.profile_name).inc()
         fwk.events.event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {node}")
-        if self.on_scheduled is not None:
-            self.on_scheduled(pod, node)
         if req.explanation:
             self._writer.submit(self._annotate, pod, {EXPLAIN_ANNOTATION: req.explanation})
 
@@ -188,7 +185,7 @@ class Scheduler:
         except Exception as e:  # best effort
             log.warning("Could not annotate pod pod=%s err=%s", pod.key, e)
 
-    def _binding_failed(self, req: BindRequest, stage: str, st: Status) -> None:
+    def binding_failed(self, req: BindRequest, stage: str, st: Status) -> None:
         if self.metrics is not None:
             self.metrics.bind_errors.labels(stage, req.framework.profile_name).inc()
         code = Code.UNSCHEDULABLE if st.is_rejection else Code.ERROR
@@ -247,7 +244,3 @@ class Scheduler:
             self.api.update_pod_condition(pod, condition, nominated_node_name=nominated or None)
         except Exception as e:  # a status write is best effort; the pod is already requeued
             log.warning("Could not update pod status pod=%s err=%s", pod.key, e)
-
-    def drain_status_writes(self) -> None:
-        """Wait for queued status writes (tests, shutdown)."""
-        self._writer.submit(lambda: None).result()

@@ -89,8 +89,6 @@ class ScheduleResult:
     node_name: str
     evaluated_nodes: int
     feasible_nodes: int
-    # Per-plugin weighted scores for the winner (explain/debug); filled when requested.
-    scores: dict[str, int] = field(default_factory=dict)
 
 
 class FitError(Exception):
@@ -215,9 +213,6 @@ class Framework:
     @property
     def plugins(self) -> Mapping[str, Plugin]:
         return self._instances
-
-    def has_post_filter(self) -> bool:
-        return bool(self.post_filter_plugins)
 
     # ------------------------------------------------------------ Handle
 

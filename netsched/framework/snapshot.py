@@ -157,12 +157,6 @@ class Snapshot:
             self.cache[ck] = got
         return got
 
-    def column(self, resource: str) -> int | None:
-        return self.col.get(resource)
-
-    def free(self) -> npt.NDArray[np.int64]:
-        return self.allocatable - self.requested
-
     @classmethod
     def of(cls, nodes: list[NodeInfo]) -> Snapshot:
         """A snapshot over these NodeInfos (tests, simulation)."""

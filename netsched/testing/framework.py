@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -19,6 +18,7 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.interfaces import (
     EXTENSION_POINTS,
     BindPlugin,
+    Diagnosis,
     Plugin,
     PluginArgs,
     QueueSortPlugin,
@@ -126,8 +126,6 @@ def schedule_pod(
     # Re-run scoring on a fresh state for the breakdown (schedule() does not keep it).
     state2 = fwk.new_cycle_state()
     pre, _ = fwk.run_pre_filter(state2, pi, snap)
-    from netsched.framework.interfaces import Diagnosis
-
     diag = Diagnosis(len(snap), np.zeros(len(snap), dtype=np.int8))
     feasible, _ = fwk.find_feasible(state2, pi, snap, pre, diag)
     names = [snap.nodes[int(i)].name for i in feasible]
@@ -141,7 +139,3 @@ def schedule_pod(
                 n: (int(a), int(b)) for n, a, b in zip(names, norm.tolist(), weighted.tolist(), strict=True)
             }
     return Outcome(result.node_name, result, scores, totals)
-
-
-def node_names(nodes: Sequence[Any]) -> list[str]:
-    return [n.name for n in nodes]
