@@ -7,12 +7,14 @@ The loader follows kube-scheduler's v1 semantics (defaults, multiPoint
 expansion, enabled/disabled merging, validation wording); the modules behind
 this facade are: types (the dataclasses and their defaults), defaults (the
 default plugin set, kube's merge, the lease name), resolve (per-point plugin
-lists and weights), validate, load, write, duration, fields.
+lists and weights), validate, load, write, duration, errors.  The field reader
+and error list they use are the framework's (netsched.framework.fields), shared
+with plugin args decoders.
 """
 
 from netsched.config.defaults import DEFAULT_PLUGINS, default_lease_name
 from netsched.config.duration import format_duration, parse_duration
-from netsched.config.fields import ConfigError, ErrorList, FieldError, Fields
+from netsched.config.errors import ConfigError
 from netsched.config.load import load_config, parse_yaml
 from netsched.config.types import (
     API_VERSION,
@@ -37,9 +39,6 @@ __all__ = [
     "MULTI_POINT",
     "ClientConnection",
     "ConfigError",
-    "ErrorList",
-    "FieldError",
-    "Fields",
     "LeaderElectionConfig",
     "PluginRef",
     "PluginSet",

@@ -24,7 +24,7 @@ from netsched.config.defaults import (
     merge_plugin_sets,
 )
 from netsched.config.duration import DurationError, parse_duration
-from netsched.config.fields import ConfigError, ErrorList, FieldError, Fields, join
+from netsched.config.errors import ConfigError
 from netsched.config.resolve import Registry, check_plugin_sets, enabled_names, expand, with_default_weights
 from netsched.config.types import (
     API_VERSION,
@@ -42,6 +42,7 @@ from netsched.config.types import (
     SchedulerConfig,
 )
 from netsched.config.validate import validate_config
+from netsched.framework.fields import ErrorList, FieldError, Fields, join
 
 if TYPE_CHECKING:
     from netsched.framework.interfaces import PluginArgs

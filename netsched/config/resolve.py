@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
-from netsched.config.fields import ErrorList, join
 from netsched.config.types import EXTENSION_POINTS, MULTI_POINT, PLUGIN_SET_KEYS, PluginRef, PluginSet
-
-if TYPE_CHECKING:
-    from netsched.framework.interfaces import Plugin
+from netsched.framework.fields import ErrorList, join
+from netsched.framework.interfaces import Plugin, extension_points_of
 
 Registry = Mapping[str, "type[Plugin]"]
 
@@ -24,10 +21,6 @@ _log = logging.getLogger(__name__)
 
 
 def _points_of(cls: type[Plugin]) -> frozenset[str]:
-    # Imported here: netsched.framework.interfaces imports netsched.config.fields,
-    # so a module-level import would be circular whichever package loads first.
-    from netsched.framework.interfaces import extension_points_of
-
     return frozenset(extension_points_of(cls))
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from netsched.framework.interfaces import EXTENSION_POINTS as _FRAMEWORK_POINTS
+
 if TYPE_CHECKING:
     from netsched.framework.interfaces import PluginArgs
 
@@ -24,22 +26,8 @@ KUBE_LEASE_NAME = "kube-scheduler"  # the default scheduler's lease: never take 
 NETSCHED_LEASE_NAME = "netsched"
 
 MULTI_POINT = "multiPoint"
-# YAML keys of the extension points, in framework order (same as
-# netsched.framework.interfaces.EXTENSION_POINTS; a test keeps them equal).
-EXTENSION_POINTS: tuple[str, ...] = (
-    "preEnqueue",
-    "queueSort",
-    "preFilter",
-    "filter",
-    "postFilter",
-    "preScore",
-    "score",
-    "reserve",
-    "permit",
-    "preBind",
-    "bind",
-    "postBind",
-)
+# YAML keys of the extension points, in framework order.
+EXTENSION_POINTS: tuple[str, ...] = tuple(_FRAMEWORK_POINTS)
 PLUGIN_SET_KEYS: tuple[str, ...] = (MULTI_POINT, *EXTENSION_POINTS)
 
 MAX_WEIGHT = 2**31 - 1  # weights are int32 in kube's API

@@ -11,8 +11,8 @@ the CLI can call it again after applying its flag overrides.
 from __future__ import annotations
 
 from netsched.config.duration import format_duration
-from netsched.config.fields import ErrorList
 from netsched.config.types import MAX_WEIGHT, LeaderElectionConfig, Profile, SchedulerConfig
+from netsched.framework.fields import ErrorList
 
 SUPPORTED_RESOURCE_LOCKS = ("leases",)
 

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from netsched.config.fields import ErrorList, Fields
 from netsched.framework.cycle_state import CycleState
+from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 

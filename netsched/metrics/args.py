@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from netsched.config.fields import Fields
+from netsched.framework.fields import Fields
 
 DEFAULT_ADDRESS = "http://prometheus-k8s.monitoring.svc:9090"
 DEFAULT_TIMEOUT_SECONDS = 5.0

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from netsched.config.fields import ErrorList, Fields, join
+from netsched.framework.fields import ErrorList, Fields, join
 from netsched.simulate import compact
 from netsched.simulate.generators import DEFAULT_LINK_SPEED_BITS
 from netsched.simulate.units import Curve, bits_per_second, fraction, is_range, is_series, number, shown

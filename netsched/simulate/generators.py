@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from netsched.config.fields import ErrorList, FieldError, Fields, join
+from netsched.framework.fields import ErrorList, FieldError, Fields, join
 from netsched.framework.parse import PodParseError, parse_pod
 from netsched.framework.quantity import CPU, MEMORY, QuantityError, to_canonical
 from netsched.metrics.estimation import EGRESS_BANDWIDTH, INGRESS_BANDWIDTH

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from netsched.config import ConfigError, ErrorList, Fields, parse_yaml
-from netsched.config.fields import join
+from netsched.config import ConfigError, parse_yaml
+from netsched.framework.fields import ErrorList, Fields, join
 from netsched.simulate.background import Background, decode_background
 from netsched.simulate.generators import decode_nodes, decode_pods, node_names
 from netsched.simulate.units import shown

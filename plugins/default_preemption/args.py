@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from netsched.config.fields import Fields, join
+from netsched.framework.fields import Fields, join
 from netsched.framework.interfaces import PluginArgs
 
 

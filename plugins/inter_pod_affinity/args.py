@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from netsched.config.fields import Fields, join
+from netsched.framework.fields import Fields, join
 from netsched.framework.interfaces import PluginArgs
 
 MIN_HARD_POD_AFFINITY_WEIGHT = 0

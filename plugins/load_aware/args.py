@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from netsched.config.fields import Fields
+from netsched.framework.fields import Fields
 from netsched.framework.interfaces import PluginArgs
 from netsched.metrics import CPU, MEMORY, PrometheusArgs
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from netsched.config.fields import Fields, join
+from netsched.framework.fields import Fields, join
 from netsched.framework.interfaces import PluginArgs
 from plugins.node_resources_fit.args import resource_specs
 from plugins.node_resources_fit.resources import DEFAULT_RESOURCES, ResourceSpec

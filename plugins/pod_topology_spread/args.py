@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from netsched.config.fields import Fields, join
+from netsched.framework.fields import Fields, join
 from netsched.framework.interfaces import PluginArgs
 from netsched.framework.selectors import TopologySpreadConstraint
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from netsched.config.fields import ErrorList, Fields
+from netsched.framework.fields import ErrorList, Fields
 from netsched.metrics import DEFAULT_QUERIES, FAIL_OPEN, PrometheusArgs
 from netsched.metrics.args import redact
 from netsched.metrics.queries import CPU, NETWORK_RX, builtin_query, render

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from netsched.config.fields import ErrorList, Fields
 from netsched.framework.cycle_state import CycleState
+from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.runtime import FitError
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status

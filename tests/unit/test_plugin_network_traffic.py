@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from netsched.config.fields import ErrorList, Fields
 from netsched.framework.cycle_state import CycleState
+from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.interfaces import IntArray
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo

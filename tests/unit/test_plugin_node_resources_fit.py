@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from netsched.config.fields import ErrorList, Fields
 from netsched.framework.cycle_state import CycleState
+from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.interfaces import FilterPlugin, IntArray
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code

@@ -1,4 +1,4 @@
-"""Field-path errors and a small typed reader for YAML mappings.
+"""Field-path errors and a small typed reader for YAML mappings (config and plugin args).
 
 Configuration is checked in one pass that collects every problem, each with
 the path of the field at fault (`profiles[0].pluginConfig[2].args.weight`),
@@ -62,14 +62,6 @@ class ErrorList(list[FieldError]):
 
     def unknown_field(self, path: str) -> None:
         self.append(FieldError(path, "Unknown field", "not a field of this object (typo?)"))
-
-
-class ConfigError(Exception):
-    """Raised at the boundary with every collected problem."""
-
-    def __init__(self, errors: Iterable[FieldError]) -> None:
-        self.errors = list(errors)
-        super().__init__("invalid configuration:\n" + "\n".join(f"  - {e}" for e in self.errors))
 
 
 def join(path: str, key: str | int) -> str:
