@@ -31,9 +31,10 @@ from netsched.cache import ClusterCache
 from netsched.clock import SystemClock
 from netsched.config import ConfigError, SchedulerConfig, load_config, validate_config, write_config
 from netsched.eventhandlers import EventHandlers
-from netsched.framework.interfaces import Clock, EventRecorder, Plugin
+from netsched.framework.handle import Services
+from netsched.framework.interfaces import Clock, EventRecorder, FrameworkBuildError, Plugin
 from netsched.framework.registry import Registry, RegistryError
-from netsched.framework.runtime import Framework, FrameworkBuildError, Services
+from netsched.framework.runtime import Framework
 from netsched.framework.types import PodInfo
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.queue import SchedulingQueue
@@ -467,27 +468,14 @@ def debug_handlers(app: SchedulerApp) -> dict[str, Any]:
     """/debug/explain?pod=NAMESPACE/NAME[&format=text]: per-node filter verdicts and scores."""
 
     def explain_endpoint(query: Mapping[str, Any]) -> tuple[int, str, bytes]:
-        from netsched.explain import explain
-
         key = _one(query.get("pod"))
         if not key or "/" not in key:
             return 400, "text/plain", b"usage: /debug/explain?pod=NAMESPACE/NAME[&format=text]\n"
         pod = app.handlers.pending_pod_by_key(key) or app.cache.find_pod(key)
         if pod is None:
             return 404, "text/plain", f"pod {key} is not pending for netsched nor known on a node\n".encode()
-        fwk = app.frameworks.get(pod.scheduler_name) or next(iter(app.frameworks.values()))
-        snap = app.cache.snapshot_copy()
-        if pod.node_name:
-            # Explain a bound pod as if it were pending again: take it off its node first.
-            import dataclasses
-
-            row = snap.index.get(pod.node_name)
-            if row is not None:
-                node = snap.nodes[row].clone()
-                node.remove_pod(pod)
-                snap.set_node(row, node)
-            pod = dataclasses.replace(pod, node_name="")
-        result = explain(fwk, pod, snap)
+        # On the Explainer's own snapshot copy and framework replica: never the scheduling thread's.
+        result = app.scheduler.explainer.explain(pod)
         if _one(query.get("format")) == "text":
             return 200, "text/plain; charset=utf-8", (result.table() + "\n").encode()
         return 200, "application/json", result.to_json().encode()

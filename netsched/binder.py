@@ -34,7 +34,6 @@ class BindRequest:
     node: str
     started: float  # perf_counter at the start of the scheduling attempt
     cycle: int
-    explanation: str = ""  # opt-in: compact per-plugin scores, written as an annotation once bound
 
 
 class Binder:

@@ -5,20 +5,28 @@ node?" (the load score is one of several, each weighted).  `explain` runs
 the profile's real plugins for one pod against a snapshot, without
 reserving anything, and returns a table: for each node, each filter's
 verdict, then for feasible nodes each score plugin's raw, normalised and
-weighted score, the total and the winner.  Used by `netsched simulate
---explain`, the /debug/explain endpoint and the opt-in pod annotation.
+weighted score (the runtime's one score loop, with its breakdown), the
+total and the winner.  `Explainer` does it on framework replicas and
+snapshot copies of its own, for `netsched simulate --explain`, the
+/debug/explain endpoint and the opt-in pod annotation.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from netsched.framework.interfaces import PluginFault, PluginScores
 from netsched.framework.runtime import Framework
+from netsched.framework.search import prioritize
 from netsched.framework.snapshot import Snapshot
+from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
 
 
@@ -118,7 +126,10 @@ def _cell(n: NodeExplanation, plugin: str) -> str:
 
 
 def explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
-    """Run the profile's plugins for pod over every node of snapshot; nothing is reserved."""
+    """Run fwk's plugins for pod over every node of snapshot; nothing is reserved.
+
+    fwk must be a framework no other thread is using (Explainer keeps replicas for that).
+    """
     out = Explanation(pod=pod.key, profile=fwk.profile_name, weights=dict(fwk.weights))
     fwk.set_snapshot(snapshot)
     state = fwk.new_cycle_state()
@@ -131,41 +142,79 @@ def explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
         out.nodes = [NodeExplanation(n.name, {}, False) for n in snapshot.nodes]
         return out
     allowed = pre.node_names if pre is not None else None
+    skipped = {fp.name: "skip" for fp in fwk.filter_plugins if fp.name in state.skip_filter_plugins}
     rows: list[int] = []
     for i, node in enumerate(snapshot.nodes):
         ne = NodeExplanation(node.name)
         if allowed is not None and node.name not in allowed:
             ne.filters["PreFilter"] = "not in the PreFilter node set"
             ne.feasible = False
+        verdicts = {fp.name: fst for fp, fst in fwk.filter_statuses(state, pod, node)}
         for fp in fwk.filter_plugins:
-            if fp.name in state.skip_filter_plugins:
-                ne.filters[fp.name] = "skip"
-                continue
-            fst = fp.filter(state, pod, node)
-            ne.filters[fp.name] = "passed" if fst.ok else fst.message() or fst.code.name
-            if not fst.ok:
-                ne.feasible = False
+            fst = verdicts.get(fp.name)
+            ne.filters[fp.name] = skipped[fp.name] if fst is None else _verdict(fst)
+            ne.feasible = ne.feasible and (fst is None or fst.ok)
         if ne.feasible:
             rows.append(i)
         out.nodes.append(ne)
     if not rows:
         out.message = "no node passed the filters"
         return out
-    idx = np.asarray(rows, dtype=np.int64)
-    fwk.run_pre_score(state, pod, snapshot, idx)
-    totals = np.zeros(len(idx), dtype=np.int64)
-    for sp in fwk.score_plugins:
-        if sp.name in state.skip_score_plugins:
-            continue
-        raw = np.asarray(sp.score_nodes(state, pod, snapshot, idx), dtype=np.int64)
-        norm = raw.copy()
-        sp.normalize_scores(state, pod, norm)
-        weighted = norm * fwk.weights[sp.name]
-        totals += weighted
+    breakdown: dict[str, PluginScores] = {}
+    try:
+        totals = prioritize(fwk, state, pod, snapshot, np.asarray(rows, dtype=np.int64), breakdown)
+    except PluginFault as e:
+        out.message = f"scoring failed: {e.status}"
+        return out
+    for name, ps in breakdown.items():
         for j, row in enumerate(rows):
-            out.nodes[row].scores[sp.name] = (int(raw[j]), int(norm[j]), int(weighted[j]))
+            out.nodes[row].scores[name] = (int(ps.raw[j]), int(ps.normalized[j]), int(ps.weighted[j]))
     for j, row in enumerate(rows):
         out.nodes[row].total = int(totals[j])
     best = max(rows, key=lambda r: (out.nodes[r].total, -r))
     out.winner = out.nodes[best].node
     return out
+
+
+def _verdict(st: Status) -> str:
+    return "passed" if st.ok else st.message() or st.code.name
+
+
+class Explainer:
+    """Explanations that never touch the scheduling thread's state.
+
+    Each profile is explained on a replica of its Framework (plugins of its own)
+    and a snapshot of its own (an independent copy of the cache), so the
+    /debug/explain endpoint and the opt-in annotation can run on any thread
+    while the scheduling thread goes on.  Calls are serialised: one replica
+    per profile, one explanation at a time.
+    """
+
+    def __init__(self, frameworks: Mapping[str, Framework], snapshot: Callable[[], Snapshot]) -> None:
+        self._profiles = dict(frameworks)
+        self._snapshot = snapshot
+        self._replicas: dict[str, Framework] = {}
+        self._lock = threading.Lock()
+
+    def explain(self, pod: PodInfo, snapshot: Snapshot | None = None) -> Explanation:
+        """Explain pod as if it were pending: a pod already on a node is taken off it first.
+
+        `snapshot` must be the caller's own (it may be changed); by default a fresh copy.
+        """
+        snap = snapshot if snapshot is not None else self._snapshot()
+        if pod.node_name:
+            row = snap.index.get(pod.node_name)
+            if row is not None:
+                node = snap.nodes[row].clone()
+                node.remove_pod(pod)
+                snap.set_node(row, node)
+            pod = dataclasses.replace(pod, node_name="")
+        with self._lock:
+            return explain(self._replica(pod.scheduler_name), pod, snap)
+
+    def _replica(self, profile: str) -> Framework:
+        got = self._replicas.get(profile)
+        if got is None:
+            source = self._profiles.get(profile) or next(iter(self._profiles.values()))
+            got = self._replicas[profile] = source.replica()
+        return got

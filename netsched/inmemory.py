@@ -19,8 +19,9 @@ from netsched.binder import Binder
 from netsched.cache import ClusterCache
 from netsched.config import SchedulerConfig
 from netsched.eventhandlers import EventHandlers
+from netsched.framework.handle import Services
 from netsched.framework.interfaces import Plugin
-from netsched.framework.runtime import Framework, Services
+from netsched.framework.runtime import Framework
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.queue import SchedulingQueue

@@ -18,8 +18,10 @@ from typing import Any, Protocol
 
 from netsched.binder import Binder, BindRequest
 from netsched.cache import ClusterCache
-from netsched.framework.interfaces import Clock
-from netsched.framework.runtime import FitError, Framework, PluginFault
+from netsched.explain import Explainer
+from netsched.framework.interfaces import Clock, PluginFault
+from netsched.framework.runtime import Framework
+from netsched.framework.search import FitError, NodeSearch
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import PodInfo, QueuedPodInfo
@@ -69,6 +71,8 @@ class Scheduler:
         explain_annotations: bool = False,
     ) -> None:
         self.frameworks = dict(frameworks)
+        # One node search per profile: where the next search starts is the scheduler's state.
+        self.searches = {name: NodeSearch(fwk) for name, fwk in self.frameworks.items()}
         self.queue = queue
         self.cache = cache
         self.api = api
@@ -79,6 +83,8 @@ class Scheduler:
         self._pending_lookup = pending_lookup
         self._nominate = nominate
         self.explain_annotations = explain_annotations
+        # /debug/explain and the opt-in annotation: replicas and snapshot copies of its own.
+        self.explainer = Explainer(self.frameworks, cache.snapshot_copy)
         self.binder = Binder(cache, self.binding_succeeded, self.binding_failed, parallelism)
         # Status writes (conditions, nominatedNodeName) leave the scheduling thread.
         self._writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="status")
@@ -121,10 +127,9 @@ class Scheduler:
             return True
         started = time.perf_counter()
         self.cache.update_snapshot(self.snapshot)
-        fwk.set_snapshot(self.snapshot)
         state = fwk.new_cycle_state()
         try:
-            result = fwk.schedule(state, pod, self.snapshot)
+            result = self.searches[pod.scheduler_name].schedule(state, pod, self.snapshot)
         except FitError as e:
             self._failed(fwk, qp, cycle, started, e.diagnosis.message(), Code.UNSCHEDULABLE, e)
             return True
@@ -133,7 +138,6 @@ class Scheduler:
             return True
 
         node = result.node_name
-        explanation = self._explain(fwk, pod, node) if self.explain_annotations else ""
         assumed = self.cache.assume(pod, node)
         st = fwk.run_reserve(state, assumed, node)
         if st.ok:
@@ -145,20 +149,19 @@ class Scheduler:
             self._failed(fwk, qp, cycle, started, st.message() or str(st), code, None, st.plugin)
             return True
         self.queue.done(pod.uid)
-        self.binder.submit(BindRequest(fwk, state, qp, assumed, node, started, cycle, explanation))
+        self.binder.submit(BindRequest(fwk, state, qp, assumed, node, started, cycle))
         return True
 
-    def _explain(self, fwk: Framework, pod: PodInfo, chosen: str) -> str:
-        """Opt-in: the top nodes' per-plugin scores for the pod's annotation (re-runs scoring)."""
-        from netsched.explain import explain
-
+    def _annotate_explanation(self, pod: PodInfo, node: str) -> None:
+        """Opt-in, on the status writer after binding: the top nodes' per-plugin scores as an
+        annotation, computed by the Explainer on its own snapshot copy and framework replica."""
         try:
-            ex = explain(fwk, pod, self.snapshot)
-            ex.winner = chosen  # equal totals are broken at random by the scheduler
-            return ex.annotation()
-        except Exception:  # an explanation must never cost the pod its placement
+            ex = self.explainer.explain(pod)
+        except Exception:  # an explanation must never cost the pod anything
             log.exception("Explain failed pod=%s", pod.key)
-            return ""
+            return
+        ex.winner = node  # equal totals are broken at random by the scheduler
+        self._annotate(pod, {EXPLAIN_ANNOTATION: ex.annotation()})
 
     # ------------------------------------------------------------ outcomes
 
@@ -173,8 +176,8 @@ class Scheduler:
             self.metrics.pod_scheduling_attempts.observe(req.queued.attempts)
             self.metrics.placements.labels(node, fwk.profile_name).inc()
         fwk.events.event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {node}")
-        if req.explanation:
-            self._writer.submit(self._annotate, pod, {EXPLAIN_ANNOTATION: req.explanation})
+        if self.explain_annotations:
+            self._writer.submit(self._annotate_explanation, pod, node)
 
     def _annotate(self, pod: PodInfo, annotations: dict[str, str | None]) -> None:
         patch = getattr(self.api, "patch_pod_annotations", None)

@@ -55,6 +55,27 @@ class PluginArgs:
     def encode(self) -> dict[str, Any]:
         raise NotImplementedError
 
+    @staticmethod
+    def resolve(kind: type[A] | None, value: object, plugin: str, problems: list[str]) -> A | None:
+        """A plugin's args from its pluginConfig entry: an instance of `kind` as given, a mapping
+        decoded (its problems added with their field paths), or `kind`'s defaults when absent.
+        Anything else is a problem: never a silent default."""
+        if kind is None:
+            if value is not None:
+                problems.append("takes no args")
+            return None
+        if isinstance(value, kind):
+            return value
+        if value is None:
+            return kind.default()
+        if isinstance(value, Mapping):
+            errs = ErrorList()
+            decoded = kind.decode(Fields(value, f"pluginConfig[{plugin}].args", errs))
+            problems.extend(str(e) for e in errs)
+            return decoded
+        problems.append(f"args must be {kind.__name__} or a mapping, got {type(value).__name__}")
+        return None
+
     @classmethod
     def default(cls: type[A]) -> A:
         errs = ErrorList()
@@ -185,6 +206,15 @@ class ScorePlugin(Plugin):
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class PluginScores:
+    """One score plugin's scores for the feasible nodes, for explanations."""
+
+    raw: IntArray
+    normalized: IntArray
+    weighted: IntArray
+
+
 class ReservePlugin(Plugin):
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         raise NotImplementedError
@@ -240,6 +270,18 @@ def extension_points_of(cls: type[Plugin]) -> list[str]:
     return [ep for ep, base in EXTENSION_POINTS.items() if issubclass(cls, base)]
 
 
+class FrameworkBuildError(ValueError):
+    """A profile that cannot schedule anything; raised at start-up."""
+
+
+class PluginFault(Exception):
+    """A plugin raised or returned Error; the pod is retried with backoff."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(str(status))
+        self.status = status
+
+
 class PluginError(Exception):
     """A plugin fault; the runtime turns it into an Error status naming the plugin."""
 
@@ -268,6 +310,26 @@ class Diagnosis:
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
 
+    def record(
+        self, plugin: str, rows: IntArray, rejections: list[Rejection]
+    ) -> tuple[BoolArray, Status | None]:
+        """Count one filter's rejections of snapshot `rows`: (rejected mask, an Error status if
+        the plugin reported one).  Each row keeps its most severe code."""
+        failed = np.zeros(len(rows), dtype=bool)
+        for rej in rejections:
+            if rej.code == Code.ERROR:
+                return failed, Status(Code.ERROR, list(rej.reasons), plugin)
+            cnt = int(rej.mask.sum())
+            if not cnt:
+                continue
+            failed |= rej.mask
+            hit = rows[rej.mask]
+            self.node_codes[hit] = np.maximum(self.node_codes[hit], int(rej.code))
+            for reason in rej.reasons:
+                self.reasons[reason] = self.reasons.get(reason, 0) + cnt
+            self.unschedulable_plugins.add(plugin)
+        return failed, None
+
     def message(self) -> str:
         """kube's FitError text: each part is appended as " part." (so a preemption message
         that ends in "." gives kube's familiar double dot)."""
@@ -294,6 +356,45 @@ class Clock(Protocol):
     def wall(self) -> float:
         """Unix seconds: timestamps written to the API and compared with Prometheus samples."""
         ...
+
+
+class MetricsProvider(Protocol):
+    """The process-wide measured-load cache (netsched.metrics.MetricsHub), shared by all profiles.
+
+    A plugin asks it once, at construction, for the source serving its Prometheus
+    connection args (netsched.metrics.source_for narrows the type); it never
+    queries Prometheus itself.
+    """
+
+    def source(self, args: Any) -> object: ...
+
+
+class _Observer(Protocol):
+    def observe(self, amount: float) -> None: ...
+
+
+class _Histogram(Protocol):
+    def labels(self, *values: str) -> _Observer: ...
+
+
+class _Counter(Protocol):
+    def inc(self, amount: float = 1) -> None: ...
+
+
+class RuntimeMetrics(Protocol):
+    """The scheduler's own metrics the runtime records (netsched.observability.SchedulerMetrics)."""
+
+    @property
+    def framework_extension_point_duration(self) -> _Histogram: ...
+
+    @property
+    def plugin_execution_duration(self) -> _Histogram: ...
+
+    @property
+    def preemption_attempts(self) -> _Counter: ...
+
+    @property
+    def preemption_victims(self) -> _Observer: ...
 
 
 class WaitingPod(Protocol):
@@ -349,7 +450,7 @@ class Handle(Protocol):
     def events(self) -> EventRecorder: ...
 
     @property
-    def metrics(self) -> Any:
+    def metrics(self) -> MetricsProvider | None:
         """The process-wide metrics hub (netsched.metrics), shared by all profiles."""
         ...
 
@@ -396,12 +497,16 @@ __all__ = [
     "EventRecorder",
     "EXTENSION_POINTS",
     "FilterPlugin",
+    "FrameworkBuildError",
     "Handle",
+    "MetricsProvider",
     "PermitPlugin",
     "Plugin",
     "PluginArgs",
     "PluginError",
     "PluginFactory",
+    "PluginFault",
+    "PluginScores",
     "PostBindPlugin",
     "PostFilterPlugin",
     "PostFilterResult",
@@ -413,6 +518,7 @@ __all__ = [
     "QueueSortPlugin",
     "Rejection",
     "ReservePlugin",
+    "RuntimeMetrics",
     "ScorePlugin",
     "WaitingPod",
     "extension_points_of",

@@ -37,6 +37,11 @@ class Code(enum.IntEnum):
     and is not retried until that changes."""
 
     @property
+    def label(self) -> str:
+        """kube's name for the code, as used in metric labels ("UnschedulableAndUnresolvable")."""
+        return "".join(w.capitalize() for w in self.name.split("_"))
+
+    @property
     def is_rejection(self) -> bool:
         return self in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
 

@@ -56,7 +56,9 @@ def source_for(handle: Handle, args: PrometheusArgs, plugin: str) -> MetricSourc
     hub = handle.metrics
     if hub is None:
         raise ValueError(f"plugin {plugin} needs the metrics hub, but handle.metrics is None")
-    src: MetricSource = hub.source(args)
+    src = hub.source(args)
+    if not isinstance(src, MetricSource):
+        raise TypeError(f"plugin {plugin} needs a netsched.metrics hub, got {type(hub).__name__}")
     return src
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from netsched.config import SchedulerConfig
-from netsched.explain import Explanation, explain
+from netsched.explain import Explanation
 from netsched.framework.interfaces import Plugin
 from netsched.framework.types import QueuedPodInfo
 from netsched.inmemory import InMemoryCluster
@@ -64,7 +64,7 @@ class Run:
 
 class _Explainer:
     """Wraps the scheduler's queue: when the pod to explain is popped, explain it against the
-    very snapshot its scheduling cycle is about to use."""
+    cluster its scheduling cycle is about to see."""
 
     def __init__(self, cluster: InMemoryCluster, key: str, now: Callable[[], float], run: Run) -> None:
         self._cluster = cluster
@@ -77,11 +77,10 @@ class _Explainer:
         qp = self._queue.pop(timeout=timeout)
         if qp is not None and qp.pod.key == self._key:
             c = self._cluster
-            fwk = c.frameworks.get(qp.pod.scheduler_name)
-            if fwk is not None:
-                # Scheduler.schedule_one brings the same snapshot up to date right after pop.
-                c.cache.update_snapshot(c.scheduler.snapshot)
-                self._run.explanation = explain(fwk, qp.pod, c.scheduler.snapshot)
+            if qp.pod.scheduler_name in c.frameworks:
+                # The cluster as the pod's scheduling cycle is about to see it (a copy: the
+                # Explainer works on replicas of its own).
+                self._run.explanation = c.scheduler.explainer.explain(qp.pod)
                 self._run.explained_at = self._now()
         return qp
 
@@ -243,6 +242,6 @@ def _key(raw: Mapping[str, Any]) -> str:
 
 
 def _seed_tie_breaks(cluster: InMemoryCluster, seed: int) -> None:
-    """Equal totals are broken at random by the framework; seed it so a run can be repeated."""
-    for i, fwk in enumerate(cluster.frameworks.values()):
-        fwk.seed(seed * 1000 + i)
+    """Equal totals are broken at random by the node search; seed it so a run can be repeated."""
+    for i, search in enumerate(cluster.scheduler.searches.values()):
+        search.seed(seed * 1000 + i)

@@ -12,19 +12,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from netsched.framework.cycle_state import CycleState
+from netsched.framework.handle import Services
 from netsched.framework.interfaces import (
     EXTENSION_POINTS,
     BindPlugin,
-    Diagnosis,
     Plugin,
     PluginArgs,
+    PluginScores,
     QueueSortPlugin,
     extension_points_of,
 )
-from netsched.framework.runtime import Framework, ScheduleResult, Services
+from netsched.framework.runtime import Framework
+from netsched.framework.search import NodeSearch, ScheduleResult
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import NodeInfo, PodInfo, QueuedPodInfo
@@ -116,26 +116,22 @@ def schedule_pod(
     weights: Mapping[str, int] | None = None,
     args: Mapping[str, PluginArgs] | None = None,
 ) -> Outcome:
-    """Run PreFilter..Score for one pod; raises FitError/PluginFault as the scheduler would."""
+    """Run PreFilter..Score for one pod once, with the score breakdown; raises FitError or
+    PluginFault as the scheduler would."""
     fwk = framework or build_framework(plugins, weights=weights, args=args)
     pi = pod.info() if isinstance(pod, PodBuilder) else pod
     snap = Snapshot.of(node_infos(list(nodes), list(existing)))
-    fwk.set_snapshot(snap)
-    state = fwk.new_cycle_state()
-    result = fwk.schedule(state, pi, snap)
-    # Re-run scoring on a fresh state for the breakdown (schedule() does not keep it).
-    state2 = fwk.new_cycle_state()
-    pre, _ = fwk.run_pre_filter(state2, pi, snap)
-    diag = Diagnosis(len(snap), np.zeros(len(snap), dtype=np.int8))
-    feasible, _ = fwk.find_feasible(state2, pi, snap, pre, diag)
-    names = [snap.nodes[int(i)].name for i in feasible]
-    scores: dict[str, dict[str, tuple[int, int]]] = {}
-    totals = dict.fromkeys(names, 0)
-    if len(feasible) > 1:
-        total, detail = fwk.prioritize(state2, pi, snap, feasible, breakdown=True)
-        totals = {n: int(t) for n, t in zip(names, total.tolist(), strict=True)}
-        for plugin, (norm, weighted) in detail.items():
-            scores[plugin] = {
-                n: (int(a), int(b)) for n, a, b in zip(names, norm.tolist(), weighted.tolist(), strict=True)
-            }
+    breakdown: dict[str, PluginScores] = {}
+    result = NodeSearch(fwk).schedule(fwk.new_cycle_state(), pi, snap, breakdown)
+    if result.feasible is None or result.totals is None:  # one feasible node: nothing was scored
+        return Outcome(result.node_name, result, {}, {result.node_name: 0})
+    names = [snap.nodes[int(i)].name for i in result.feasible]
+    totals = {n: int(t) for n, t in zip(names, result.totals.tolist(), strict=True)}
+    scores = {
+        plugin: {
+            n: (int(a), int(b))
+            for n, a, b in zip(names, ps.normalized.tolist(), ps.weighted.tolist(), strict=True)
+        }
+        for plugin, ps in breakdown.items()
+    }
     return Outcome(result.node_name, result, scores, totals)

@@ -58,3 +58,38 @@ def test_explain_reports_prefilter_rejection() -> None:
     pod = make_pod("claims").scheduler("netsched").pvc("data").info()
     ex = explain(fwk, pod, snap)
     assert ex.winner == "" and "PersistentVolumeClaims" in ex.message
+
+
+def test_explainer_never_touches_the_scheduling_framework() -> None:
+    """/debug/explain and the annotation run on a replica and a snapshot copy of their own."""
+    reg = build_registry()
+    cluster = InMemoryCluster(load_config(CFG, reg), reg)
+    cluster.add_nodes(
+        [make_node("a").capacity(cpu="4", memory="8Gi").obj(), make_node("b").capacity(cpu="8").obj()]
+    )
+    live = cluster.frameworks["netsched"]
+    live_snapshot = live.snapshot()
+    pod = make_pod("web").scheduler("netsched").req(cpu="1").info()
+    ex = cluster.scheduler.explainer.explain(pod)
+    assert ex.winner in ("a", "b") and len(ex.nodes) == 2
+    assert live.snapshot() is live_snapshot  # the live handle still serves the scheduler's snapshot
+    replica = cluster.scheduler.explainer._replica("netsched")
+    assert replica is not live
+    pairs = list(
+        zip(replica.filter_plugins + replica.score_plugins, live.filter_plugins + live.score_plugins)
+    )
+    assert pairs and all(r is not lv and r.name == lv.name for r, lv in pairs)
+
+
+def test_explainer_explains_a_bound_pod_as_if_pending() -> None:
+    reg = build_registry()
+    cluster = InMemoryCluster(load_config(CFG, reg), reg)
+    cluster.add_nodes([make_node("a").capacity(cpu="2").obj(), make_node("b").capacity(cpu="2").obj()])
+    cluster.add_pod(make_pod("big").scheduler("netsched").req(cpu="2").obj())
+    cluster.schedule_pending()
+    placed = cluster.placements["default/big"]
+    bound = cluster.cache.find_pod("default/big")
+    assert bound is not None
+    ex = cluster.scheduler.explainer.explain(bound)
+    # Taken off its node first, so both nodes fit it again.
+    assert all(n.feasible for n in ex.nodes) and placed in {n.node for n in ex.nodes}

@@ -14,7 +14,7 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.interfaces import Diagnosis, FilterPlugin, PostFilterResult, PreFilterPlugin
 from netsched.framework.quantity import CPU
-from netsched.framework.runtime import FitError
+from netsched.framework.search import FitError
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -9,11 +10,16 @@ import numpy as np
 import pytest
 
 from netsched.framework.cycle_state import CycleState
+from netsched.framework.fields import Fields
+from netsched.framework.handle import Services
 from netsched.framework.interfaces import (
     BindPlugin,
     Diagnosis,
     FilterPlugin,
+    FrameworkBuildError,
     PermitPlugin,
+    PluginArgs,
+    PluginFault,
     PostFilterPlugin,
     PostFilterResult,
     PreFilterPlugin,
@@ -22,7 +28,7 @@ from netsched.framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
-from netsched.framework.runtime import FitError, FrameworkBuildError, PluginFault, Services
+from netsched.framework.search import FitError, NodeSearch, num_feasible_nodes_to_find
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo
@@ -345,18 +351,17 @@ def test_first_non_skip_binder_binds() -> None:
 )
 def test_num_feasible_nodes_to_find(nodes_n: int, pct: int | None, want: int) -> None:
     # kube: adaptive = max(5, 50 - n/125) percent, at least 100 nodes.
-    fwk = build_framework([], percentage_of_nodes_to_score=pct)
-    assert fwk.num_feasible_nodes_to_find(nodes_n) == want
+    assert num_feasible_nodes_to_find(nodes_n, pct) == want
 
 
 def test_rotating_start_index_spreads_evaluation() -> None:
-    fwk = build_framework([], percentage_of_nodes_to_score=10)
+    search = NodeSearch(build_framework([], percentage_of_nodes_to_score=10))
     snap = Snapshot.of(node_infos([make_node(f"n{i:03d}") for i in range(1000)]))
     pod = make_pod("p").info()
     firsts = []
     for _ in range(3):
         diag = Diagnosis(len(snap), np.zeros(len(snap), dtype=np.int8))
-        feasible, evaluated = fwk.find_feasible(CycleState(), pod, snap, None, diag)
+        feasible, evaluated = search.find_feasible(CycleState(), pod, snap, None, diag)
         assert len(feasible) == 100 and evaluated == 100
         firsts.append(int(feasible[0]))
     assert firsts == [0, 100, 200]
@@ -381,3 +386,62 @@ def test_status_helpers() -> None:
     assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and st.reasons == ["b"]
     assert Status.success().with_plugin("X").plugin == ""
     assert str(Status.unschedulable("x", plugin="P")) == "UNSCHEDULABLE P: x"
+
+
+class _Args(PluginArgs):
+    def __init__(self, limit: int = 3) -> None:
+        self.limit = limit
+
+    @classmethod
+    def decode(cls, fields: Fields) -> _Args:
+        return cls(fields.int("limit", 3, min=1))
+
+    def encode(self) -> dict[str, Any]:
+        return {"limit": self.limit}
+
+
+class WithArgs(FilterPlugin):
+    name = "WithArgs"
+    Args = _Args
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        return Status.success()
+
+
+@pytest.mark.parametrize(
+    ("given", "error"),
+    [
+        (None, ""),  # not configured: the defaults
+        (_Args(5), ""),
+        ({"limit": 7}, ""),  # a mapping is decoded with the plugin's own reader
+        ({"limit": 0}, "plugin 'WithArgs': pluginConfig[WithArgs].args.limit: Invalid value: 0"),
+        (object(), "plugin 'WithArgs': args must be _Args or a mapping, got object"),
+    ],
+)
+def test_plugin_args_are_typed_at_build(given: Any, error: str) -> None:
+    args = {} if given is None else {"WithArgs": given}
+    if error:
+        with pytest.raises(FrameworkBuildError, match=re.escape(error)):
+            build_framework([WithArgs], args=args)
+        return
+    fwk = build_framework([WithArgs], args=args)
+    got = fwk.filter_plugins[0].args
+    assert isinstance(got, _Args)
+    want = 3 if given is None else given["limit"] if isinstance(given, dict) else given.limit
+    assert got.limit == want
+
+
+def test_schedule_pod_scores_once_and_returns_the_breakdown() -> None:
+    calls: list[str] = []
+
+    class Counting(NameScore):
+        name = "Counting"
+
+        def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+            calls.append(node.name)
+            return super().score(state, pod, node)
+
+    out = schedule_pod(make_pod("p"), nodes(3), plugins=[Counting], weights={"Counting": 2})
+    assert sorted(calls) == ["n0", "n1", "n2"]  # one score loop, not a second pass for the breakdown
+    assert out.node == "n2" and out.totals == {"n0": 0, "n1": 20, "n2": 40}
+    assert out.scores["Counting"]["n1"] == (10, 20)

@@ -1,0 +1,248 @@
+"""Finding a node for one pod: kube's schedulePod (pkg/scheduler/schedule_one.go).
+
+PreFilter, then Filter over the snapshot's node table from a rotating start
+until enough feasible nodes are found (adaptive percentageOfNodesToScore),
+PostFilter (preemption) when none is, then PreScore and the score loop, and a
+random pick among the best totals.  The plugins themselves are called through
+the profile's Framework (runtime.py); what lives here is which nodes to ask,
+how many, and which answer wins.  A NodeSearch belongs to the scheduler, one
+per profile, because the rotating start is the scheduler's state, not a
+plugin's.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.interfaces import Diagnosis, IntArray, PluginFault, PluginScores, PreFilterResult
+from netsched.framework.runtime import Framework
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.status import Code
+from netsched.framework.types import PodInfo
+
+# kube: percentageOfNodesToScore adaptive defaults.
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 50
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    node_name: str
+    evaluated_nodes: int
+    feasible_nodes: int
+    feasible: IntArray | None = None  # snapshot rows that passed, when more than one was scored
+    totals: IntArray | None = None  # their total weighted scores, aligned with `feasible`
+
+
+class FitError(Exception):
+    """No node fits; carries the Diagnosis whose message() is kube's FailedScheduling text."""
+
+    def __init__(self, pod: PodInfo, diagnosis: Diagnosis, nominated_node_name: str = "") -> None:
+        super().__init__(diagnosis.message())
+        self.pod = pod
+        self.diagnosis = diagnosis
+        # Set when PostFilter (preemption) made room: the pod retries for that node.
+        self.nominated_node_name = nominated_node_name
+
+
+def num_feasible_nodes_to_find(num_all: int, percentage: int | None) -> int:
+    """kube's adaptive percentageOfNodesToScore."""
+    if num_all < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all
+    pct = percentage
+    if pct is None or pct <= 0:
+        pct = max(
+            DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE - num_all // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+        )
+    if pct >= 100:
+        return num_all
+    return max(num_all * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def prioritize(
+    fwk: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    snapshot: Snapshot,
+    feasible: IntArray,
+    breakdown: dict[str, PluginScores] | None = None,
+) -> IntArray:
+    """PreScore, then the score loop: total weighted scores aligned with `feasible`."""
+    st = fwk.run_pre_score(state, pod, snapshot, feasible)
+    if not st.ok:
+        raise PluginFault(st)
+    return fwk.run_score_plugins(state, pod, snapshot, feasible, breakdown)
+
+
+class NodeSearch:
+    """schedulePod for one profile: keeps where the next search starts, and breaks ties."""
+
+    def __init__(self, fwk: Framework, rng: random.Random | None = None) -> None:
+        self.fwk = fwk
+        self.next_start_node_index = 0
+        self._rng = rng or random.Random()
+
+    def seed(self, seed: int) -> None:
+        """Make tie-breaks and plugin-metric sampling repeatable (simulations, tests)."""
+        self._rng.seed(seed)
+        self.fwk.seed(seed)
+
+    def schedule(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        breakdown: dict[str, PluginScores] | None = None,
+    ) -> ScheduleResult:
+        """PreFilter -> Filter -> (PostFilter on failure) -> PreScore -> Score -> pick a node.
+
+        With `breakdown`, each score plugin's scores are added to it (explain, tests).
+        Raises FitError (no node fits; diagnosis attached, PostFilter already run)
+        or PluginFault (a plugin error).
+        """
+        fwk = self.fwk
+        fwk.set_snapshot(snapshot)
+        n = len(snapshot)
+        if n == 0:
+            empty = Diagnosis(
+                0, np.zeros(0, dtype=np.int8), pre_filter_msg="no nodes available to schedule pods"
+            )
+            raise FitError(pod, empty)
+        pre_result, st = fwk.run_pre_filter(state, pod, snapshot)
+        diagnosis = Diagnosis(n, np.zeros(n, dtype=np.int8))
+        if not st.ok:
+            if st.code == Code.ERROR:
+                raise PluginFault(st)
+            diagnosis.pre_filter_msg = st.message()
+            diagnosis.node_codes[:] = st.code
+            diagnosis.unschedulable_plugins.add(st.plugin)
+            raise self._fit_error(state, pod, diagnosis)
+        feasible, evaluated = self.find_feasible(state, pod, snapshot, pre_result, diagnosis)
+        if len(feasible) == 0:
+            raise self._fit_error(state, pod, diagnosis)
+        if len(feasible) == 1:
+            return ScheduleResult(snapshot.nodes[int(feasible[0])].name, evaluated, 1)
+        totals = prioritize(fwk, state, pod, snapshot, feasible, breakdown)
+        best = np.flatnonzero(totals == totals.max())
+        pick = int(best[self._rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
+        node = snapshot.nodes[int(feasible[pick])].name
+        return ScheduleResult(node, evaluated, len(feasible), feasible, totals)
+
+    def _fit_error(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> FitError:
+        """Run PostFilter (preemption) for a pod that fits nowhere; the FitError to raise."""
+        fwk = self.fwk
+        if not fwk.post_filter_plugins:
+            return FitError(pod, diagnosis)
+        obs = fwk.observe
+        if obs is not None:
+            obs.preemption_attempts.inc()
+        result, st = fwk.run_post_filter(state, pod, diagnosis)
+        if st.ok and result is not None and result.nominated_node_name:
+            if obs is not None and result.victims:
+                obs.preemption_victims.observe(result.victims)
+            return FitError(pod, diagnosis, result.nominated_node_name)
+        if st.code != Code.ERROR and st.message():
+            diagnosis.post_filter_msg = f"preemption: {st.message()}"
+        return FitError(pod, diagnosis)
+
+    def find_feasible(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        pre_result: PreFilterResult | None,
+        diagnosis: Diagnosis,
+    ) -> tuple[IntArray, int]:
+        """Feasible rows, searching from a rotating start and stopping after enough are found.
+
+        Returns (feasible rows, number of nodes evaluated).
+        """
+        started = time.perf_counter()
+        n = len(snapshot)
+        if pre_result is not None and pre_result.node_names is not None:
+            rows = sorted(snapshot.index[name] for name in pre_result.node_names if name in snapshot.index)
+            candidates = np.asarray(rows, dtype=np.int64)
+            start = 0
+        else:
+            start = self.next_start_node_index % n
+            candidates = np.arange(n, dtype=np.int64)
+            if start:
+                candidates = np.roll(candidates, -start)
+        want = num_feasible_nodes_to_find(len(candidates), self.fwk.percentage_of_nodes_to_score)
+        nominated = self._rows_with_nominated_pods(pod, snapshot)
+        found: list[IntArray] = []
+        n_found = 0
+        processed = 0
+        chunk = max(want, 128)
+        while processed < len(candidates) and n_found < want:
+            idx = candidates[processed : processed + chunk]
+            processed += len(idx)
+            ok = self._filter_chunk(state, pod, snapshot, idx, nominated, diagnosis)
+            if len(ok):
+                if n_found + len(ok) > want:
+                    # Stop at the want-th feasible node, as kube does, so the next
+                    # search starts right after it.
+                    cut = ok[want - n_found - 1]
+                    pos = int(np.flatnonzero(idx == cut)[0])
+                    processed -= len(idx) - pos - 1
+                    ok = ok[: want - n_found]
+                found.append(ok)
+                n_found += len(ok)
+            chunk *= 2
+        if pre_result is None or pre_result.node_names is None:
+            self.next_start_node_index = (start + processed) % n
+        self.fwk.observe_point("Filter", started)
+        feasible = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        return feasible, processed
+
+    def _rows_with_nominated_pods(self, pod: PodInfo, snapshot: Snapshot) -> dict[int, list[PodInfo]]:
+        out: dict[int, list[PodInfo]] = {}
+        for name in self.fwk.nominated_node_names():
+            row = snapshot.index.get(name)
+            if row is None:
+                continue
+            pods = self.fwk.nominated_pods_ahead_of(pod, name)
+            if pods:
+                out[row] = pods
+        return out
+
+    def _filter_chunk(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        idx: IntArray,
+        nominated: dict[int, list[PodInfo]],
+        diagnosis: Diagnosis,
+    ) -> IntArray:
+        """Rows of `idx` that pass: in batch, except nodes with nominated pods, which take
+        kube's two-pass per-node check."""
+        special = np.zeros(0, dtype=np.int64)
+        if nominated:
+            is_special = np.isin(idx, np.fromiter(nominated, dtype=np.int64))
+            special = idx[is_special]
+            idx = idx[~is_special]
+        alive = self.fwk.run_filter_nodes(state, pod, snapshot, idx, diagnosis)
+        ok_special = []
+        for row in special.tolist():
+            st = self.fwk.run_filter_plugins_with_nominated_pods(
+                state, pod, snapshot.nodes[row], nominated.get(row)
+            )
+            if st.ok:
+                ok_special.append(row)
+                continue
+            if st.code == Code.ERROR:
+                raise PluginFault(st)
+            diagnosis.node_codes[row] = int(st.code)
+            for reason in st.reasons:
+                diagnosis.reasons[reason] = diagnosis.reasons.get(reason, 0) + 1
+            diagnosis.unschedulable_plugins.add(st.plugin)
+        if ok_special:
+            return np.concatenate([alive, np.asarray(ok_special, dtype=np.int64)])
+        return alive
