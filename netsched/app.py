@@ -240,14 +240,17 @@ class SchedulerApp:
     # ------------------------------------------------------------ lifecycle
 
     def start_informers(self, sync_timeout: float = 60.0) -> bool:
-        """List+watch nodes, pods and PDBs; True once all have synced within the timeout."""
+        """List+watch nodes, pods, PDBs and namespaces; True once all have synced within the timeout."""
+        from netsched.kube.resources import NAMESPACES, NODES, PODDISRUPTIONBUDGETS, PODS
+
+        handlers = {
+            NODES: self.handlers.on_node_event,
+            PODS: self.handlers.on_pod_event,
+            PODDISRUPTIONBUDGETS: self._on_pdb,
+            NAMESPACES: self._on_namespace,
+        }
         wt = self.options.watch_timeout
-        self.reflectors = [
-            self.kube.node_reflector(self.handlers.on_node_event, watch_timeout=wt),
-            self.kube.pod_reflector(self.handlers.on_pod_event, watch_timeout=wt),
-            self.kube.pdb_reflector(self._on_pdb, watch_timeout=wt),
-            self.kube.namespace_reflector(self._on_namespace, watch_timeout=wt),
-        ]
+        self.reflectors = [self.kube.reflector(kind, on, watch_timeout=wt) for kind, on in handlers.items()]
         for r in self.reflectors:
             r.start()
         synced = all(r.wait_for_sync(sync_timeout) for r in self.reflectors)

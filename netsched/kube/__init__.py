@@ -1,10 +1,13 @@
 """Everything netsched says to the Kubernetes API server, and the only code importing `kubernetes`.
 
     client = build_api_client(kubeconfig="~/.kube/config", qps=50, burst=100)
-    api = KubeAPI(client)                       # ClusterAPI: bind, delete_pod, status patches
-    pods = api.pod_reflector(on_event).start()  # raw-JSON list + watch in a daemon thread
-    events = new_event_broadcaster(client)      # one writer thread for all profiles
-    recorder = events.new_recorder("netsched")  # framework EventRecorder
+    api = KubeAPI(client)                         # ClusterAPI: bind, delete_pod, status patches
+    pods = api.reflector(PODS, on_event).start()  # raw-JSON list + watch in a daemon thread
+    events = new_event_broadcaster(client)        # one writer thread for all profiles
+    recorder = events.new_recorder("netsched")    # framework EventRecorder
+
+The kinds it lists and watches are a table (NODES, PODS, ... in
+netsched.kube.resources): adding one is one `Resource` entry.
 
 Errors are netsched.kube.errors classes (NotFound, Conflict, ...), never the
 client's. The error classes load eagerly (they are cheap); the rest loads on
@@ -34,14 +37,22 @@ from netsched.kube.errors import (
 )
 
 if TYPE_CHECKING:
-    from netsched.kube.api import ACTIVE_PODS_SELECTOR, KubeAPI
+    from netsched.kube.api import KubeAPI
     from netsched.kube.client import KubeClient, KubeConfigError, RetrySettings, build_api_client
     from netsched.kube.events import EventBroadcaster, EventRecorder, new_event_broadcaster
     from netsched.kube.ratelimit import TokenBucket
     from netsched.kube.reflector import ADDED, BOOKMARK, DELETED, MODIFIED, Backoff, ObjectList, Reflector
+    from netsched.kube.resources import (
+        ACTIVE_PODS_SELECTOR,
+        NAMESPACES,
+        NODES,
+        PODDISRUPTIONBUDGETS,
+        PODS,
+        RESOURCES,
+        Resource,
+    )
 
 _LAZY = {
-    "ACTIVE_PODS_SELECTOR": "api",
     "KubeAPI": "api",
     "KubeClient": "client",
     "KubeConfigError": "client",
@@ -58,6 +69,13 @@ _LAZY = {
     "Backoff": "reflector",
     "ObjectList": "reflector",
     "Reflector": "reflector",
+    "ACTIVE_PODS_SELECTOR": "resources",
+    "NAMESPACES": "resources",
+    "NODES": "resources",
+    "PODDISRUPTIONBUDGETS": "resources",
+    "PODS": "resources",
+    "RESOURCES": "resources",
+    "Resource": "resources",
 }
 
 
@@ -76,6 +94,11 @@ __all__ = [
     "BOOKMARK",
     "DELETED",
     "MODIFIED",
+    "NAMESPACES",
+    "NODES",
+    "PODDISRUPTIONBUDGETS",
+    "PODS",
+    "RESOURCES",
     "AlreadyExists",
     "ApiError",
     "Backoff",
@@ -91,6 +114,7 @@ __all__ = [
     "NotFound",
     "ObjectList",
     "Reflector",
+    "Resource",
     "RetrySettings",
     "ServerError",
     "TokenBucket",

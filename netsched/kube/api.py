@@ -1,10 +1,14 @@
 """The scheduler's requests to the API server: bind, delete, status patches, list and watch.
 
 `KubeAPI` implements framework.interfaces.ClusterAPI (what plugins may ask
-for) plus the writes the scheduler itself makes and the list/watch functions
-its reflectors run. Everything is raw JSON through KubeClient, so requests are
+for) plus the writes the scheduler itself makes and the list/watch its
+reflectors run. Everything is raw JSON through KubeClient, so requests are
 rate limited, transient failures retried and errors mapped to
 netsched.kube.errors.
+
+List, watch and reflector are written once for every kind: they take a
+netsched.kube.resources.Resource (NODES, PODS, ...) and GET its REST path,
+so a new kind, or a CRD, is a table entry there.
 
 Binding goes through create_namespaced_pod_binding with _preload_content=False:
 the client binds and then fails to decode the Status reply (upstream bug), so
@@ -21,6 +25,8 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from kubernetes.client.exceptions import ApiException
+
 from netsched.clock import SystemClock
 from netsched.framework.types import PodInfo
 from netsched.kube.client import KubeClient
@@ -34,14 +40,13 @@ from netsched.kube.reflector import (
     WaitClock,
     WatchStream,
 )
+from netsched.kube.resources import Resource
 
 log = logging.getLogger(__name__)
 
 JsonObj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-# Pods kube-scheduler never needs to see: finished ones hold no resources.
-ACTIVE_PODS_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 _WATCH_READ_SLACK = 30  # seconds a watch read may stay silent beyond its timeoutSeconds
 
 
@@ -227,78 +232,28 @@ class KubeAPI:
     def get_pod(self, namespace: str, name: str) -> JsonObj:
         return self._client.call_json("get", "pods", self._client.core.read_namespaced_pod, name, namespace)
 
-    def list_nodes_raw(self, label_selector: str = "", *, retry: bool = True) -> ObjectList:
-        return self._list("nodes", self._client.core.list_node, retry, label_selector=label_selector or None)
-
-    def list_pods_raw(
-        self, field_selector: str = "", label_selector: str = "", *, retry: bool = True
-    ) -> ObjectList:
-        """Pods in all namespaces; pass ACTIVE_PODS_SELECTOR to skip finished pods as kube does."""
-        return self._list(
-            "pods",
-            self._client.core.list_pod_for_all_namespaces,
-            retry,
-            field_selector=field_selector or None,
-            label_selector=label_selector or None,
-        )
-
-    def list_pdbs_raw(self, *, retry: bool = True) -> ObjectList:
-        return self._list(
-            "poddisruptionbudgets", self._client.policy.list_pod_disruption_budget_for_all_namespaces, retry
-        )
-
-    def list_namespaces_raw(self, *, retry: bool = True) -> ObjectList:
-        return self._list("namespaces", self._client.core.list_namespace, retry)
-
-    def watch_namespaces(self, resource_version: str, timeout_seconds: int) -> WatchStream:
-        return self._watch("namespaces", self._client.core.list_namespace, resource_version, timeout_seconds)
-
-    def watch_nodes(
-        self, resource_version: str, timeout_seconds: int, label_selector: str = ""
-    ) -> WatchStream:
-        return self._watch(
-            "nodes",
-            self._client.core.list_node,
-            resource_version,
-            timeout_seconds,
-            label_selector=label_selector,
-        )
-
-    def watch_pods(
-        self, resource_version: str, timeout_seconds: int, field_selector: str = "", label_selector: str = ""
-    ) -> WatchStream:
-        return self._watch(
-            "pods",
-            self._client.core.list_pod_for_all_namespaces,
-            resource_version,
-            timeout_seconds,
-            field_selector=field_selector,
-            label_selector=label_selector,
-        )
-
-    def watch_pdbs(self, resource_version: str, timeout_seconds: int) -> WatchStream:
-        fn = self._client.policy.list_pod_disruption_budget_for_all_namespaces
-        return self._watch("poddisruptionbudgets", fn, resource_version, timeout_seconds)
-
-    def _list(self, resource: str, fn: Callable[..., Any], retry: bool, **params: Any) -> ObjectList:
+    def list_raw(self, resource: Resource, *, retry: bool = True) -> ObjectList:
         """All pages of a list; an expired continue token restarts it as one unpaged list."""
-        params = {k: v for k, v in params.items() if v is not None}
         items: list[JsonObj] = []
-        limit = self.page_size if self.page_size > 0 else None
+        limit = max(self.page_size, 0)
         token = ""
         while True:
-            kwargs = dict(params)
+            query: list[tuple[str, Any]] = resource.selectors()
             if limit:
-                kwargs["limit"] = limit
+                query.append(("limit", limit))
             if token:
-                kwargs["_continue"] = token
+                query.append(("continue", token))
             try:
-                body = self._client.call_json("list", resource, fn, retry=retry, **kwargs)
+                body = self._client.call_json(
+                    "list", resource.plural, self._get(resource, query), retry=retry
+                )
             except Gone:
                 if not token:
                     raise
-                log.info("List continue token expired, listing again without pages resource=%s", resource)
-                items, token, limit = [], "", None
+                log.info(
+                    "List continue token expired, listing again without pages resource=%s", resource.plural
+                )
+                items, token, limit = [], "", 0
                 continue
             items.extend(body.get("items") or [])
             meta = body.get("metadata") or {}
@@ -306,96 +261,23 @@ class KubeAPI:
             if not token:
                 return ObjectList(items, str(meta.get("resourceVersion") or ""))
 
-    def _watch(
-        self,
-        resource: str,
-        fn: Callable[..., Any],
-        resource_version: str,
-        timeout_seconds: int,
-        **params: str,
-    ) -> WatchStream:
-        kwargs: dict[str, Any] = {k: v for k, v in params.items() if v}
+    def watch(self, resource: Resource, resource_version: str, timeout_seconds: int) -> WatchStream:
+        """One watch request with bookmarks; one attempt (the reflector owns the retry loop)."""
+        query: list[tuple[str, Any]] = resource.selectors()
         if resource_version:
-            kwargs["resource_version"] = resource_version
+            query.append(("resourceVersion", resource_version))
+        query += [("watch", True), ("allowWatchBookmarks", True), ("timeoutSeconds", int(timeout_seconds))]
         resp = self._client.open_stream(
             "watch",
-            resource,
-            fn,
-            watch=True,
-            allow_watch_bookmarks=True,
-            timeout_seconds=int(timeout_seconds),
+            resource.plural,
+            self._get(resource, query),
             _request_timeout=(self._client.timeout, int(timeout_seconds) + _WATCH_READ_SLACK),
-            **kwargs,
         )
         return RawWatch(resp)
 
-    # --- reflectors ----------------------------------------------------------
-
-    def node_reflector(
+    def reflector(
         self,
-        on_event: EventHandler,
-        *,
-        on_sync: SyncHandler | None = None,
-        watch_timeout: int = 300,
-        backoff: Backoff | None = None,
-        clock: WaitClock | None = None,
-    ) -> Reflector:
-        """Nodes (cluster-wide). Lists go unretried: the reflector loop is the retry."""
-        return Reflector(
-            "nodes",
-            lambda: self.list_nodes_raw(retry=False),
-            self.watch_nodes,
-            on_event,
-            on_sync=on_sync,
-            watch_timeout=watch_timeout,
-            backoff=backoff,
-            clock=clock,
-        )
-
-    def pod_reflector(
-        self,
-        on_event: EventHandler,
-        *,
-        field_selector: str = ACTIVE_PODS_SELECTOR,
-        on_sync: SyncHandler | None = None,
-        watch_timeout: int = 300,
-        backoff: Backoff | None = None,
-        clock: WaitClock | None = None,
-    ) -> Reflector:
-        """Pods in all namespaces, by default without finished ones (as kube-scheduler)."""
-        return Reflector(
-            "pods",
-            lambda: self.list_pods_raw(field_selector, retry=False),
-            lambda rv, timeout: self.watch_pods(rv, timeout, field_selector),
-            on_event,
-            on_sync=on_sync,
-            watch_timeout=watch_timeout,
-            backoff=backoff,
-            clock=clock,
-        )
-
-    def namespace_reflector(
-        self,
-        on_event: EventHandler,
-        *,
-        watch_timeout: int = 300,
-        backoff: Backoff | None = None,
-        clock: WaitClock | None = None,
-    ) -> Reflector:
-        """Namespaces (labels, for InterPodAffinity's namespaceSelector); optional like PDBs."""
-        return Reflector(
-            "namespaces",
-            lambda: self.list_namespaces_raw(retry=False),
-            self.watch_namespaces,
-            on_event,
-            optional=True,
-            watch_timeout=watch_timeout,
-            backoff=backoff,
-            clock=clock,
-        )
-
-    def pdb_reflector(
-        self,
+        resource: Resource,
         on_event: EventHandler,
         *,
         on_sync: SyncHandler | None = None,
@@ -404,19 +286,47 @@ class KubeAPI:
         backoff: Backoff | None = None,
         clock: WaitClock | None = None,
     ) -> Reflector:
-        """PodDisruptionBudgets (policy/v1); optional: without them (404/403) the scheduler runs on."""
+        """A Reflector (not started) over `resource` (narrow it with Resource.where).
+
+        Its lists go unretried: the reflector loop is the retry. An optional
+        resource may be missing (see Resource).
+        """
         return Reflector(
-            "poddisruptionbudgets",
-            lambda: self.list_pdbs_raw(retry=False),
-            self.watch_pdbs,
+            resource.plural,
+            lambda: self.list_raw(resource, retry=False),
+            lambda rv, timeout: self.watch(resource, rv, timeout),
             on_event,
             on_sync=on_sync,
-            optional=True,
+            optional=resource.optional,
             watch_timeout=watch_timeout,
             optional_retry=optional_retry,
             backoff=backoff,
             clock=clock,
         )
+
+    def _get(self, resource: Resource, query: list[tuple[str, Any]]) -> Callable[..., Any]:
+        """A GET of the resource's path in the shape KubeClient.call / open_stream expect of a generated method.
+
+        Built-in kinds and CRDs alike: the generated list_* methods are this same
+        request with their path fixed, so one function serves every Resource.
+        """
+        api_client = self._client.api_client
+
+        def get(_request_timeout: Any, _preload_content: bool) -> Any:
+            request = api_client.param_serialize(
+                "GET",
+                resource.path,
+                query_params=query,
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+            )
+            resp = api_client.call_api(*request, _request_timeout=_request_timeout)
+            if not 200 <= resp.status <= 299:
+                resp.read()  # the Status body, for the error's reason and message
+                raise ApiException.from_response(http_resp=resp, body=None, data=None)
+            return resp.response
+
+        return get
 
 
 def _find_condition(raw: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
@@ -431,7 +341,6 @@ def _same_condition(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 __all__ = [
-    "ACTIVE_PODS_SELECTOR",
     "KubeAPI",
     "RawWatch",
     "microtime",

@@ -136,7 +136,8 @@ class Reflector:
     """Keeps `on_event` informed about one resource type. See the module docstring.
 
     `optional` marks a resource the cluster may not serve or RBAC may deny
-    (PodDisruptionBudgets): a 404/403 on list is logged once, the reflector
+    (netsched.kube.resources.Resource.optional: PodDisruptionBudgets,
+    Namespaces, CRDs): a 404/403 on list is logged once, the reflector
     counts as synced with no objects, and it tries again every
     `optional_retry` seconds.
     """

@@ -9,7 +9,16 @@ import pytest
 
 from netsched.framework.parse import parse_pod
 from netsched.framework.types import PodInfo
-from netsched.kube import Conflict, KubeAPI, KubeClient, NotFound, RetrySettings, build_api_client
+from netsched.kube import (
+    NODES,
+    PODS,
+    Conflict,
+    KubeAPI,
+    KubeClient,
+    NotFound,
+    RetrySettings,
+    build_api_client,
+)
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer, RecordedRequest
 
@@ -82,7 +91,7 @@ def test_429_waits_at_least_retry_after(server: FakeAPIServer, api: KubeAPI, sle
 def test_a_connection_reset_is_retried(server: FakeAPIServer, api: KubeAPI) -> None:
     server.create("nodes", make_node("n1").obj())
     fault = server.inject_fault("GET", r"/api/v1/nodes", reset=True)
-    assert [n["metadata"]["name"] for n in api.list_nodes_raw().items] == ["n1"]
+    assert [n["metadata"]["name"] for n in api.list_raw(NODES).items] == ["n1"]
     assert fault.hits == 1
 
 
@@ -137,11 +146,11 @@ def test_reads(server: FakeAPIServer, api: KubeAPI) -> None:
     server.create("pods", make_pod("bound").node("n1").obj())
     server.create("pods", make_pod("pending").obj())
     assert api.get_node("n1")["metadata"]["labels"]["zone"] == "a"
-    nodes = api.list_nodes_raw()
+    nodes = api.list_raw(NODES)
     assert [n["metadata"]["name"] for n in nodes.items] == ["n1", "n2"]
     assert nodes.resource_version == str(server.resource_version)
-    assert [n["metadata"]["name"] for n in api.list_nodes_raw("zone=a").items] == ["n1"]
-    unassigned = api.list_pods_raw(field_selector="spec.nodeName=")
+    assert [n["metadata"]["name"] for n in api.list_raw(NODES.where(label_selector="zone=a")).items] == ["n1"]
+    unassigned = api.list_raw(PODS.where(field_selector="spec.nodeName="))
     assert [p["metadata"]["name"] for p in unassigned.items] == ["pending"]
     with pytest.raises(NotFound):
         api.get_node("nope")

@@ -10,7 +10,18 @@ from typing import Any
 
 import pytest
 
-from netsched.kube import Backoff, KubeAPI, KubeClient, Reflector, RetrySettings, build_api_client
+from netsched.kube import (
+    NODES,
+    PODDISRUPTIONBUDGETS,
+    PODS,
+    Backoff,
+    KubeAPI,
+    KubeClient,
+    Reflector,
+    Resource,
+    RetrySettings,
+    build_api_client,
+)
 from netsched.testing.builders import make_pod
 from netsched.testing.fakeapi import FakeAPIServer
 
@@ -58,7 +69,7 @@ def fast() -> Backoff:
 def nodes(api: KubeAPI, server: FakeAPIServer) -> Iterator[tuple[Reflector, Collector]]:
     server.create("nodes", {"metadata": {"name": "n1"}})
     seen = Collector()
-    r = api.node_reflector(seen, watch_timeout=5, backoff=fast()).start()
+    r = api.reflector(NODES, seen, watch_timeout=5, backoff=fast()).start()
     assert r.wait_for_sync(2)
     yield r, seen
     r.stop()
@@ -119,7 +130,7 @@ def test_bookmarks_advance_the_resource_version(
 
 
 def test_stop_is_prompt_in_the_middle_of_a_watch(api: KubeAPI) -> None:
-    r = api.node_reflector(Collector(), watch_timeout=5, backoff=fast()).start()
+    r = api.reflector(NODES, Collector(), watch_timeout=5, backoff=fast()).start()
     assert r.wait_for_sync(2)
     time.sleep(0.05)  # let it block reading the watch
     started = time.monotonic()
@@ -132,7 +143,7 @@ def test_pod_reflector_skips_finished_pods(server: FakeAPIServer, api: KubeAPI) 
     server.create("pods", make_pod("running").obj())
     server.create("pods", make_pod("done").set("status.phase", "Succeeded").obj())
     seen = Collector()
-    r = api.pod_reflector(seen, watch_timeout=5, backoff=fast()).start()
+    r = api.reflector(PODS, seen, watch_timeout=5, backoff=fast()).start()
     try:
         assert r.wait_for_sync(2)
         server.create("pods", make_pod("later").namespace("other").obj())
@@ -146,7 +157,7 @@ def test_pod_reflector_skips_finished_pods(server: FakeAPIServer, api: KubeAPI) 
 def test_pdb_reflector(server: FakeAPIServer, api: KubeAPI) -> None:
     seen = Collector()
     server.create("policy/poddisruptionbudgets", {"metadata": {"name": "web"}, "spec": {"minAvailable": 1}})
-    r = api.pdb_reflector(seen, watch_timeout=5, backoff=fast()).start()
+    r = api.reflector(PODDISRUPTIONBUDGETS, seen, watch_timeout=5, backoff=fast()).start()
     try:
         assert r.wait_for_sync(2)
         server.wait_for(lambda: seen.has(("ADDED", "web")), timeout=2)
@@ -157,10 +168,45 @@ def test_pdb_reflector(server: FakeAPIServer, api: KubeAPI) -> None:
 
 def test_pdbs_forbidden_means_running_without_them(server: FakeAPIServer, api: KubeAPI) -> None:
     server.inject_fault("GET", "poddisruptionbudgets", status=403, count=-1)
-    r = api.pdb_reflector(Collector(), watch_timeout=5, backoff=fast()).start()
+    r = api.reflector(PODDISRUPTIONBUDGETS, Collector(), watch_timeout=5, backoff=fast()).start()
     try:
         assert r.wait_for_sync(2)
         assert not r.available
         assert r.objects() == []
+    finally:
+        r.stop()
+
+
+def test_a_reflector_list_is_not_retried_by_the_client(server: FakeAPIServer, api: KubeAPI) -> None:
+    # The reflector loop is the one retry: a failed list counts there and lists again.
+    server.create("nodes", {"metadata": {"name": "n1"}})
+    fault = server.inject_fault("GET", r"/api/v1/nodes\?(?!.*watch=)", status=503)
+    seen = Collector()
+    r = api.reflector(NODES, seen, watch_timeout=5, backoff=fast()).start()
+    try:
+        assert r.wait_for_sync(2)
+        assert fault.hits == 1
+        assert (r.reconnects, r.lists) == (1, 1)
+        assert seen.events == [("ADDED", "n1")]
+    finally:
+        r.stop()
+
+
+def test_a_new_kind_is_one_table_entry(server: FakeAPIServer, api: KubeAPI) -> None:
+    leases = Resource("leases", group="coordination.k8s.io", namespaced=True)
+    server.create("coordination.k8s.io/leases", {"metadata": {"name": "a", "namespace": "x"}})
+    server.create("coordination.k8s.io/leases", {"metadata": {"name": "b", "namespace": "y"}})
+    assert [o["metadata"]["name"] for o in api.list_raw(leases).items] == ["a", "b"]
+    assert [o["metadata"]["name"] for o in api.list_raw(leases.where(namespace="y")).items] == ["b"]
+    seen = Collector()
+    r = api.reflector(leases.where(namespace="x"), seen, watch_timeout=5, backoff=fast()).start()
+    try:
+        assert r.wait_for_sync(2)
+        server.create("coordination.k8s.io/leases", {"metadata": {"name": "c", "namespace": "x"}})
+        server.create("coordination.k8s.io/leases", {"metadata": {"name": "d", "namespace": "y"}})
+        server.delete("coordination.k8s.io/leases", "a", "x")
+        server.wait_for(lambda: seen.has(("DELETED", "a")), timeout=2)
+        assert seen.events == [("ADDED", "a"), ("ADDED", "c"), ("DELETED", "a")]
+        assert [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in r.objects()] == [("x", "c")]
     finally:
         r.stop()

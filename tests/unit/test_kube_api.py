@@ -1,18 +1,29 @@
-"""KubeAPI request shapes and outcome handling, with the generated API objects stubbed out."""
+"""KubeAPI request shapes and outcome handling, with the generated API objects and the wire stubbed out."""
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
+from typing import Any, NamedTuple
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
+from kubernetes.client.rest import RESTResponse
 
 from netsched.framework.interfaces import ClusterAPI
-from netsched.kube.api import MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeAPI
+from netsched.kube.api import MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeAPI, RawWatch
 from netsched.kube.client import KubeClient
-from netsched.kube.errors import Conflict, Gone, Transient
+from netsched.kube.errors import Conflict, Forbidden, Gone, ServerError, Transient
+from netsched.kube.resources import (
+    ACTIVE_PODS_SELECTOR,
+    NAMESPACES,
+    NODES,
+    PODDISRUPTIONBUDGETS,
+    PODS,
+    Resource,
+)
 from netsched.testing.builders import make_pod
 from netsched.testing.clock import FakeClock
 
@@ -20,18 +31,36 @@ from netsched.testing.clock import FakeClock
 class FakeResponse:
     def __init__(self, status: int = 200, body: Any = None) -> None:
         self.status = status
+        self.reason = ""
+        self.headers: dict[str, str] = {}
         self.data = b"" if body is None else json.dumps(body).encode()
 
     def release_conn(self) -> None:
         pass
 
 
-class StubApiClient:
-    class configuration:  # noqa: N801 - mimics the real ApiClient attribute
-        host = "https://example.invalid"
+class Request(NamedTuple):
+    method: str
+    path: str
+    query: dict[str, str]
+    timeout: Any
 
-    def close(self) -> None:
-        pass
+
+class Wire(ApiClient):  # type: ignore[misc]
+    """The real ApiClient building each request; call_api records it and answers from a script."""
+
+    def __init__(self) -> None:
+        super().__init__(Configuration(host="https://example.invalid"))
+        self.requests: list[Request] = []
+        self.replies: list[Any] = []
+
+    def call_api(self, method: str, url: str, *args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
+        parts = urlsplit(url)
+        self.requests.append(Request(method, parts.path, dict(parse_qsl(parts.query)), _request_timeout))
+        outcome = self.replies.pop(0) if self.replies else FakeResponse(200, {})
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return RESTResponse(outcome)
 
 
 class FakeGroup:
@@ -68,8 +97,13 @@ def core() -> FakeGroup:
 
 
 @pytest.fixture
-def api(core: FakeGroup) -> KubeAPI:
-    client = KubeClient(StubApiClient(), sleep=lambda _s: None)
+def wire() -> Wire:
+    return Wire()
+
+
+@pytest.fixture
+def api(core: FakeGroup, wire: Wire) -> KubeAPI:
+    client = KubeClient(wire, sleep=lambda _s: None)
     client.core = core  # type: ignore[assignment]
     return KubeAPI(client, clock=FakeClock(wall_start=1_700_000_000.0))
 
@@ -194,36 +228,183 @@ def test_patch_pod_annotations_sets_and_removes(api: KubeAPI, core: FakeGroup) -
     assert kwargs["_content_type"] == MERGE_PATCH
 
 
-def test_list_follows_continue_tokens(api: KubeAPI, core: FakeGroup) -> None:
-    core.script(
-        "list_pod_for_all_namespaces",
+def test_list_follows_continue_tokens(api: KubeAPI, wire: Wire) -> None:
+    wire.replies += [
         FakeResponse(200, {"metadata": {"resourceVersion": "10", "continue": "t1"}, "items": [{"n": 1}]}),
         FakeResponse(200, {"metadata": {"resourceVersion": "10"}, "items": [{"n": 2}]}),
-    )
-    result = api.list_pods_raw("status.phase!=Failed")
+    ]
+    result = api.list_raw(PODS.where(field_selector="status.phase!=Failed"))
     assert result.items == [{"n": 1}, {"n": 2}]
     assert result.resource_version == "10"
-    calls = core.calls["list_pod_for_all_namespaces"]
-    assert calls[0][1]["limit"] == 500
-    assert calls[0][1]["field_selector"] == "status.phase!=Failed"
-    assert "label_selector" not in calls[0][1]
-    assert calls[1][1]["_continue"] == "t1"
+    first, second = wire.requests
+    assert (first.method, first.path) == ("GET", "/api/v1/pods")
+    assert first.query["limit"] == "500"
+    assert first.query["fieldSelector"] == "status.phase!=Failed"
+    assert "labelSelector" not in first.query
+    assert "continue" not in first.query
+    assert second.query["continue"] == "t1"
+    assert second.query["fieldSelector"] == "status.phase!=Failed"
 
 
-def test_an_expired_continue_token_restarts_as_one_unpaged_list(api: KubeAPI, core: FakeGroup) -> None:
-    core.script(
-        "list_node",
+def test_an_expired_continue_token_restarts_as_one_unpaged_list(api: KubeAPI, wire: Wire) -> None:
+    wire.replies += [
         FakeResponse(200, {"metadata": {"resourceVersion": "5", "continue": "t1"}, "items": [{"n": 1}]}),
         status_exc(410, "Expired"),
         FakeResponse(200, {"metadata": {"resourceVersion": "7"}, "items": [{"n": 1}, {"n": 2}]}),
-    )
-    result = api.list_nodes_raw()
+    ]
+    result = api.list_raw(NODES)
     assert result.items == [{"n": 1}, {"n": 2}]
     assert result.resource_version == "7"
-    assert "limit" not in core.calls["list_node"][2][1]
+    assert "limit" not in wire.requests[2].query
+    assert "continue" not in wire.requests[2].query
 
 
-def test_a_410_on_the_first_page_is_raised_for_the_reflector(api: KubeAPI, core: FakeGroup) -> None:
-    core.script("list_node", status_exc(410, "Expired"))
+def test_a_410_on_the_first_page_is_raised_for_the_reflector(api: KubeAPI, wire: Wire) -> None:
+    wire.replies.append(status_exc(410, "Expired"))
     with pytest.raises(Gone):
-        api.list_nodes_raw()
+        api.list_raw(NODES)
+
+
+def test_an_error_reply_is_mapped_from_its_status_body(api: KubeAPI, wire: Wire) -> None:
+    denied = {"kind": "Status", "code": 403, "reason": "Forbidden", "message": "cannot list"}
+    wire.replies += [FakeResponse(403, denied), FakeResponse(410, {"kind": "Status", "code": 410})]
+    with pytest.raises(Forbidden, match="cannot list"):
+        api.list_raw(PODDISRUPTIONBUDGETS)
+    with pytest.raises(Gone):
+        api.watch(NODES, "3", 60)
+
+
+def test_unretried_lists_make_one_attempt(api: KubeAPI, wire: Wire) -> None:
+    unavailable = status_exc(503, "ServiceUnavailable")
+    wire.replies.append(unavailable)
+    with pytest.raises(ServerError):
+        api.list_raw(NODES, retry=False)
+    assert len(wire.requests) == 1
+    wire.replies += [unavailable, FakeResponse(200, {"items": [{"n": 1}]})]
+    assert api.list_raw(NODES).items == [{"n": 1}]  # retried by default
+    assert len(wire.requests) == 3
+
+
+def test_pods_are_listed_without_finished_ones_unless_asked(api: KubeAPI, wire: Wire) -> None:
+    api.list_raw(PODS)
+    api.list_raw(PODS.where(field_selector="", label_selector="app=web"))
+    default, custom = (r.query for r in wire.requests)
+    assert default["fieldSelector"] == ACTIVE_PODS_SELECTOR
+    assert "fieldSelector" not in custom
+    assert custom["labelSelector"] == "app=web"
+
+
+def test_a_page_size_of_zero_lists_in_one_request(api: KubeAPI, wire: Wire) -> None:
+    api.page_size = 0
+    api.list_raw(NAMESPACES)
+    [request] = wire.requests
+    assert request.path == "/api/v1/namespaces"
+    assert "limit" not in request.query
+
+
+def test_watch_asks_for_bookmarks_from_a_version_with_a_read_slack(api: KubeAPI, wire: Wire) -> None:
+    stream = api.watch(PODS.where(label_selector="tier=low"), "42", 60)
+    assert isinstance(stream, RawWatch)
+    [request] = wire.requests
+    assert request.path == "/api/v1/pods"
+    assert request.query == {
+        "fieldSelector": ACTIVE_PODS_SELECTOR,
+        "labelSelector": "tier=low",
+        "resourceVersion": "42",
+        "watch": "true",
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "60",
+    }
+    assert request.timeout == (api.client.timeout, 60 + 30)  # the server ends it first
+    api.watch(NODES, "", 5)
+    assert "resourceVersion" not in wire.requests[1].query
+
+
+# Kinds coming with the volume and coscheduling plugins: the same code must serve each from its entry.
+PERSISTENTVOLUMES = Resource("persistentvolumes")
+PERSISTENTVOLUMECLAIMS = Resource("persistentvolumeclaims", namespaced=True)
+STORAGECLASSES = Resource("storageclasses", group="storage.k8s.io")
+CSINODES = Resource("csinodes", group="storage.k8s.io")
+CSIDRIVERS = Resource("csidrivers", group="storage.k8s.io")
+CSISTORAGECAPACITIES = Resource("csistoragecapacities", group="storage.k8s.io", namespaced=True)
+PODGROUPS = Resource(
+    "podgroups", group="scheduling.x-k8s.io", version="v1alpha1", namespaced=True, optional=True
+)
+
+
+@pytest.mark.parametrize(
+    ("resource", "path"),
+    [
+        (NODES, "/api/v1/nodes"),
+        (PODS, "/api/v1/pods"),
+        (NAMESPACES, "/api/v1/namespaces"),
+        (PODDISRUPTIONBUDGETS, "/apis/policy/v1/poddisruptionbudgets"),
+        (PERSISTENTVOLUMES, "/api/v1/persistentvolumes"),
+        (PERSISTENTVOLUMECLAIMS, "/api/v1/persistentvolumeclaims"),
+        (STORAGECLASSES, "/apis/storage.k8s.io/v1/storageclasses"),
+        (CSINODES, "/apis/storage.k8s.io/v1/csinodes"),
+        (CSIDRIVERS, "/apis/storage.k8s.io/v1/csidrivers"),
+        (CSISTORAGECAPACITIES, "/apis/storage.k8s.io/v1/csistoragecapacities"),
+        (PODGROUPS, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"),
+    ],
+    ids=lambda v: getattr(v, "plural", None),
+)
+def test_every_kind_is_listed_and_watched_at_its_path(
+    api: KubeAPI, wire: Wire, resource: Resource, path: str
+) -> None:
+    wire.replies.append(FakeResponse(200, {"metadata": {"resourceVersion": "9"}, "items": [{"n": 1}]}))
+    assert api.list_raw(resource) == ([{"n": 1}], "9")
+    api.watch(resource, "9", 30)
+    listed, watched = wire.requests
+    assert (listed.path, listed.query["limit"]) == (path, "500")
+    assert watched.path == path
+    assert watched.query["watch"] == "true"
+    assert watched.query["resourceVersion"] == "9"
+
+
+@pytest.mark.parametrize(
+    ("resource", "path"),
+    [
+        (PODS, "/api/v1/namespaces/team/pods"),
+        (PERSISTENTVOLUMECLAIMS, "/api/v1/namespaces/team/persistentvolumeclaims"),
+        (CSISTORAGECAPACITIES, "/apis/storage.k8s.io/v1/namespaces/team/csistoragecapacities"),
+        (PODGROUPS, "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/team/podgroups"),
+    ],
+    ids=lambda v: getattr(v, "plural", None),
+)
+def test_a_namespaced_kind_can_be_read_in_one_namespace(
+    api: KubeAPI, wire: Wire, resource: Resource, path: str
+) -> None:
+    api.list_raw(resource.where(namespace="team"))
+    api.watch(resource.where(namespace="team"), "1", 30)
+    assert [r.path for r in wire.requests] == [path, path]
+
+
+def test_a_cluster_scoped_kind_has_no_namespace() -> None:
+    with pytest.raises(ValueError, match="cluster-scoped"):
+        PERSISTENTVOLUMES.where(namespace="team")
+
+
+def test_where_keeps_what_it_is_not_given() -> None:
+    narrowed = PODS.where(label_selector="app=web", namespace="team")
+    assert (narrowed.field_selector, narrowed.label_selector, narrowed.namespace) == (
+        ACTIVE_PODS_SELECTOR,
+        "app=web",
+        "team",
+    )
+    assert narrowed.where(namespace="").path == "/api/v1/pods"
+    assert PODS.namespace == ""  # the table entry is unchanged
+
+
+def test_reflector_takes_its_name_and_optionality_from_the_table(api: KubeAPI) -> None:
+    def ignore(kind: str, obj: dict[str, Any]) -> None:
+        pass
+
+    for resource, optional in [
+        (NODES, False),
+        (PODS, False),
+        (PODDISRUPTIONBUDGETS, True),
+        (NAMESPACES, True),
+    ]:
+        r = api.reflector(resource, ignore, optional_retry=7.0)
+        assert (r.name, r.optional, r.optional_retry) == (resource.plural, optional, 7.0)

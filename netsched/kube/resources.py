@@ -1,0 +1,91 @@
+"""The resource types the scheduler lists and watches: one table entry each.
+
+KubeAPI.list_raw / watch / reflector take a `Resource` and build the request
+from it, so serving a new kind (a storage.k8s.io type, a CRD such as
+scheduling.x-k8s.io PodGroups) is one entry here, not new methods. Every kind
+is read as raw JSON over its REST path; a CRD needs nothing a built-in does not.
+
+This module imports nothing heavy: code that only names a resource does not
+pay for the official client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+# Pods kube-scheduler never needs to see: finished ones hold no resources.
+ACTIVE_PODS_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One kind as the API serves it, and which of its objects the scheduler reads.
+
+    `plural` names it in requests, logs and reflector threads. `group` "" is the
+    core group (/api/v1); any other is served under /apis/GROUP/VERSION.
+    `field_selector`, `label_selector` and `namespace` ("" for all namespaces)
+    narrow every list and watch; `where()` returns a copy with other ones.
+    `optional` marks a kind the cluster may not serve or RBAC may deny: its
+    reflector runs on without it (see netsched.kube.reflector.Reflector).
+    """
+
+    plural: str
+    group: str = ""
+    version: str = "v1"
+    namespaced: bool = False
+    field_selector: str = ""
+    label_selector: str = ""
+    namespace: str = ""
+    optional: bool = False
+
+    def __post_init__(self) -> None:
+        if self.namespace and not self.namespaced:
+            raise ValueError(f"{self.plural} is cluster-scoped: it has no namespace {self.namespace!r}")
+
+    def where(
+        self,
+        *,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        namespace: str | None = None,
+    ) -> Resource:
+        """This kind with other selectors or namespace; None keeps the current one, "" clears it."""
+        return replace(
+            self,
+            field_selector=self.field_selector if field_selector is None else field_selector,
+            label_selector=self.label_selector if label_selector is None else label_selector,
+            namespace=self.namespace if namespace is None else namespace,
+        )
+
+    @property
+    def path(self) -> str:
+        """The collection's REST path, in one namespace or all."""
+        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        scope = f"/namespaces/{self.namespace}" if self.namespace else ""
+        return f"{root}{scope}/{self.plural}"
+
+    def selectors(self) -> list[tuple[str, str]]:
+        """The selectors as query parameters, empty ones left out."""
+        pairs = (("fieldSelector", self.field_selector), ("labelSelector", self.label_selector))
+        return [(k, v) for k, v in pairs if v]
+
+
+NODES = Resource("nodes")
+# Without finished pods, as kube-scheduler.
+PODS = Resource("pods", namespaced=True, field_selector=ACTIVE_PODS_SELECTOR)
+# Optional: without them (404/403) preemption ignores disruption budgets.
+PODDISRUPTIONBUDGETS = Resource("poddisruptionbudgets", group="policy", namespaced=True, optional=True)
+# Labels for InterPodAffinity's namespaceSelector; optional like PDBs.
+NAMESPACES = Resource("namespaces", optional=True)
+
+RESOURCES: tuple[Resource, ...] = (NODES, PODS, PODDISRUPTIONBUDGETS, NAMESPACES)
+
+__all__ = [
+    "ACTIVE_PODS_SELECTOR",
+    "NAMESPACES",
+    "NODES",
+    "PODDISRUPTIONBUDGETS",
+    "PODS",
+    "RESOURCES",
+    "Resource",
+]
