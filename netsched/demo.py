@@ -53,7 +53,7 @@ def main(argv: Sequence[str], plugins: Sequence[type[Plugin]] = ()) -> int:
     from netsched.app import AppOptions, SchedulerApp, build_registry
     from netsched.config import ConfigError, load_config
     from netsched.kube import KubeAPI, build_api_client
-    from netsched.testing.builders import make_node, make_pod
+    from netsched.objects import make_node, make_pod
     from netsched.testing.fakeapi import FakeAPIServer
 
     rng = random.Random(opts.seed)
