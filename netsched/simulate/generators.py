@@ -21,9 +21,9 @@ from netsched.config.fields import ErrorList, FieldError, Fields, join
 from netsched.framework.parse import PodParseError, parse_pod
 from netsched.framework.quantity import CPU, MEMORY, QuantityError, to_canonical
 from netsched.metrics.estimation import EGRESS_BANDWIDTH, INGRESS_BANDWIDTH
+from netsched.objects import make_node, make_pod
 from netsched.simulate import compact
 from netsched.simulate.units import bandwidth_annotation, bits_per_second, is_range, shown
-from netsched.objects import make_node, make_pod
 
 MAX_COUNT = 100_000
 DEFAULT_LINK_SPEED_BITS = 10e9
