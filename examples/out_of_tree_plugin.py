@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import sys
 
-from netsched.app import main
+import netsched
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin
-from netsched.framework.registry import with_plugin
 from netsched.framework.types import NodeInfo, PodInfo
 
 
-@with_plugin
 class FewestPods(ScorePlugin):
     name = "FewestPods"
 
@@ -33,4 +31,4 @@ class FewestPods(ScorePlugin):
 
 
 if __name__ == "__main__":
-    sys.exit(main(FewestPods))
+    sys.exit(netsched.main(netsched.with_plugin(FewestPods)))

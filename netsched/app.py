@@ -1,16 +1,17 @@
-"""The composition root: the only module that imports plugins/ and wires everything.
+"""The composition root: the only module that imports plugins/, and the running scheduler.
 
-`SchedulerApp` builds the cache, queue, frameworks (one per profile), the
-metrics hub, the binder and the reflectors around one KubeAPI.  `run()` is
-the CLI entry: load and validate the config (every problem at once, exit 1),
-then schedule until SIGTERM, which stops taking pods, drains bindings,
-releases the lease and exits 0.
+`build_registry` merges the in-tree plugins with out-of-tree ones.
+`SchedulerApp` puts the parts netsched.assemble wires around one KubeAPI
+(event broadcaster, metrics hub, reflectors, leader election) and runs them.
+`run()` is what `netsched` does (netsched.cli parses the flags): load and
+validate the config (every problem at once, exit 1), then schedule until
+SIGTERM, which stops taking pods, drains bindings, releases the lease and
+exits 0.
 
 Out-of-tree plugins are added with one call:
 
-    from netsched import app
-    from netsched.framework.registry import with_plugin
-    app.main(with_plugin(MyPlugin))
+    import netsched
+    netsched.main(netsched.with_plugin(MyPlugin))
 """
 
 from __future__ import annotations
@@ -27,18 +28,12 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from netsched import logutil
-from netsched.cache import ClusterCache
-from netsched.clock import SystemClock
+from netsched.assemble import Edges, assemble
+from netsched.clock import Clock, SystemClock
 from netsched.config import ConfigError, SchedulerConfig, load_config, validate_config, write_config
-from netsched.eventhandlers import EventHandlers
-from netsched.framework.handle import Services
-from netsched.framework.interfaces import Clock, EventRecorder, FrameworkBuildError, Plugin
+from netsched.framework.interfaces import EventRecorder, FrameworkBuildError, Plugin
 from netsched.framework.registry import Registry, RegistryError
-from netsched.framework.runtime import Framework
-from netsched.framework.types import PodInfo
 from netsched.observability.metrics import SchedulerMetrics
-from netsched.queue import SchedulingQueue
-from netsched.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -105,15 +100,11 @@ class SchedulerApp:
             events if events is not None else EventBroadcaster(KubeEventSink(kube.client), queue_size=20000)
         )
         self.hub = MetricsHub(registry=self.metrics_registry, clock=self.clock)
-        self.cache = ClusterCache(self.clock)
-        self.cache.on_nodes_changed(self.hub.update_nodes)
         self.stop_event = threading.Event()
         self._pdbs: dict[str, dict[str, Any]] = {}
         self._namespaces: dict[str, dict[str, str]] = {}
         self._pdb_lock = threading.Lock()
 
-        self.frameworks: dict[str, Framework] = {}
-        self._recorders: dict[str, EventRecorder] = {}
         self.shadow: Any = None
         api: Any = kube
         if self.options.dry_run:
@@ -124,61 +115,29 @@ class SchedulerApp:
                 cfg.profiles[0].scheduler_name, self.metrics, kube if self.options.shadow_annotate else None
             )
             api = self.shadow
-        waiting = None
-        for profile in cfg.profiles:
-            if profile.percentage_of_nodes_to_score is None:
-                profile.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
-            recorder = self._recorder(profile.scheduler_name)
-            self._recorders[profile.scheduler_name] = recorder
-            services = Services(
+        parts = assemble(
+            cfg,
+            registry,
+            Edges(
                 api=api,
-                events=recorder,
+                recorder=self._recorder,
                 clock=self.clock,
-                parallelism=cfg.parallelism,
-                metrics=self.hub,
-                nominated_pods=self._nominated_pods,
-                nominated_node_names=self._nominated_node_names,
+                hub=self.hub,
+                metrics=self.metrics,
                 pdbs=self._list_pdbs,
                 namespace_labels=self._namespace_labels,
-                observe=self.metrics,
-            )
-            if waiting is not None:
-                services.waiting_pods = waiting  # one waiting-pods map for all profiles
-            waiting = services.waiting_pods
-            self.frameworks[profile.scheduler_name] = Framework(profile, registry, services)
-        if self.options.dry_run:
-            # Shadow the other scheduler's pods with our first profile; ours are left alone.
-            self.frameworks = {self.options.shadow_scheduler_name: next(iter(self.frameworks.values()))}
-
-        first = next(iter(self.frameworks.values()))
-        self.queue = SchedulingQueue(
-            first.queue_sort,
-            pre_enqueue=self._pre_enqueue,
-            clock=self.clock,
-            initial_backoff=float(cfg.pod_initial_backoff_seconds),
-            max_backoff=float(cfg.pod_max_backoff_seconds),
-            metrics=self.metrics.set_pending,
+                # Shadow the other scheduler's pods with our first profile; ours are left alone.
+                shadow_of=self.options.shadow_scheduler_name if self.options.dry_run else None,
+                on_assigned=self.shadow.observed_binding if self.shadow is not None else None,
+                explain_annotations=self.options.explain_annotations,
+            ),
         )
-        self.handlers = EventHandlers(
-            cache=self.cache,
-            queue=self.queue,
-            events_for=self._recorder_for,
-            scheduler_names=list(self.frameworks),
-            on_malformed=lambda _pod, _err: self.metrics.malformed_pods.inc(),
-            on_assigned=self.shadow.observed_binding if self.shadow is not None else None,
-        )
-        self.scheduler = Scheduler(
-            frameworks=self.frameworks,
-            queue=self.queue,
-            cache=self.cache,
-            api=api,
-            clock=self.clock,
-            metrics=self.metrics,
-            parallelism=cfg.parallelism,
-            pending_lookup=self.handlers.pending_pod,
-            nominate=self.queue.nominator.add_nominated,
-            explain_annotations=self.options.explain_annotations,
-        )
+        self.cache = parts.cache
+        self.frameworks = parts.frameworks
+        self._recorders = parts.recorders
+        self.queue = parts.queue
+        self.handlers = parts.handlers
+        self.scheduler = parts.scheduler
         self.reflectors: list[Any] = []
         self._threads: list[threading.Thread] = []
         self._leading = threading.Event()
@@ -193,23 +152,6 @@ class SchedulerApp:
 
             return NullEvents()
         return self.broadcaster.new_recorder(scheduler_name)
-
-    def _recorder_for(self, scheduler_name: str) -> EventRecorder:
-        return self._recorders.get(scheduler_name) or next(iter(self._recorders.values()))
-
-    def _pre_enqueue(self, pod: PodInfo) -> Any:
-        fwk = self.frameworks.get(pod.scheduler_name)
-        if fwk is None:
-            from netsched.framework.status import Status
-
-            return Status.success()
-        return fwk.run_pre_enqueue(pod)
-
-    def _nominated_pods(self, node_name: str) -> list[PodInfo]:
-        return self.queue.nominator.nominated_pods_for_node(node_name)
-
-    def _nominated_node_names(self) -> list[str]:
-        return self.queue.nominator.node_names()
 
     def _list_pdbs(self) -> list[Mapping[str, Any]]:
         with self._pdb_lock:
@@ -520,10 +462,3 @@ def _start_election(app: SchedulerApp, stop: threading.Event) -> Any:
     )
     elector.start()
     return elector
-
-
-def main(*out_of_tree: type[Plugin], argv: Sequence[str] | None = None) -> int:
-    """Entry point for a binary with out-of-tree plugins: `app.main(with_plugin(MyPlugin))`."""
-    from netsched.cli import main as cli_main
-
-    return cli_main(argv, plugins=out_of_tree)

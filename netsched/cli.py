@@ -87,7 +87,11 @@ def run_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None, plugins: Sequence[type[Plugin]] = ()) -> int:
+def main(*plugins: type[Plugin], argv: Sequence[str] | None = None) -> int:
+    """The `netsched` command; a binary with out-of-tree plugins passes them here:
+
+    netsched.main(netsched.with_plugin(MyPlugin))
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "simulate":
         from netsched.simulate.cli import main as simulate_main

@@ -52,9 +52,9 @@ def main(argv: Sequence[str], plugins: Sequence[type[Plugin]] = ()) -> int:
         logging.getLogger().setLevel(logging.WARNING)
     from netsched.app import AppOptions, SchedulerApp, build_registry
     from netsched.config import ConfigError, load_config
+    from netsched.fakeapi import FakeAPIServer
     from netsched.kube import KubeAPI, build_api_client
-    from netsched.testing.builders import make_node, make_pod
-    from netsched.testing.fakeapi import FakeAPIServer
+    from netsched.objects import make_node, make_pod
 
     rng = random.Random(opts.seed)
     registry = build_registry(plugins)

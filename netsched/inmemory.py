@@ -2,8 +2,9 @@
 
 Benchmarks and `netsched simulate` use this to run the same queue, cache,
 frameworks and plugins as production, with binding applied synchronously
-(the pod is confirmed on its node at once).  Nothing here is a shortcut the
-scheduler itself takes: the scheduling cycle is `Scheduler.schedule_one`.
+(the pod is confirmed on its node at once) and time on a ManualClock.  The
+parts are wired by netsched.assemble, as for the real scheduler; nothing here
+is a shortcut it takes: the scheduling cycle is `Scheduler.schedule_one`.
 """
 
 from __future__ import annotations
@@ -15,18 +16,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from netsched.binder import Binder
-from netsched.cache import ClusterCache
+from netsched.assemble import Edges, assemble
+from netsched.binder import BindRequest
+from netsched.clock import Clock, ManualClock
 from netsched.config import SchedulerConfig
-from netsched.eventhandlers import EventHandlers
-from netsched.framework.handle import Services
 from netsched.framework.interfaces import Plugin
-from netsched.framework.runtime import Framework
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.observability.metrics import SchedulerMetrics
-from netsched.queue import SchedulingQueue
-from netsched.scheduler import Scheduler
-from netsched.testing.clock import FakeClock
 
 
 @dataclass
@@ -65,23 +61,6 @@ class MemoryEvents:
             self.events.append((pod.key, type_, reason, message))
 
 
-class InlineBinder:
-    """Runs the real binding cycle on the calling thread (deterministic, no pool)."""
-
-    def __init__(self, binder: Binder) -> None:
-        self._binder = binder
-        self.inflight = 0
-
-    def submit(self, req: Any) -> None:
-        self._binder.bind(req)
-
-    def drain(self, timeout: float | None = None) -> bool:
-        return True
-
-    def shutdown(self, timeout: float | None = None) -> bool:
-        return True
-
-
 class InMemoryCluster:
     def __init__(
         self,
@@ -89,66 +68,32 @@ class InMemoryCluster:
         registry: Mapping[str, type[Plugin]],
         *,
         metrics_hub: Any = None,
-        clock: FakeClock | None = None,
+        clock: Clock | None = None,
         keep_events: bool = False,
         observe: bool = False,
     ) -> None:
-        self.clock = clock or FakeClock()
+        self.clock: Clock = clock or ManualClock()
         self.api = MemoryAPI(self)
         self.events = MemoryEvents(keep_events)
-        self.cache = ClusterCache(self.clock)
         self.hub = metrics_hub
-        if metrics_hub is not None and hasattr(metrics_hub, "update_nodes"):
-            self.cache.on_nodes_changed(metrics_hub.update_nodes)
         self.metrics = SchedulerMetrics(CollectorRegistry()) if observe else None
-        self.frameworks: dict[str, Framework] = {}
-        waiting = None
-        self._queue_holder: list[SchedulingQueue] = []
-        for profile in cfg.profiles:
-            if profile.percentage_of_nodes_to_score is None:
-                profile.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
-            services = Services(
+        parts = assemble(
+            cfg,
+            registry,
+            Edges(
                 api=self.api,
-                events=self.events,
+                recorder=lambda _name: self.events,
                 clock=self.clock,
-                parallelism=cfg.parallelism,
-                metrics=metrics_hub,
-                nominated_pods=lambda n: self._queue_holder[0].nominator.nominated_pods_for_node(n),
-                nominated_node_names=lambda: self._queue_holder[0].nominator.node_names(),
-                observe=self.metrics,
-            )
-            if waiting is not None:
-                services.waiting_pods = waiting
-            waiting = services.waiting_pods
-            self.frameworks[profile.scheduler_name] = Framework(profile, registry, services)
-        first = next(iter(self.frameworks.values()))
-        self.queue = SchedulingQueue(
-            first.queue_sort,
-            pre_enqueue=lambda p: self.frameworks[p.scheduler_name].run_pre_enqueue(p),
-            clock=self.clock,
-            initial_backoff=float(cfg.pod_initial_backoff_seconds),
-            max_backoff=float(cfg.pod_max_backoff_seconds),
+                hub=metrics_hub,
+                metrics=self.metrics,
+                bound_inline=self._bound,
+            ),
         )
-        self._queue_holder.append(self.queue)
-        self.handlers = EventHandlers(
-            cache=self.cache,
-            queue=self.queue,
-            events_for=lambda _name: self.events,
-            scheduler_names=list(self.frameworks),
-        )
-        self.scheduler = Scheduler(
-            frameworks=self.frameworks,
-            queue=self.queue,
-            cache=self.cache,
-            api=self.api,
-            clock=self.clock,
-            metrics=self.metrics,
-            parallelism=cfg.parallelism,
-            pending_lookup=self.handlers.pending_pod,
-            nominate=self.queue.nominator.add_nominated,
-        )
-        binder = Binder(self.cache, self._bound, self.scheduler.binding_failed, parallelism=1)
-        self.scheduler.binder = InlineBinder(binder)  # type: ignore[assignment]
+        self.cache = parts.cache
+        self.frameworks = parts.frameworks
+        self.queue = parts.queue
+        self.handlers = parts.handlers
+        self.scheduler = parts.scheduler
         self.placements: dict[str, str] = {}
         self.on_bound: list[Callable[[PodInfo, str], None]] = []
         self._lock = threading.Lock()
@@ -184,7 +129,7 @@ class InMemoryCluster:
 
     # ------------------------------------------------------------ scheduling
 
-    def _bound(self, req: Any) -> None:
+    def _bound(self, req: BindRequest) -> None:
         pod, node = req.pod, req.node
         # Confirm at once, as the watch would.
         raw = dict(pod.raw)

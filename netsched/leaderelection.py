@@ -40,20 +40,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from netsched.clock import SystemClock
+from netsched.clock import Clock, SystemClock
 from netsched.kube.api import microtime
 from netsched.kube.errors import ApiError, Conflict
 from netsched.kube.lease import Lease, LeaseClient, LeaseRecord
 
 log = logging.getLogger(__name__)
-
-
-class ElectionClock(Protocol):
-    """netsched.clock.SystemClock or netsched.testing.clock.FakeClock."""
-
-    def now(self) -> float: ...
-    def wall(self) -> float: ...
-    def wait(self, event: threading.Event, seconds: float) -> bool: ...
 
 
 class GaugeLike(Protocol):
@@ -145,7 +137,7 @@ class LeaderElector:
         config: ElectorConfig,
         leases: LeaseClient,
         *,
-        clock: ElectionClock | None = None,
+        clock: Clock | None = None,
         stop: threading.Event | None = None,
         on_started_leading: Callable[[], None] | None = None,
         on_stopped_leading: Callable[[], None] | None = None,
@@ -156,7 +148,7 @@ class LeaderElector:
         self.config = config
         self._stop = stop if stop is not None else threading.Event()
         self._leases = leases
-        self._clock: ElectionClock = clock if clock is not None else SystemClock()
+        self._clock: Clock = clock if clock is not None else SystemClock()
         self._on_started = on_started_leading
         self._on_stopped = on_stopped_leading
         self._on_new_leader = on_new_leader

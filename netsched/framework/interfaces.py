@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from netsched.clock import Clock
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.status import Code, Status
@@ -346,16 +347,6 @@ class Diagnosis:
 
 
 # ---------------------------------------------------------------- handle
-
-
-class Clock(Protocol):
-    def now(self) -> float:
-        """Monotonic seconds: intervals, backoff, expiry."""
-        ...
-
-    def wall(self) -> float:
-        """Unix seconds: timestamps written to the API and compared with Prometheus samples."""
-        ...
 
 
 class MetricsProvider(Protocol):

@@ -24,7 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from netsched.clock import SystemClock
+from netsched.clock import Clock, SystemClock
 from netsched.framework.types import PodInfo
 from netsched.kube.api import MERGE_PATCH, microtime, rfc3339
 from netsched.kube.client import KubeClient
@@ -37,10 +37,6 @@ EVENTS_V1 = "events.k8s.io/v1"
 CORE_V1 = "v1"
 MAX_NOTE_BYTES = 1024  # events.k8s.io rejects longer notes
 _MAX_FIELD = 128  # reason, action, reportingController, reportingInstance
-
-
-class Clock(Protocol):
-    def wall(self) -> float: ...
 
 
 class EventSink(Protocol):

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, Protocol
 
-from netsched.clock import SystemClock
+from netsched.clock import Clock, SystemClock
 from netsched.kube.errors import ApiError, Forbidden, Gone, NotFound, from_status
 
 log = logging.getLogger(__name__)
@@ -59,10 +59,7 @@ class WatchStream(Protocol):
         ...
 
 
-class WaitClock(Protocol):
-    def now(self) -> float: ...
-
-    def wait(self, event: threading.Event, seconds: float) -> bool: ...
+WaitClock = Clock  # the name netsched.kube.api imports
 
 
 ListFn = Callable[[], ObjectList]
@@ -154,7 +151,7 @@ class Reflector:
         watch_timeout: int = 300,
         optional_retry: float = 300.0,
         backoff: Backoff | None = None,
-        clock: WaitClock | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.name = name
         self._list_fn = list_fn
@@ -165,7 +162,7 @@ class Reflector:
         self.watch_timeout = watch_timeout
         self.optional_retry = optional_retry
         self._backoff = backoff or Backoff()
-        self._clock: WaitClock = clock or SystemClock()
+        self._clock: Clock = clock or SystemClock()
         self.has_synced = threading.Event()
         self.available = True
         self.resource_version = ""

@@ -11,18 +11,16 @@ poll loop does no per-node metric work.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from netsched.metrics.mapping import align
+from netsched.metrics.cache import MetricsTable
+from netsched.metrics.mapping import NodeResolver, align
 from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
-
-if TYPE_CHECKING:
-    from netsched.metrics.poller import Poller
 
 _QUERY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -81,11 +79,24 @@ class Instruments:
         )
 
 
+class PolledTable(Protocol):
+    """What the collector reads from a poller (the poller imports us, not the other way)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def directory(self) -> NodeResolver | None: ...
+
+    @property
+    def table(self) -> MetricsTable: ...
+
+
 class NodeCollector(Collector):
     """netsched_node_* gauges, computed from each poller's current table when scraped."""
 
     def __init__(
-        self, pollers: Callable[[], Iterable[tuple[Poller, int]]], wall: Callable[[], float]
+        self, pollers: Callable[[], Iterable[tuple[PolledTable, int]]], wall: Callable[[], float]
     ) -> None:
         """`pollers` yields each poller with its count of pods under estimation."""
         self._pollers = pollers

@@ -25,7 +25,6 @@ from netsched.queue.scheduling_queue import (
     UNSCHEDULABLE,
     UNSCHEDULABLE_FLUSH_INTERVAL,
     PreEnqueueFn,
-    QueueClock,
     SchedulingQueue,
 )
 
@@ -44,7 +43,6 @@ __all__ = [
     "Nominator",
     "PendingGauge",
     "PreEnqueueFn",
-    "QueueClock",
     "SchedulingQueue",
     "backoff_duration",
     "pod_changed",

@@ -28,9 +28,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from netsched.clock import SystemClock
+from netsched.clock import Clock, SystemClock
 from netsched.framework.interfaces import QueueSortPlugin
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo, QueuedPodInfo
@@ -54,17 +54,6 @@ BACKOFF_FLUSH_INTERVAL = 1.0  # kube flushes backoffQ every second...
 UNSCHEDULABLE_FLUSH_INTERVAL = 30.0  # ...and looks for unschedulable leftovers every 30 s
 
 PreEnqueueFn = Callable[[PodInfo], Status]
-
-
-class QueueClock(Protocol):
-    def now(self) -> float: ...
-
-
-@runtime_checkable
-class _WaitingClock(Protocol):
-    def now(self) -> float: ...
-
-    def wait(self, event: threading.Event, seconds: float) -> bool: ...
 
 
 @dataclass(slots=True)
@@ -118,7 +107,7 @@ class SchedulingQueue:
         self,
         less_or_key: QueueSortPlugin,
         pre_enqueue: PreEnqueueFn | None = None,
-        clock: QueueClock | None = None,
+        clock: Clock | None = None,
         initial_backoff: float = DEFAULT_INITIAL_BACKOFF,
         max_backoff: float = DEFAULT_MAX_BACKOFF,
         max_unschedulable_seconds: float = DEFAULT_MAX_UNSCHEDULABLE_SECONDS,
@@ -132,7 +121,7 @@ class SchedulingQueue:
         if max_unschedulable_seconds <= 0:
             raise ValueError(f"max_unschedulable_seconds must be > 0, got {max_unschedulable_seconds}")
         self._pre_enqueue = pre_enqueue
-        self._clock: QueueClock = clock if clock is not None else SystemClock()
+        self._clock: Clock = clock if clock is not None else SystemClock()
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_unschedulable_seconds = max_unschedulable_seconds
@@ -379,10 +368,7 @@ class SchedulingQueue:
                     self.flush_unschedulable_leftover()
             except Exception:
                 log.exception("Scheduling queue flush failed")
-            if isinstance(self._clock, _WaitingClock):
-                self._clock.wait(stop_event, interval)
-            else:
-                stop_event.wait(interval)
+            self._clock.wait(stop_event, interval)
 
     def close(self) -> None:
         """Stop the queue: pop() returns None from now on, waiting callers wake up."""

@@ -3,7 +3,7 @@
 The cluster is netsched.inmemory.InMemoryCluster: the real queue, cache,
 frameworks and plugins, with binding applied at once.  Metrics come through
 the real pipeline: a MetricsHub whose client is a SimulatedPrometheus.
-Time is a FakeClock moved by the simulation:
+Time is a ManualClock moved by the simulation:
 
     for each pod, at its arrival time t = i / arrivalRatePerSecond:
         every poll due at or before t runs first, at its own time (poll k at k x pollInterval)
@@ -26,6 +26,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from netsched.clock import ManualClock
 from netsched.config import SchedulerConfig
 from netsched.explain import Explanation
 from netsched.framework.interfaces import Plugin
@@ -36,7 +37,6 @@ from netsched.metrics.args import ConnectionKey
 from netsched.queue import ACTIVE, BACKOFF
 from netsched.simulate.model import LoadModel, Loads, SimulatedPrometheus, promql_index
 from netsched.simulate.scenario import Scenario
-from netsched.testing.clock import FakeClock
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ def simulate(
 ) -> Run:
     """Schedule the scenario's pods with `cfg`; `explain_pod` ("ns/name") is explained when scheduled."""
     started = time.perf_counter()
-    clock = FakeClock()
+    clock = ManualClock()
     t0 = clock.now()
     model = LoadModel(scenario)
 

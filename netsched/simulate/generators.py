@@ -1,7 +1,7 @@
 """Nodes and pods of a scenario: Kubernetes objects as written, or generated from a count.
 
 A generator entry (`{count: 50, cpu: "32", memory: "128Gi", linkSpeed:
-"10Gbit"}`) expands to Node or Pod objects built with netsched.testing's
+"10Gbit"}`) expands to Node or Pod objects built with netsched.objects'
 builders, so generated objects go through the scheduler's real parser like
 any other.  A resource may be a [lo, hi] range, drawn per object from the
 scenario's seeded generator.  Objects written out in full are checked with
@@ -21,9 +21,9 @@ from netsched.framework.fields import ErrorList, FieldError, Fields, join
 from netsched.framework.parse import PodParseError, parse_pod
 from netsched.framework.quantity import CPU, MEMORY, QuantityError, to_canonical
 from netsched.metrics.estimation import EGRESS_BANDWIDTH, INGRESS_BANDWIDTH
+from netsched.objects import make_node, make_pod
 from netsched.simulate import compact
 from netsched.simulate.units import bandwidth_annotation, bits_per_second, is_range, shown
-from netsched.testing.builders import make_node, make_pod
 
 MAX_COUNT = 100_000
 DEFAULT_LINK_SPEED_BITS = 10e9

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from netsched.framework.interfaces import Clock
+from netsched.clock import Clock
 from netsched.framework.parse import parse_node, parse_pod
 from netsched.framework.quantity import CPU, MEMORY
 from netsched.framework.types import PodInfo

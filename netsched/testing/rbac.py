@@ -33,7 +33,7 @@ class Grant(NamedTuple):
 
 
 class RequestLike(Protocol):
-    """netsched.testing.fakeapi.RecordedRequest."""
+    """netsched.fakeapi.RecordedRequest."""
 
     @property
     def verb(self) -> str: ...

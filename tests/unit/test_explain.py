@@ -76,7 +76,11 @@ def test_explainer_never_touches_the_scheduling_framework() -> None:
     replica = cluster.scheduler.explainer._replica("netsched")
     assert replica is not live
     pairs = list(
-        zip(replica.filter_plugins + replica.score_plugins, live.filter_plugins + live.score_plugins)
+        zip(
+            replica.filter_plugins + replica.score_plugins,
+            live.filter_plugins + live.score_plugins,
+            strict=True,
+        )
     )
     assert pairs and all(r is not lv and r.name == lv.name for r, lv in pairs)
 

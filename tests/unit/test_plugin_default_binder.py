@@ -50,7 +50,7 @@ def test_conflict_bound_elsewhere_is_error() -> None:
 
 
 def test_fake_api_server_error_shape_is_understood() -> None:
-    from netsched.testing.fakeapi_store import ApiError
+    from netsched.testing.fakeapi import ApiError
 
     h = FakeHandle()
     h.recording_api.fail_bind = ApiError(409, "Conflict", 'pod default/p is already assigned to node "n1"')

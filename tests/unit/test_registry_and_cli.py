@@ -56,7 +56,7 @@ def test_duplicate_names_are_rejected() -> None:
 
 def test_write_config_to_shows_the_default_profile(tmp_path: Path) -> None:
     out = tmp_path / "effective.yaml"
-    assert main(["--write-config-to", str(out)]) == 0
+    assert main(argv=["--write-config-to", str(out)]) == 0
     doc = yaml.safe_load(out.read_text())
     assert doc["apiVersion"] == "kubescheduler.config.k8s.io/v1"
     profile = doc["profiles"][0]

@@ -1,4 +1,4 @@
-"""A stateful fake Kubernetes API server over real sockets, for integration tests and benchmarks.
+"""A stateful fake Kubernetes API server over real sockets, for integration tests, benchmarks and the demo.
 
 No real API server can be installed here, and a mocked client would never prove
 that netsched's raw-JSON calls, watches and retries work on the wire. This fake
@@ -38,10 +38,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
-from netsched.testing.fakeapi_http import Fault, HTTPServer, RecordedRequest
-from netsched.testing.fakeapi_patch import strategic_merge_patch
-from netsched.testing.fakeapi_select import selector_matcher
-from netsched.testing.fakeapi_store import (
+from netsched.fakeapi.http_server import Fault, HTTPServer, RecordedRequest
+from netsched.fakeapi.patch import strategic_merge_patch
+from netsched.fakeapi.selection import selector_matcher
+from netsched.fakeapi.store import (
     RESOURCES,
     ApiError,
     JsonObj,

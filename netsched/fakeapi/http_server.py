@@ -3,7 +3,7 @@
 The official client and our own raw-JSON code must talk to the fake exactly as
 to a real API server (keep-alive, chunked watch streams, metav1.Status errors),
 or integration tests would prove nothing about the wire. FakeAPIServer in
-fakeapi.py owns the state and the test hooks; this module only speaks HTTP.
+server.py owns the state and the test hooks; this module only speaks HTTP.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from netsched.testing.fakeapi_patch import PatchError, json_patch, merge_patch, strategic_merge_patch
-from netsched.testing.fakeapi_select import Matcher, SelectorError, selector_matcher
-from netsched.testing.fakeapi_store import (
+from netsched.fakeapi.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+from netsched.fakeapi.selection import Matcher, SelectorError, selector_matcher
+from netsched.fakeapi.store import (
     NAMESPACES,
     PODS,
     ApiError,

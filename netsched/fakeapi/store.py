@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from netsched.testing.fakeapi_select import Matcher, match_all
+from netsched.fakeapi.selection import Matcher, match_all
 
 JsonObj = dict[str, Any]
 

@@ -1,0 +1,162 @@
+"""The scheduler's parts, wired once: cache, queue, frameworks, handlers, scheduler, binder.
+
+A running scheduler (netsched.app.SchedulerApp, over the Kubernetes API) and
+an in-memory one (netsched.inmemory.InMemoryCluster: benchmarks, `netsched
+simulate`) are the same machine with different edges: where writes go (`api`),
+where events go (`recorder`), what time it is (`clock`), which metrics hub
+plugins read, and whether binding runs on a pool or on the caller's thread.
+`assemble()` takes those edges and returns the parts, so the wiring between
+the parts exists in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from netsched.binder import Binder, BindRequest
+from netsched.cache import ClusterCache
+from netsched.clock import Clock
+from netsched.config import SchedulerConfig
+from netsched.eventhandlers import EventHandlers
+from netsched.framework.handle import Services
+from netsched.framework.interfaces import EventRecorder, Plugin
+from netsched.framework.runtime import Framework
+from netsched.framework.status import Status
+from netsched.framework.types import PodInfo
+from netsched.observability.metrics import SchedulerMetrics
+from netsched.queue import Nominator, SchedulingQueue
+from netsched.scheduler import Scheduler
+
+
+@dataclass
+class Edges:
+    """What differs between a scheduler over the API server and one over an in-memory cluster."""
+
+    api: Any  # ClusterAPI + StatusWriter: KubeAPI, DryRunAPI or MemoryAPI
+    recorder: Callable[[str], EventRecorder]  # the recorder of one profile (schedulerName)
+    clock: Clock
+    hub: Any = None  # netsched.metrics.MetricsHub read by the plugins; None: no metrics
+    metrics: SchedulerMetrics | None = None  # the scheduler's own metrics; None: not observed
+    pdbs: Callable[[], list[Mapping[str, Any]]] = lambda: []
+    namespace_labels: Callable[[str], Mapping[str, str] | None] = lambda _ns: None
+    # Dry run: the first profile schedules (in shadow) the pods of this other scheduler.
+    shadow_of: str | None = None
+    on_assigned: Callable[[PodInfo], None] | None = None  # a pod was seen bound (by anyone)
+    explain_annotations: bool = False
+    # Set: bind on the calling thread (no pool) and call this instead of
+    # Scheduler.binding_succeeded, which the callee calls itself when it is done.
+    bound_inline: Callable[[BindRequest], None] | None = None
+
+
+@dataclass
+class Parts:
+    cache: ClusterCache
+    queue: SchedulingQueue
+    frameworks: dict[str, Framework]  # by the schedulerName each one answers for
+    recorders: dict[str, EventRecorder]  # by profile schedulerName
+    handlers: EventHandlers
+    scheduler: Scheduler
+    nominator: Nominator
+
+
+class InlineBinder:
+    """Runs the real binding cycle on the calling thread (deterministic, no pool)."""
+
+    def __init__(self, binder: Binder) -> None:
+        self._binder = binder
+        self.inflight = 0
+
+    def submit(self, req: BindRequest) -> None:
+        self._binder.bind(req)
+
+    def drain(self, timeout: float | None = None) -> bool:
+        return True
+
+    def shutdown(self, timeout: float | None = None) -> bool:
+        return True
+
+
+def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: Edges) -> Parts:
+    """Build every part for `cfg`; raises FrameworkBuildError on a profile that cannot run."""
+    cache = ClusterCache(edges.clock)
+    if edges.hub is not None and hasattr(edges.hub, "update_nodes"):
+        cache.on_nodes_changed(edges.hub.update_nodes)
+    nominator = Nominator()
+    recorders = {p.scheduler_name: edges.recorder(p.scheduler_name) for p in cfg.profiles}
+    frameworks = _frameworks(cfg, registry, edges, nominator, recorders)
+    if edges.shadow_of is not None:
+        frameworks = {edges.shadow_of: next(iter(frameworks.values()))}
+
+    def pre_enqueue(pod: PodInfo) -> Status:
+        fwk = frameworks.get(pod.scheduler_name)
+        return fwk.run_pre_enqueue(pod) if fwk is not None else Status.success()
+
+    metrics = edges.metrics
+    queue = SchedulingQueue(
+        next(iter(frameworks.values())).queue_sort,
+        pre_enqueue=pre_enqueue,
+        clock=edges.clock,
+        initial_backoff=float(cfg.pod_initial_backoff_seconds),
+        max_backoff=float(cfg.pod_max_backoff_seconds),
+        metrics=metrics.set_pending if metrics is not None else None,
+        nominator=nominator,
+    )
+    first_recorder = next(iter(recorders.values()))
+    handlers = EventHandlers(
+        cache=cache,
+        queue=queue,
+        events_for=lambda name: recorders.get(name) or first_recorder,
+        scheduler_names=list(frameworks),
+        on_malformed=(lambda _pod, _err: metrics.malformed_pods.inc()) if metrics is not None else None,
+        on_assigned=edges.on_assigned,
+    )
+    scheduler = Scheduler(
+        frameworks=frameworks,
+        queue=queue,
+        cache=cache,
+        api=edges.api,
+        clock=edges.clock,
+        metrics=metrics,
+        parallelism=cfg.parallelism,
+        pending_lookup=handlers.pending_pod,
+        nominate=nominator.add_nominated,
+        explain_annotations=edges.explain_annotations,
+    )
+    if edges.bound_inline is not None:
+        binder = Binder(cache, edges.bound_inline, scheduler.binding_failed, parallelism=1)
+        scheduler.binder = InlineBinder(binder)  # type: ignore[assignment]
+    return Parts(cache, queue, frameworks, recorders, handlers, scheduler, nominator)
+
+
+def _frameworks(
+    cfg: SchedulerConfig,
+    registry: Mapping[str, type[Plugin]],
+    edges: Edges,
+    nominator: Nominator,
+    recorders: Mapping[str, EventRecorder],
+) -> dict[str, Framework]:
+    """One framework per profile; all share one waiting-pods map (Permit is process-wide)."""
+    out: dict[str, Framework] = {}
+    waiting = None
+    for profile in cfg.profiles:
+        if profile.percentage_of_nodes_to_score is None:
+            profile.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
+        services = Services(
+            api=edges.api,
+            events=recorders[profile.scheduler_name],
+            clock=edges.clock,
+            parallelism=cfg.parallelism,
+            metrics=edges.hub,
+            nominated_pods=nominator.nominated_pods_for_node,
+            nominated_node_names=nominator.node_names,
+            pdbs=edges.pdbs,
+            namespace_labels=edges.namespace_labels,
+            observe=edges.metrics,
+        )
+        if waiting is not None:
+            services.waiting_pods = waiting
+        waiting = services.waiting_pods
+        out[profile.scheduler_name] = Framework(profile, registry, services)
+    return out

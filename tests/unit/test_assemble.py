@@ -1,0 +1,82 @@
+"""netsched.assemble: the one wiring of the scheduler's parts, and the public facade."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import netsched
+from netsched.app import build_registry
+from netsched.assemble import Edges, InlineBinder, Parts, assemble
+from netsched.cli import main as cli_main
+from netsched.clock import ManualClock
+from netsched.config import load_config
+from netsched.framework.registry import with_plugin
+from netsched.inmemory import InMemoryCluster, MemoryAPI, MemoryEvents
+from netsched.testing.builders import make_node, make_pod
+
+TWO_PROFILES = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: a
+- schedulerName: b
+"""
+
+
+def _parts(**edges: Any) -> Parts:
+    reg = build_registry()
+    events = MemoryEvents()
+    return assemble(
+        load_config(TWO_PROFILES, reg),
+        reg,
+        Edges(api=MemoryAPI(), recorder=lambda _name: events, clock=ManualClock(), **edges),
+    )
+
+
+def test_one_framework_per_profile_sharing_waiting_pods_and_nominations() -> None:
+    parts = _parts()
+    a, b = parts.frameworks["a"], parts.frameworks["b"]
+    assert a.profile_name == "a" and b.profile_name == "b"
+    assert a._services.waiting_pods is b._services.waiting_pods
+    assert parts.queue.nominator is parts.nominator
+    pod = make_pod("p").scheduler("b").info()
+    parts.nominator.add_nominated(pod, "n1")
+    assert [p.key for p in a.nominated_pods_for_node("n1")] == ["default/p"]
+    assert set(parts.recorders) == {"a", "b"}
+    assert not isinstance(parts.scheduler.binder, InlineBinder)
+    parts.scheduler.shutdown(1)
+
+
+def test_dry_run_answers_for_the_shadowed_scheduler_with_the_first_profile() -> None:
+    parts = _parts(shadow_of="default-scheduler")
+    assert list(parts.frameworks) == ["default-scheduler"]
+    assert parts.frameworks["default-scheduler"].profile_name == "a"
+    assert parts.handlers.scheduler_names == {"default-scheduler"}
+    parts.scheduler.shutdown(1)
+
+
+def test_in_memory_cluster_binds_on_the_calling_thread() -> None:
+    reg = build_registry()
+    cluster = InMemoryCluster(load_config(TWO_PROFILES, reg), reg)
+    assert isinstance(cluster.scheduler.binder, InlineBinder)
+    assert isinstance(cluster.clock, ManualClock)
+    cluster.add_nodes([make_node("n1").capacity(cpu="4", memory="8Gi").obj()])
+    cluster.add_pods([make_pod(f"p{i}").scheduler("ab"[i % 2]).req(cpu="1").obj() for i in range(3)])
+    assert cluster.schedule_pending() == 3
+    # Bound and confirmed before schedule_pending returned: no thread, no wait.
+    assert cluster.placements == {f"default/p{i}": "n1" for i in range(3)}
+    assert len(cluster.nodes()[0].pods) == 3
+    assert cluster.cache.assumed_count() == 0
+
+
+def test_the_package_exports_main_and_with_plugin() -> None:
+    assert netsched.main is cli_main
+    assert netsched.with_plugin is with_plugin
+
+
+def test_importing_the_package_stays_cheap() -> None:
+    code = "import sys, netsched; print(sorted(m for m in sys.modules if m.startswith('netsched')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['netsched']"

@@ -1,0 +1,205 @@
+"""The shape of the code, checked: who may import whom among netsched/ and plugins/.
+
+The graph is built from the source with `ast`, not by importing anything, and
+counts EVERY import statement: module level, inside functions, and under
+`if TYPE_CHECKING:` (a cycle that only type checking sees is still two
+modules that cannot be understood one without the other; break it with a
+protocol, not by hiding the import).
+
+Edges, per statement (relative imports resolved against the importing module):
+- `import a.b.c` -> a.b.c (a package counts as its __init__);
+- `from a.b import x` -> a.b.x when that is a module of ours, else a.b.
+
+Parent packages a program passes through (a/__init__ when importing a.b) are
+not edges: a package re-exporting its own submodules is not a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("netsched", "plugins")
+TESTING = "netsched.testing"
+COMPOSITION_ROOT = "netsched.app"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            out[_module_name(path)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
+    """(imported module of ours, line) for every import statement in the file."""
+    is_pkg = path.name == "__init__.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = _ours(alias.name)
+                if target:
+                    yield target, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".") if is_pkg else name.split(".")[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                target = sub if sub in MODULES else _ours(base)
+                if target:
+                    yield target, node.lineno
+
+
+def _ours(dotted: str) -> str:
+    """The longest prefix of `dotted` that is one of our modules ('' for third-party)."""
+    parts = dotted.split(".")
+    while parts:
+        cand = ".".join(parts)
+        if cand in MODULES:
+            return cand
+        parts.pop()
+    return ""
+
+
+def _graph() -> dict[str, dict[str, int]]:
+    graph: dict[str, dict[str, int]] = {}
+    for name, path in MODULES.items():
+        edges = graph.setdefault(name, {})
+        for target, line in _imports(name, path):
+            if target != name:
+                edges.setdefault(target, line)
+    return graph
+
+
+GRAPH = _graph()
+
+
+def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """One cycle per strongly connected component with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    counter = 0
+
+    def visit(v: str) -> None:
+        nonlocal counter
+        index[v] = low[v] = counter
+        counter += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                components.append(comp)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_one_cycle(graph, set(comp)) for comp in components]
+
+
+def _one_cycle(graph: dict[str, dict[str, int]], comp: set[str]) -> list[str]:
+    """A concrete path start -> ... -> start inside one component (breadth first, shortest)."""
+    start = min(comp)
+    prev: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v]):
+                if w not in comp:
+                    continue
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(prev[path[-1]])
+                    return [start, *reversed(path[:-1]), start]
+                if w not in prev:
+                    prev[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    raise AssertionError(f"no cycle found in component {sorted(comp)}")
+
+
+def _describe(cycle: list[str]) -> str:
+    return " -> ".join(
+        f"{a} (line {GRAPH[a][b]})" if i < len(cycle) - 1 else a
+        for i, (a, b) in enumerate(zip(cycle, [*cycle[1:], cycle[0]], strict=True))
+    )
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _offenders(source: str, target: str, *, exempt: tuple[str, ...] = ()) -> list[str]:
+    return sorted(
+        f"{m} imports {t} (line {line})"
+        for m, edges in GRAPH.items()
+        if _in(m, source) and not any(_in(m, e) for e in exempt)
+        for t, line in edges.items()
+        if _in(t, target)
+    )
+
+
+def test_the_graph_sees_all_kinds_of_imports() -> None:
+    # Sanity: module level, function level and TYPE_CHECKING imports all make edges.
+    assert "netsched.framework.runtime" in GRAPH["netsched.scheduler"]
+    assert GRAPH["netsched.app"], "the composition root imports nothing?"
+    assert any(_in(t, "plugins") for t in GRAPH["netsched.app"])
+
+
+def test_no_import_cycles() -> None:
+    cycles = _cycles(GRAPH)
+    assert not cycles, "import cycles:\n" + "\n".join(_describe(c) for c in cycles)
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3, "d": 4}, "d": {}}
+    assert _cycles(graph) == [["a", "b", "c", "a"]]
+
+
+def test_production_code_does_not_import_the_test_kit() -> None:
+    offenders = _offenders("netsched", TESTING, exempt=(TESTING,)) + _offenders("plugins", TESTING)
+    assert not offenders, "\n".join(offenders)
+
+
+def test_only_the_composition_root_imports_plugins() -> None:
+    offenders = _offenders("netsched", "plugins", exempt=(COMPOSITION_ROOT,))
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_framework_does_not_import_config() -> None:
+    offenders = _offenders("netsched.framework", "netsched.config")
+    assert not offenders, "\n".join(offenders)
