@@ -41,9 +41,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        if args is not None and not isinstance(args, InterPodAffinityArgs):
-            raise TypeError(f"want args of type InterPodAffinityArgs, got {type(args).__name__}")
-        self.ipa_args = args or InterPodAffinityArgs.default()
+        self.ipa_args = self.args_as(InterPodAffinityArgs)
         self._index: PodIndex | None = None
 
     def _pod_index(self, state: CycleState, snapshot: Snapshot) -> PodIndex:

@@ -236,7 +236,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        a = args if isinstance(args, NodeAffinityArgs) else NodeAffinityArgs.default()
+        a = self.args_as(NodeAffinityArgs)
         self.added_required = a.added_required
         self.added_preferred = a.added_preferred
 

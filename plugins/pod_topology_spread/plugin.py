@@ -49,9 +49,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        if args is not None and not isinstance(args, PodTopologySpreadArgs):
-            raise TypeError(f"want args of type PodTopologySpreadArgs, got {type(args).__name__}")
-        self.pts_args = args or PodTopologySpreadArgs.default()
+        self.pts_args = self.args_as(PodTopologySpreadArgs)
         self.defaults = self.pts_args.effective_defaults
         self.system_defaulted = self.pts_args.defaulting_type == SYSTEM_DEFAULTING
         self._default_actions = frozenset(c.when_unsatisfiable for c in self.defaults)
