@@ -26,12 +26,12 @@ from netsched.framework.interfaces import (
     Rejection,
     ScorePlugin,
 )
+from netsched.framework.pod_index import PodIndex, pod_index
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import NodeInfo, PodInfo
 from plugins.inter_pod_affinity import filtering, scoring
 from plugins.inter_pod_affinity.args import InterPodAffinityArgs
-from plugins.inter_pod_affinity.pod_index import PodIndex, pod_index
 from plugins.inter_pod_affinity.terms import NamespaceLabels
 
 

@@ -24,10 +24,10 @@ from netsched.framework.interfaces import (
     Rejection,
     ScorePlugin,
 )
+from netsched.framework.pod_index import PodIndex, pod_index
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import NodeInfo, PodInfo
-from plugins.inter_pod_affinity.pod_index import PodIndex, pod_index
 from plugins.pod_topology_spread import filtering, scoring
 from plugins.pod_topology_spread.args import (
     DO_NOT_SCHEDULE,

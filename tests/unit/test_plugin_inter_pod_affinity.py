@@ -10,6 +10,7 @@ import pytest
 
 from netsched.config.fields import ErrorList, Fields
 from netsched.framework.cycle_state import CycleState
+from netsched.framework.pod_index import PodGroup, PodIndex, label_codes
 from netsched.framework.runtime import FitError
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
@@ -24,7 +25,6 @@ from plugins.inter_pod_affinity.filtering import (
     REASON_ANTI_AFFINITY,
     REASON_EXISTING_ANTI_AFFINITY,
 )
-from plugins.inter_pod_affinity.pod_index import PodGroup, PodIndex, label_codes
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
