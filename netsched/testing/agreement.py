@@ -55,6 +55,7 @@ def filter_statuses(
     state = state if state is not None else CycleState()
     batch: dict[int, Verdict] = dict.fromkeys(idx.tolist())
     for rej in plugin.filter_nodes(state, pod, snapshot, idx):
+        assert rej.mask.shape == (len(idx),), f"mask of shape {rej.mask.shape} for {len(idx)} rows"
         for j in np.flatnonzero(rej.mask).tolist():
             row = int(idx[j])
             assert batch[row] is None, f"node {snapshot.nodes[row].name} rejected twice"

@@ -17,8 +17,7 @@ from netsched.framework.status import Code
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.testing.agreement import filter_verdicts
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
-from netsched.testing.framework import schedule_pod
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin, schedule_pod
 from plugins.pod_topology_spread import PodTopologySpread, PodTopologySpreadArgs
 from plugins.pod_topology_spread.args import SYSTEM_DEFAULT_CONSTRAINTS
 from plugins.pod_topology_spread.filtering import REASON_CONSTRAINTS, REASON_MISSING_LABEL
@@ -38,7 +37,7 @@ def infos(nodes: Sequence[Any], pods: Sequence[Any] = ()) -> list[NodeInfo]:
 
 
 def plugin(args: PodTopologySpreadArgs | None = None) -> PodTopologySpread:
-    return PodTopologySpread(args or PodTopologySpreadArgs.default(), FakeHandle())
+    return build_plugin(PodTopologySpread, args or PodTopologySpreadArgs.default())
 
 
 def cluster() -> list[NodeBuilder]:
