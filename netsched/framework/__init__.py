@@ -54,6 +54,7 @@ from netsched.framework.interfaces import (
     WaitingPod,
     extension_points_of,
 )
+from netsched.framework.normalize import default_normalize_score
 from netsched.framework.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from netsched.framework.registry import Registry, RegistryError, with_plugin
 from netsched.framework.snapshot import Snapshot
@@ -112,6 +113,7 @@ __all__ = [
     "Taint",
     "Toleration",
     "WaitingPod",
+    "default_normalize_score",
     "extension_points_of",
     "join",
     "with_plugin",

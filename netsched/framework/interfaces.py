@@ -86,6 +86,10 @@ class PluginArgs:
         return out
 
 
+class PluginArgsError(TypeError):
+    """A plugin was given args of the wrong type: a wiring bug, never silently defaulted."""
+
+
 class Plugin:
     """Base of every plugin. Subclasses set `name` and, if configurable, `Args`."""
 
@@ -95,6 +99,16 @@ class Plugin:
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         self.args = args
         self.handle = handle
+
+    def args_as(self, kind: type[A]) -> A:
+        """self.args as `kind`: its defaults when not configured (as kube), else PluginArgsError."""
+        if self.args is None:
+            return kind.default()
+        if not isinstance(self.args, kind):
+            raise PluginArgsError(
+                f"plugin {self.name!r} wants args of type {kind.__name__}, got {type(self.args).__name__}"
+            )
+        return self.args
 
 
 # ---------------------------------------------------------------- queueing
@@ -494,6 +508,7 @@ __all__ = [
     "PermitPlugin",
     "Plugin",
     "PluginArgs",
+    "PluginArgsError",
     "PluginError",
     "PluginFactory",
     "PluginFault",

@@ -97,7 +97,7 @@ class Framework(FrameworkHandle):
         if not points["bind"]:
             problems.append("at least one bind plugin is needed")
         if problems:
-            raise FrameworkBuildError(f"profile {self.profile_name!r}: " + "; ".join(problems))
+            raise FrameworkBuildError(f"profile {self.profile_name!r}: " + "; ".join(dict.fromkeys(problems)))
 
         def at(ep: str, kind: type[P]) -> list[P]:
             return [p for p in points[ep] if isinstance(p, kind)]
@@ -142,14 +142,17 @@ class Framework(FrameworkHandle):
         explanations run on it so they never touch the scheduling thread's plugins."""
         return Framework(self._profile, self._registry, self._services)
 
+    @property
+    def plugins(self) -> Mapping[str, Plugin]:
+        return self._instances
+
     def seed(self, seed: int) -> None:
         self._calls.seed(seed)
 
     def new_cycle_state(self) -> CycleState:
         return self._calls.new_cycle_state()
 
-    def observe_point(self, point: str, started: float) -> None:
-        """Record an extension point the node search drives in pieces (Filter)."""
+    def observe_point(self, point: str, started: float) -> None:  # Filter: driven by the node search
         self._calls.observe(point, started)
 
     def _run_each(

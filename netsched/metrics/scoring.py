@@ -6,20 +6,37 @@ score_nodes from that, so the per-node and batch forms always agree.  Both
 also reserve the pod with the estimator so a burst between two polls is
 counted.  A subclass sets `name`, `Args`, its `source` and implements
 `candidate_scores`.
+
+QueryScorePlugin is the short road for a user's own metric plugin: declare
+one PromQL `query` (polled by the shared poller, never by the plugin) and
+read each node's value from the cache in score().
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
 from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import MAX_NODE_SCORE, IntArray, PreScorePlugin, ReservePlugin, ScorePlugin
+from netsched.framework.fields import Fields
+from netsched.framework.interfaces import (
+    MAX_NODE_SCORE,
+    Handle,
+    IntArray,
+    PluginArgs,
+    PreScorePlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import NodeInfo, PodInfo
+from netsched.metrics.args import PrometheusArgs
+from netsched.metrics.mapping import BoolArray, FloatArray
 from netsched.metrics.source import MetricSource
+from netsched.metrics.utilisation import source_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,3 +79,57 @@ class MetricScorePlugin(PreScorePlugin, ScorePlugin, ReservePlugin):
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         self.source.unreserve(pod)
+
+
+@dataclass(frozen=True)
+class MetricArgs(PluginArgs):
+    """Args of a metric plugin that needs only the shared `prometheus:` block."""
+
+    prometheus: PrometheusArgs = field(default_factory=PrometheusArgs)
+
+    @classmethod
+    def decode(cls, fields: Fields) -> MetricArgs:
+        prometheus = PrometheusArgs.decode(fields.sub("prometheus"))
+        fields.finish()
+        return cls(prometheus)
+
+    def encode(self) -> dict[str, Any]:
+        return {"prometheus": self.prometheus.encode()}
+
+
+class QueryScorePlugin(ScorePlugin):
+    """A Score plugin fed by one PromQL query: set `name` and `query`, implement score().
+
+    `query` must return one series per node ($by and $window are substituted);
+    the process-wide poller runs it, under the metric name `name`, and
+    node_value() reads the node's latest fresh sample from the cache.
+    """
+
+    Args: ClassVar[type[PluginArgs] | None] = MetricArgs
+    query: ClassVar[str] = ""
+
+    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        if not self.query:
+            raise ValueError(f"plugin {self.name} declares no query")
+        self.source = source_for(handle, self.args_as(MetricArgs).prometheus, self.name)
+        self.source.require_query(self.name, self.query)
+
+    _read: tuple[FloatArray, BoolArray] | None = None  # the cache, read once per score_nodes call
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        # One read of the cache for all candidates, then the user's per-node score().
+        self._read = self.source.fresh(self.name, snapshot)
+        try:
+            return super().score_nodes(state, pod, snapshot, idx)
+        finally:
+            self._read = None
+
+    def node_value(self, node: NodeInfo, default: float = 0.0) -> float:
+        """The node's value from the cache; `default` when it has no fresh sample."""
+        snapshot = self.handle.snapshot()
+        row = snapshot.index.get(node.name)
+        if row is None:
+            return default
+        values, fresh = self._read or self.source.fresh(self.name, snapshot)
+        return float(values[row]) if fresh[row] else default

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.handle import Services
 from netsched.framework.interfaces import (
     EXTENSION_POINTS,
     BindPlugin,
+    Clock,
+    ClusterAPI,
+    EventRecorder,
     Plugin,
     PluginArgs,
     PluginScores,
@@ -31,6 +35,8 @@ from netsched.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 from netsched.testing.builders import NodeBuilder, PodBuilder, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.handle import RecordingAPI, RecordingEvents
+
+P = TypeVar("P", bound=Plugin)
 
 
 @dataclass
@@ -75,8 +81,23 @@ def build_framework(
     args: Mapping[str, PluginArgs] | None = None,
     services: Services | None = None,
     percentage_of_nodes_to_score: int | None = None,
+    snapshot: Snapshot | None = None,
+    api: ClusterAPI | None = None,
+    events: EventRecorder | None = None,
+    clock: Clock | None = None,
+    metrics: Any = None,
+    nominated: Mapping[str, Sequence[PodInfo]] | None = None,
+    pdbs: Sequence[Mapping[str, Any]] = (),
+    namespaces: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Framework:
-    """A Framework enabling each plugin at every point it implements (multiPoint-like)."""
+    """A Framework enabling each plugin at every point it implements (multiPoint-like).
+
+    Without `services`, the Handle the plugins see is built from the keywords:
+    a RecordingAPI/RecordingEvents and a FakeClock unless given, `metrics` (a hub,
+    e.g. from netsched.testing.prometheus.fake_hub), nominated pods per node,
+    PodDisruptionBudgets and namespace labels.  `snapshot` becomes the Handle's
+    snapshot (plugins that read handle.snapshot() outside a cycle).
+    """
     classes = list(plugins)
     if not any(issubclass(p, QueueSortPlugin) for p in classes):
         classes.append(FifoSort)
@@ -93,8 +114,69 @@ def build_framework(
         plugin_config=dict(args or {}),
     )
     registry = {c.name: c for c in classes}
-    services = services or Services(api=RecordingAPI(), events=RecordingEvents(), clock=FakeClock())
-    return Framework(profile, registry, services)
+    if services is None:
+        services = fake_services(
+            api=api,
+            events=events,
+            clock=clock,
+            metrics=metrics,
+            nominated=nominated,
+            pdbs=pdbs,
+            namespaces=namespaces,
+        )
+    elif api or events or clock or metrics or nominated or pdbs or namespaces:
+        raise TypeError("build_framework: pass either services or its parts, not both")
+    fwk = Framework(profile, registry, services)
+    if snapshot is not None:
+        fwk.set_snapshot(snapshot)
+    return fwk
+
+
+def fake_services(
+    *,
+    api: ClusterAPI | None = None,
+    events: EventRecorder | None = None,
+    clock: Clock | None = None,
+    metrics: Any = None,
+    nominated: Mapping[str, Sequence[PodInfo]] | None = None,
+    pdbs: Sequence[Mapping[str, Any]] = (),
+    namespaces: Mapping[str, Mapping[str, str]] | None = None,
+) -> Services:
+    """Services over fixed cluster facts, recording what plugins send to the API."""
+    nominated = {k: list(v) for k, v in (nominated or {}).items()}
+    namespaces = dict(namespaces or {})
+    return Services(
+        api=api if api is not None else RecordingAPI(),
+        events=events if events is not None else RecordingEvents(),
+        clock=clock if clock is not None else FakeClock(),
+        metrics=metrics,
+        nominated_pods=lambda node: list(nominated.get(node, [])),
+        nominated_node_names=lambda: list(nominated),
+        pdbs=lambda: list(pdbs),
+        namespace_labels=namespaces.get,
+    )
+
+
+def plugin_of(fwk: Framework, cls: type[P]) -> P:
+    """The instance of `cls` a Framework built (typed)."""
+    plugin = fwk.plugins[cls.name]
+    assert isinstance(plugin, cls), f"{cls.name} is a {type(plugin).__name__}"
+    return plugin
+
+
+def build_plugin(
+    cls: type[P],
+    args: PluginArgs | None = None,
+    *,
+    with_plugins: Sequence[type[Plugin]] = (),
+    **kw: Any,
+) -> P:
+    """One plugin built by a real Framework (its Handle), optionally next to others.
+
+    Keywords are build_framework's; `plugin.handle` is the Framework.
+    """
+    fwk = build_framework([cls, *with_plugins], args={cls.name: args} if args is not None else None, **kw)
+    return plugin_of(fwk, cls)
 
 
 @dataclass

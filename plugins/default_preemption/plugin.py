@@ -54,9 +54,7 @@ class DefaultPreemption(PostFilterPlugin):
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        if args is not None and not isinstance(args, DefaultPreemptionArgs):
-            raise TypeError(f"want args of type DefaultPreemptionArgs, got {type(args).__name__}")
-        self.dp_args = args or DefaultPreemptionArgs.default()
+        self.dp_args = self.args_as(DefaultPreemptionArgs)
         self.rng = random.Random()  # the dry-run's starting offset; tests seed it
 
     def post_filter(

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from netsched.framework.interfaces import IntArray
-from plugins.inter_pod_affinity.pod_index import LabelCodes, PodGroup
+from netsched.framework.pod_index import LabelCodes, PodGroup
 
 
 class TopoCounts:

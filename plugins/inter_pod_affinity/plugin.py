@@ -26,12 +26,12 @@ from netsched.framework.interfaces import (
     Rejection,
     ScorePlugin,
 )
+from netsched.framework.pod_index import PodIndex, pod_index
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import NodeInfo, PodInfo
 from plugins.inter_pod_affinity import filtering, scoring
 from plugins.inter_pod_affinity.args import InterPodAffinityArgs
-from plugins.inter_pod_affinity.pod_index import PodIndex, pod_index
 from plugins.inter_pod_affinity.terms import NamespaceLabels
 
 
@@ -41,9 +41,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        if args is not None and not isinstance(args, InterPodAffinityArgs):
-            raise TypeError(f"want args of type InterPodAffinityArgs, got {type(args).__name__}")
-        self.ipa_args = args or InterPodAffinityArgs.default()
+        self.ipa_args = self.args_as(InterPodAffinityArgs)
         self._index: PodIndex | None = None
 
     def _pod_index(self, state: CycleState, snapshot: Snapshot) -> PodIndex:

@@ -55,7 +55,7 @@ class LoadAware(MetricScorePlugin):
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.cfg = args if isinstance(args, LoadAwareArgs) else LoadAwareArgs.default()
+        self.cfg = self.args_as(LoadAwareArgs)
         self.weights = {r.name: float(r.weight) for r in self.cfg.resources if r.weight > 0}
         self.source = source_for(handle, self.cfg.prometheus, self.name)
         self.source.require(*self.weights)

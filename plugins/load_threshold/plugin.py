@@ -54,7 +54,7 @@ class LoadThreshold(FilterPlugin, ReservePlugin):
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.cfg = args if isinstance(args, LoadThresholdArgs) else LoadThresholdArgs.default()
+        self.cfg = self.args_as(LoadThresholdArgs)
         limits = (
             (NETWORK, self.cfg.network_utilization_percent),
             (CPU, self.cfg.cpu_utilization_percent),

@@ -43,7 +43,7 @@ class NetworkTraffic(MetricScorePlugin):
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.cfg = args if isinstance(args, NetworkTrafficArgs) else NetworkTrafficArgs.default()
+        self.cfg = self.args_as(NetworkTrafficArgs)
         self.source = source_for(handle, self.cfg.prometheus, self.name)
         self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
 

@@ -26,7 +26,6 @@ import numpy as np
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.interfaces import (
-    MAX_NODE_SCORE,
     BoolArray,
     FilterPlugin,
     Handle,
@@ -38,6 +37,7 @@ from netsched.framework.interfaces import (
     Rejection,
     ScorePlugin,
 )
+from netsched.framework.normalize import default_normalize_score
 from netsched.framework.selectors import NodeSelector, NodeSelectorTerm, PreferredSchedulingTerm, Requirement
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
@@ -85,15 +85,6 @@ class _Preferred:
 
 def preferred_score(terms: tuple[PreferredSchedulingTerm, ...], node: NodeInfo) -> int:
     return sum(t.weight for t in terms if t.term.matches(node.labels, node.name))
-
-
-def default_normalize(scores: IntArray) -> None:
-    """kube's DefaultNormalizeScore (not reversed), in place."""
-    if len(scores) == 0:
-        return
-    top = int(scores.max())
-    if top > 0:
-        scores[:] = MAX_NODE_SCORE * scores // top
 
 
 def pinned_node_names(selector: NodeSelector | None) -> set[str] | None:
@@ -236,7 +227,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        a = args if isinstance(args, NodeAffinityArgs) else NodeAffinityArgs.default()
+        a = self.args_as(NodeAffinityArgs)
         self.added_required = a.added_required
         self.added_preferred = a.added_preferred
 
@@ -311,4 +302,4 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         return _Evaluator(snapshot).preferred(terms)[idx]
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
-        default_normalize(scores)
+        default_normalize_score(scores)

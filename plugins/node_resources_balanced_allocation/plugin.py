@@ -110,11 +110,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        a = (
-            args
-            if isinstance(args, NodeResourcesBalancedAllocationArgs)
-            else NodeResourcesBalancedAllocationArgs.default()
-        )
+        a = self.args_as(NodeResourcesBalancedAllocationArgs)
         self.resources = tuple(r.name for r in a.resources)
 
     def _request(self, state: CycleState, pod: PodInfo) -> BalancedRequest:

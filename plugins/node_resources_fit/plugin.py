@@ -72,7 +72,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.fit_args = args if isinstance(args, NodeResourcesFitArgs) else NodeResourcesFitArgs.default()
+        self.fit_args = self.args_as(NodeResourcesFitArgs)
         self.ignored = frozenset(self.fit_args.ignored_resources)
         self.ignored_groups = frozenset(self.fit_args.ignored_resource_groups)
         self.strategy = strategy_for(self.fit_args)

@@ -24,10 +24,10 @@ from netsched.framework.interfaces import (
     Rejection,
     ScorePlugin,
 )
+from netsched.framework.pod_index import PodIndex, pod_index
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import NodeInfo, PodInfo
-from plugins.inter_pod_affinity.pod_index import PodIndex, pod_index
 from plugins.pod_topology_spread import filtering, scoring
 from plugins.pod_topology_spread.args import (
     DO_NOT_SCHEDULE,
@@ -49,9 +49,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        if args is not None and not isinstance(args, PodTopologySpreadArgs):
-            raise TypeError(f"want args of type PodTopologySpreadArgs, got {type(args).__name__}")
-        self.pts_args = args or PodTopologySpreadArgs.default()
+        self.pts_args = self.args_as(PodTopologySpreadArgs)
         self.defaults = self.pts_args.effective_defaults
         self.system_defaulted = self.pts_args.defaulting_type == SYSTEM_DEFAULTING
         self._default_actions = frozenset(c.when_unsatisfiable for c in self.defaults)

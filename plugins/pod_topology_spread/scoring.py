@@ -26,9 +26,9 @@ import numpy as np
 import numpy.typing as npt
 
 from netsched.framework.interfaces import MAX_NODE_SCORE, IntArray
+from netsched.framework.pod_index import LabelCodes, PodIndex, label_codes
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import NodeInfo, PodInfo
-from plugins.inter_pod_affinity.pod_index import LabelCodes, PodIndex, label_codes
 from plugins.pod_topology_spread.args import LABEL_HOSTNAME
 from plugins.pod_topology_spread.constraints import (
     Constraint,

@@ -23,13 +23,13 @@ import numpy.typing as npt
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.interfaces import (
-    MAX_NODE_SCORE,
     FilterPlugin,
     IntArray,
     PreScorePlugin,
     Rejection,
     ScorePlugin,
 )
+from netsched.framework.normalize import default_normalize_score
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo, Taint, Toleration
@@ -55,20 +55,6 @@ def prefer_tolerations(tolerations: tuple[Toleration, ...]) -> tuple[Toleration,
 
 def intolerable_prefer_count(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> int:
     return sum(1 for x in taints if x.effect == SOFT_EFFECT and not any(t.tolerates(x) for t in tolerations))
-
-
-def default_normalize(scores: IntArray, reverse: bool) -> None:
-    """kube's DefaultNormalizeScore, in place: scale to 0..100 by the max (then flip if reverse)."""
-    if len(scores) == 0:
-        return
-    top = int(scores.max())
-    if top <= 0:
-        if reverse:
-            scores[:] = MAX_NODE_SCORE
-        return
-    scores[:] = MAX_NODE_SCORE * scores // top
-    if reverse:
-        scores[:] = MAX_NODE_SCORE - scores
 
 
 @dataclass(slots=True)
@@ -185,4 +171,4 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         return np.zeros(len(idx), dtype=np.int64) if prefer is None else prefer[idx]
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
-        default_normalize(scores, reverse=True)
+        default_normalize_score(scores, reverse=True)

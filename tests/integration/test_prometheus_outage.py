@@ -21,7 +21,7 @@ from netsched.framework.types import PodInfo
 from netsched.metrics import NETWORK_RX, MetricsHub, PrometheusArgs
 from netsched.testing.builders import PodBuilder, make_node, make_pod, node_infos
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin
 from netsched.testing.prometheus import PrometheusServer, require_prometheus
 from plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
 
@@ -84,7 +84,7 @@ def test_outage_falls_back_once_and_recovers(world: World, caplog: pytest.LogCap
         max_sample_age_seconds=4,
         rate_window=WINDOW,
     )
-    plugin = NetworkTraffic(NetworkTrafficArgs(args), FakeHandle(snap, metrics=hub))
+    plugin = build_plugin(NetworkTraffic, NetworkTrafficArgs(args), metrics=hub, snapshot=snap)
     src = plugin.source
     fallback = {"source": src.name}
     hub.start(first_poll_timeout=10)

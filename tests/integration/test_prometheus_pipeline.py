@@ -22,7 +22,7 @@ from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX, Me
 from netsched.metrics.args import NodeMappingArgs
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_framework, plugin_of
 from netsched.testing.prometheus import PrometheusServer, require_prometheus
 from plugins.load_aware import LoadAware, LoadAwareArgs
 from plugins.load_threshold import LoadThreshold, LoadThresholdArgs
@@ -174,11 +174,20 @@ def test_bad_promql_is_reported_and_others_still_poll(world: World) -> None:
 def test_plugins_score_loaded_nodes_lower_and_filter_hot_ones(world: World) -> None:
     hub = MetricsHub()
     snap = world.snapshot
-    handle = FakeHandle(snap, metrics=hub)
     prom = world.args()
-    network = NetworkTraffic(NetworkTrafficArgs(prom), handle)
-    load_aware = LoadAware(LoadAwareArgs(prometheus=prom), handle)
-    threshold = LoadThreshold(LoadThresholdArgs(prometheus=prom), handle)
+    fwk = build_framework(
+        [NetworkTraffic, LoadAware, LoadThreshold],
+        args={
+            NetworkTraffic.name: NetworkTrafficArgs(prom),
+            LoadAware.name: LoadAwareArgs(prometheus=prom),
+            LoadThreshold.name: LoadThresholdArgs(prometheus=prom),
+        },
+        metrics=hub,
+        snapshot=snap,
+    )
+    network = plugin_of(fwk, NetworkTraffic)
+    load_aware = plugin_of(fwk, LoadAware)
+    threshold = plugin_of(fwk, LoadThreshold)
     assert network.source is load_aware.source is threshold.source
     hub.poll_now()
     pod = make_pod("web").req(cpu="100m", memory="128Mi").info()

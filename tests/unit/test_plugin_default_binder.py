@@ -5,7 +5,8 @@ from __future__ import annotations
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.status import Code
 from netsched.testing.builders import make_pod
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin
+from netsched.testing.handle import RecordingAPI
 from plugins.default_binder import DefaultBinder
 
 
@@ -16,45 +17,49 @@ class Conflict(Exception):
 
 
 def test_binds_through_api() -> None:
-    h = FakeHandle()
+    api = RecordingAPI()
     pod = make_pod("p").info()
-    assert DefaultBinder(None, h).bind(CycleState(), pod, "n1").ok
-    assert h.recording_api.calls == [("bind", "default/p", "n1")]
+    assert build_plugin(DefaultBinder, api=api).bind(CycleState(), pod, "n1").ok
+    assert api.calls == [("bind", "default/p", "n1")]
 
 
 def test_api_failure_is_error() -> None:
-    h = FakeHandle()
-    h.recording_api.fail_bind = ConnectionError("connection refused")
-    st = DefaultBinder(None, h).bind(CycleState(), make_pod("p").info(), "n1")
+    api = RecordingAPI()
+    api.fail_bind = ConnectionError("connection refused")
+    st = build_plugin(DefaultBinder, api=api).bind(CycleState(), make_pod("p").info(), "n1")
     assert st.code == Code.ERROR and st.reasons == ["connection refused"] and st.plugin == "DefaultBinder"
     assert isinstance(st.error, ConnectionError)
 
 
 def test_conflict_already_bound_to_this_node_is_success() -> None:
-    h = FakeHandle()
-    h.recording_api.fail_bind = Conflict(
+    api = RecordingAPI()
+    api.fail_bind = Conflict(
         'Operation cannot be fulfilled on pods/binding "p": pod default/p is already assigned to node "n1"'
     )
-    assert DefaultBinder(None, h).bind(CycleState(), make_pod("p").info(), "n1").ok
+    assert build_plugin(DefaultBinder, api=api).bind(CycleState(), make_pod("p").info(), "n1").ok
 
 
 def test_conflict_bound_elsewhere_is_error() -> None:
-    h = FakeHandle()
-    h.recording_api.fail_bind = Conflict(
+    api = RecordingAPI()
+    api.fail_bind = Conflict(
         'Operation cannot be fulfilled on pods/binding "p": pod default/p is already assigned to node "n2"'
     )
-    assert DefaultBinder(None, h).bind(CycleState(), make_pod("p").info(), "n1").code == Code.ERROR
+    assert (
+        build_plugin(DefaultBinder, api=api).bind(CycleState(), make_pod("p").info(), "n1").code == Code.ERROR
+    )
     # A 409 for another reason (UID precondition) is an error too.
-    h.recording_api.fail_bind = Conflict("Precondition failed: UID in precondition: a, UID in object: b")
-    assert DefaultBinder(None, h).bind(CycleState(), make_pod("p").info(), "n1").code == Code.ERROR
+    api.fail_bind = Conflict("Precondition failed: UID in precondition: a, UID in object: b")
+    assert (
+        build_plugin(DefaultBinder, api=api).bind(CycleState(), make_pod("p").info(), "n1").code == Code.ERROR
+    )
 
 
 def test_fake_api_server_error_shape_is_understood() -> None:
     from netsched.testing.fakeapi import ApiError
 
-    h = FakeHandle()
-    h.recording_api.fail_bind = ApiError(409, "Conflict", 'pod default/p is already assigned to node "n1"')
-    assert DefaultBinder(None, h).bind(CycleState(), make_pod("p").info(), "n1").ok
+    api = RecordingAPI()
+    api.fail_bind = ApiError(409, "Conflict", 'pod default/p is already assigned to node "n1"')
+    assert build_plugin(DefaultBinder, api=api).bind(CycleState(), make_pod("p").info(), "n1").ok
 
 
 def test_extension_points_and_name() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,14 +14,17 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.interfaces import Diagnosis, FilterPlugin, PostFilterResult, PreFilterPlugin
 from netsched.framework.quantity import CPU
+from netsched.framework.runtime import Framework
 from netsched.framework.search import FitError
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo
+from netsched.framework.waiting import WaitingPodImpl, WaitingPods
 from netsched.kube.errors import NotFound
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
-from netsched.testing.framework import schedule_pod
-from netsched.testing.handle import FakeHandle, RecordingAPI
+from netsched.testing.clock import FakeClock
+from netsched.testing.framework import build_framework, fake_services, plugin_of, schedule_pod
+from netsched.testing.handle import RecordingAPI, RecordingEvents
 from plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
 from plugins.default_preemption.candidates import Candidate, pick_one
 from plugins.default_preemption.victims import Victims, parse_pdbs, select_victims_on_node
@@ -61,9 +64,11 @@ class OnlyZone(FilterPlugin):
 class Run:
     result: PostFilterResult | None
     status: Status
-    handle: FakeHandle
+    handle: Framework  # the real runtime, as the plugin's Handle
     plugin: DefaultPreemption
     diagnosis: Diagnosis
+    api: RecordingAPI
+    events: RecordingEvents
 
 
 def infos(nodes: Sequence[Any], pods: Sequence[Any] = ()) -> list[NodeInfo]:
@@ -89,40 +94,38 @@ def preempt(
     codes: Mapping[str, Code] | None = None,
     api: RecordingAPI | None = None,
 ) -> Run:
+    """Filter the pod through a real Framework (filters, then pre-filter plugins), then preempt."""
     pi = pod.info() if isinstance(pod, PodBuilder) else pod
     snap = Snapshot.of(infos(list(nodes), list(existing)))
-    handle = FakeHandle(snap, pdbs=pdbs, nominated=nominated)
-    if api is not None:
-        handle.recording_api = api
+    api = api if api is not None else RecordingAPI()
+    events = RecordingEvents()
+    fwk = build_framework(
+        [*filters, *pre_filters, DefaultPreemption],
+        args={DefaultPreemption.name: args} if args is not None else None,
+        snapshot=snap,
+        api=api,
+        events=events,
+        pdbs=pdbs or (),
+        nominated=nominated,
+    )
     state = CycleState()
-    active_filters: list[FilterPlugin] = [cls(None, handle) for cls in filters]
-    active_pre: list[PreFilterPlugin] = []
-    for cls in pre_filters:
-        pl = cls(None, handle)
-        _, st = pl.pre_filter(state, pi, snap)
-        if st.is_skip:
-            continue
-        active_pre.append(pl)
-        if isinstance(pl, FilterPlugin):
-            active_filters.append(pl)
-    handle.filters = active_filters
-    handle.pre_filters = active_pre
+    fwk.run_pre_filter(state, pi, snap)  # its verdict is the filters' business; Skip drops a plugin
     diagnosis = Diagnosis(len(snap), np.zeros(len(snap), dtype=np.int8))
     for i, n in enumerate(snap.nodes):
-        st = handle.run_filter_plugins_with_nominated_pods(state, pi, n)
+        st = fwk.run_filter_plugins_with_nominated_pods(state, pi, n)
         diagnosis.node_codes[i] = st.code
         for r in st.reasons:
             diagnosis.reasons[r] = diagnosis.reasons.get(r, 0) + 1
     for name, code in (codes or {}).items():
         diagnosis.node_codes[snap.index[name]] = code
-    plugin = DefaultPreemption(args, handle)
+    plugin = plugin_of(fwk, DefaultPreemption)
     plugin.rng = random.Random(seed)
     result, status = plugin.post_filter(state, pi, diagnosis)
-    return Run(result, status, handle, plugin, diagnosis)
+    return Run(result, status, fwk, plugin, diagnosis, api, events)
 
 
 def deleted(run: Run) -> list[str]:
-    return [key for op, key, _ in run.handle.api.calls if op == "delete"]
+    return [key for op, key, _ in run.api.calls if op == "delete"]
 
 
 # ---------------------------------------------------------------- args
@@ -179,7 +182,7 @@ def test_preemption_policy_never() -> None:
     )
     assert run.result is None
     assert run.status == Status.unschedulable("not eligible due to preemptionPolicy=Never.")
-    assert run.handle.api.calls == []
+    assert run.api.calls == []
 
 
 def test_terminating_victim_on_the_nominated_node_blocks_new_preemption() -> None:
@@ -219,7 +222,7 @@ def test_basic_preemption_picks_the_node_with_the_cheapest_victims() -> None:
     # n1: one of a/b (priority 1) must go; n2: c (priority 2).  Lowest top victim priority wins.
     assert run.status.ok and run.result == PostFilterResult("n1")
     assert deleted(run) == ["default/b"]
-    assert run.handle.events.events == [
+    assert run.events.events == [
         ("default/b", "Normal", "Preempted", "Preempting", f"Preempted by pod {pod.uid} on node n1")
     ]
 
@@ -288,11 +291,10 @@ def test_pdb_protected_pods_are_reprieved_first() -> None:
 def test_select_victims_counts_violations() -> None:
     existing = [low("g1", "n1", "2", 1, app="guarded"), low("g2", "n1", "2", 1, app="guarded")]
     snap = Snapshot.of(infos([make_node("n1")], existing))
-    handle = FakeHandle(snap)
-    handle.filters = [CpuFit(None, handle)]
+    fwk = build_framework([CpuFit], snapshot=snap)
     pod = make_pod("p").req(cpu="4").priority(5).info()
     victims, st = select_victims_on_node(
-        handle, CycleState(), pod, snap.nodes[0].clone(), parse_pdbs([_pdb("guarded", 1)])
+        fwk, CycleState(), pod, snap.nodes[0].clone(), parse_pdbs([_pdb("guarded", 1)])
     )
     assert st.ok and victims is not None
     # One disruption allowed: evicting both breaks the budget once.
@@ -360,47 +362,36 @@ def test_nothing_helpful_clears_a_stale_nomination() -> None:
     nodes = [make_node("n1").zone("b"), make_node("n2").zone("b")]
     run = preempt(pod, nodes, [low("a", "n1", "4")], filters=(OnlyZone, CpuFit))
     assert run.status.message() == "0/2 nodes are available: 2 Preemption is not helpful for scheduling."
-    assert run.handle.api.calls == [("nominate", "default/p", "")]
+    assert run.api.calls == [("nominate", "default/p", "")]
 
 
 # ---------------------------------------------------------------- side effects
-
-
-@dataclass
-class FakeWaiting:
-    pod: PodInfo
-    node_name: str = "n1"
-    rejected: list[tuple[str, str]] = field(default_factory=list)
-
-    def pending_plugins(self) -> list[str]:
-        return ["Gate"]
-
-    def allow(self, plugin: str) -> None:
-        pass
-
-    def reject(self, plugin: str, message: str) -> None:
-        self.rejected.append((plugin, message))
 
 
 def test_waiting_victims_are_rejected_not_deleted() -> None:
     victim = low("a", "n1", "4").info()
     snap_nodes = [make_node("n1")]
     pod = make_pod("p").req(cpu="2").priority(10)
-    waiting = FakeWaiting(victim)
     run = preempt(pod, snap_nodes, [victim])  # baseline: deleted
     assert deleted(run) == ["default/a"]
     # Re-run with the victim waiting in Permit.
     snap = Snapshot.of(infos(snap_nodes, [victim]))
-    handle = FakeHandle(snap)
-    handle.filters = [CpuFit(None, handle)]
-    handle.waiting[victim.uid] = waiting
-    pl = DefaultPreemption(None, handle)
+    api, events, clock = RecordingAPI(), RecordingEvents(), FakeClock()
+    waiting_pods = WaitingPods()
+    waiting = WaitingPodImpl(victim, "n1", {"Gate": 60.0}, clock)  # parked at Permit by a gate plugin
+    waiting_pods.add(waiting)
+    services = fake_services(api=api, events=events, clock=clock)
+    services.waiting_pods = waiting_pods
+    fwk = build_framework([CpuFit, DefaultPreemption], services=services, snapshot=snap)
+    pl = plugin_of(fwk, DefaultPreemption)
     diag = Diagnosis(1, np.array([Code.UNSCHEDULABLE], dtype=np.int8))
     result, st = pl.post_filter(CycleState(), pod.info(), diag)
     assert st.ok and result == PostFilterResult("n1")
-    assert waiting.rejected == [("DefaultPreemption", "preempted")]
-    assert handle.api.calls == []
-    assert [e[2] for e in handle.events.events] == ["Preempted"]
+    waiting.allow("Gate")  # too late if preemption rejected it; else the pod would go ahead
+    outcome = waiting.wait()
+    assert [(outcome.plugin, m) for m in outcome.reasons] == [("DefaultPreemption", "preempted")]
+    assert api.calls == []
+    assert [e[2] for e in events.events] == ["Preempted"]
 
 
 def test_lower_priority_nominations_on_the_node_are_cleared() -> None:
@@ -412,7 +403,7 @@ def test_lower_priority_nominations_on_the_node_are_cleared() -> None:
         [low("a", "n1", "4")],
         nominated={"n1": [lower, higher]},
     )
-    assert run.handle.api.calls == [("delete", "default/a", ""), ("nominate", "default/lower", "")]
+    assert run.api.calls == [("delete", "default/a", ""), ("nominate", "default/lower", "")]
 
 
 class ConditionAPI(RecordingAPI):
@@ -424,7 +415,7 @@ def test_victims_are_marked_disruption_target_when_the_api_can() -> None:
     run = preempt(
         make_pod("p").req(cpu="2").priority(10), [make_node("n1")], [low("a", "n1", "4")], api=ConditionAPI()
     )
-    assert run.handle.api.calls == [
+    assert run.api.calls == [
         ("condition", "default/a", "DisruptionTarget/PreemptionByScheduler"),
         ("delete", "default/a", ""),
     ]
@@ -443,7 +434,7 @@ def test_delete_failures() -> None:
     pod = make_pod("p").req(cpu="2").priority(10)
     run = preempt(pod, [make_node("n1")], [low("a", "n1", "4")], api=FailingAPI(RuntimeError("boom")))
     assert run.status.code == Code.ERROR and run.result is None
-    assert run.handle.events.events == []
+    assert run.events.events == []
     # Already gone: fine.
     run = preempt(pod, [make_node("n1")], [low("a", "n1", "4")], api=FailingAPI(NotFound(404, "NotFound")))
     assert run.status.ok and run.result == PostFilterResult("n1")
@@ -458,10 +449,13 @@ def test_dry_run_stops_after_enough_candidates_from_a_random_offset() -> None:
     pod = make_pod("p").req(cpu="2").priority(10)
     for seed in range(5):
         snap = Snapshot.of(infos(nodes, existing))
-        handle = FakeHandle(snap)
-        fit = CpuFit(None, handle)
-        handle.filters = [fit]
-        pl = DefaultPreemption(DefaultPreemptionArgs(0, 2), handle)
+        fwk = build_framework(
+            [CpuFit, DefaultPreemption],
+            args={DefaultPreemption.name: DefaultPreemptionArgs(0, 2)},
+            snapshot=snap,
+        )
+        fit = plugin_of(fwk, CpuFit)
+        pl = plugin_of(fwk, DefaultPreemption)
         pl.rng = random.Random(seed)
         offset = random.Random(seed).randrange(10)
         diag = Diagnosis(10, np.full(10, Code.UNSCHEDULABLE, dtype=np.int8))

@@ -11,8 +11,9 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.parse import parse_pod
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
+from netsched.testing.agreement import score_outcomes
 from netsched.testing.builders import NodeBuilder, make_node, make_pod, node_infos
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin
 from plugins.image_locality import ImageLocality
 from plugins.image_locality.plugin import image_aliases, normalized_image_name
 
@@ -21,14 +22,11 @@ MB = 1024 * 1024
 
 def setup(nodes: list[NodeBuilder]) -> tuple[ImageLocality, Snapshot]:
     snap = Snapshot.of(node_infos(list(nodes)))
-    return ImageLocality(None, FakeHandle(snap)), snap
+    return build_plugin(ImageLocality, snapshot=snap), snap
 
 
 def scores(pl: ImageLocality, pod: PodInfo, snap: Snapshot) -> list[int]:
-    state = CycleState()
-    got: list[int] = pl.score_nodes(state, pod, snap, snap.all_rows).tolist()
-    assert got == [pl.score(state, pod, n) for n in snap.nodes]
-    return got
+    return score_outcomes(pl, pod, snap)
 
 
 def cluster() -> list[NodeBuilder]:

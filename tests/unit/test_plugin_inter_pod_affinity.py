@@ -6,25 +6,25 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
+from netsched.framework.pod_index import PodGroup, PodIndex, label_codes
 from netsched.framework.search import FitError
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo
-from netsched.testing.agreement import filter_verdicts
+from netsched.testing.agreement import filter_verdicts, score_outcomes
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
-from netsched.testing.framework import schedule_pod
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin, schedule_pod
 from plugins.inter_pod_affinity import InterPodAffinity, InterPodAffinityArgs
 from plugins.inter_pod_affinity.filtering import (
     REASON_AFFINITY,
     REASON_ANTI_AFFINITY,
     REASON_EXISTING_ANTI_AFFINITY,
 )
-from plugins.inter_pod_affinity.pod_index import PodGroup, PodIndex, label_codes
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -74,8 +74,9 @@ def zoned(n: int, zones: int = 2) -> list[NodeBuilder]:
     return [make_node(f"n{i}").zone(f"z{i % zones}") for i in range(n)]
 
 
-def plugin(handle: Any = None, **args: Any) -> InterPodAffinity:
-    return InterPodAffinity(InterPodAffinityArgs(**args), handle or FakeHandle())
+def plugin(namespaces: Mapping[str, Mapping[str, str]] | None = None, **args: Any) -> InterPodAffinity:
+    """Built by a real Framework whose Handle knows the given namespace labels."""
+    return build_plugin(InterPodAffinity, InterPodAffinityArgs(**args), namespaces=namespaces)
 
 
 def verdicts(
@@ -102,11 +103,10 @@ def scores(
     if st.is_skip:
         return "skip"
     assert st.ok, st
-    raw = pl.score_nodes(state, pi, snap, snap.all_rows)
-    assert raw.tolist() == [pl.score(state, pi, n) for n in snap.nodes]
-    norm = raw.copy()
+    raw = score_outcomes(pl, pi, snap, state=state)
+    norm = np.asarray(raw, dtype=np.int64)
     pl.normalize_scores(state, pi, norm)
-    return {n.name: (int(r), int(s)) for n, r, s in zip(snap.nodes, raw, norm, strict=True)}
+    return {n.name: (r, int(s)) for n, r, s in zip(snap.nodes, raw, norm, strict=True)}
 
 
 WEB = {"app": "web"}
@@ -260,11 +260,8 @@ def test_namespace_selector_without_and_with_namespace_labels() -> None:
     # The handle has no namespace labels: a non-empty selector selects no namespace.
     assert verdicts(plugin(), team_a, zoned(3), existing) == {"n0": AFF, "n1": AFF, "n2": AFF}
 
-    class NsHandle(FakeHandle):
-        def namespace_labels(self, ns: str) -> Mapping[str, str] | None:
-            return {"team-a": {"team": "a"}, "team-b": {"team": "b"}}.get(ns)
-
-    assert verdicts(plugin(NsHandle()), team_a, zoned(3), existing) == {"n0": OK, "n1": AFF, "n2": AFF}
+    labelled = {"team-a": {"team": "a"}, "team-b": {"team": "b"}}
+    assert verdicts(plugin(labelled), team_a, zoned(3), existing) == {"n0": OK, "n1": AFF, "n2": AFF}
 
 
 def test_match_and_mismatch_label_keys() -> None:
@@ -680,7 +677,7 @@ def test_namespace_selector_uses_the_handles_namespace_labels() -> None:
     from netsched.testing.builders import make_node as _node
     from netsched.testing.builders import make_pod as _pod
     from netsched.testing.builders import node_infos as _infos
-    from netsched.testing.handle import FakeHandle as _Handle
+    from netsched.testing.framework import build_plugin as _build
     from plugins.inter_pod_affinity import InterPodAffinity as _IPA
 
     term = {
@@ -701,8 +698,9 @@ def test_namespace_selector_uses_the_handles_namespace_labels() -> None:
         ],
     )
     snap = _Snapshot.of(nodes)
-    handle = _Handle(snap, namespaces={"billing": {"team": "payments"}, "other": {"team": "search"}})
-    plugin = _IPA(None, handle)
+    plugin = _build(
+        _IPA, namespaces={"billing": {"team": "payments"}, "other": {"team": "search"}}, snapshot=snap
+    )
     state = _CycleState()
     _, st = plugin.pre_filter(state, pod, snap)
     assert st.ok

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,13 +12,12 @@ import pytest
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
-from netsched.framework.interfaces import IntArray
 from netsched.framework.snapshot import Snapshot
-from netsched.framework.types import NodeInfo, PodInfo
 from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX, PrometheusArgs, QueryError
-from netsched.testing.builders import NodeBuilder, make_node, make_pod, node_infos
+from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_framework, plugin_of
+from netsched.testing.metric_rig import MetricRig
 from netsched.testing.prometheus import fake_hub
 from plugins.load_aware import (
     LoadAware,
@@ -26,51 +26,32 @@ from plugins.load_aware import (
     TargetLoadPacking,
     target_load_packing,
 )
-from plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
+from plugins.network_traffic import NetworkTraffic
 
 TINY = make_pod("tiny").req(cpu="1m", memory="1").info()  # adds ~nothing: scores show measured load
 
 
-class Rig:
-    def __init__(self, n: int, *, args: LoadAwareArgs | None = None, pods: Sequence[Any] = ()) -> None:
-        self.clock = FakeClock()
-        self.hub, self.fake = fake_hub(self.clock)
-        nodes: list[NodeInfo | NodeBuilder] = [
-            make_node(f"n{i}").capacity(cpu="4", memory="8Gi") for i in range(n)
-        ]
-        self.snap = Snapshot.of(node_infos(nodes, list(pods)))
-        self.handle = FakeHandle(self.snap, metrics=self.hub, clock=self.clock)
-        self.plugin = LoadAware(args or LoadAwareArgs.default(), self.handle)
-        self.src = self.plugin.source
-
-    def load(self, cpu: dict[str, Any], memory: dict[str, Any] | None = None) -> None:
-        self.fake.serve(self.src, CPU, cpu)
-        if memory is not None:
-            self.fake.serve(self.src, MEMORY, memory)
-        self.hub.poll_now()
-
-    def scores(self, pod: PodInfo = TINY, idx: IntArray | None = None) -> list[int]:
-        idx = self.snap.all_rows if idx is None else idx
-        state = CycleState()
-        assert self.plugin.pre_score(state, pod, self.snap, idx).ok
-        batch = self.plugin.score_nodes(state, pod, self.snap, idx)
-        per_node = [self.plugin.score(state, pod, self.snap.nodes[i]) for i in idx.tolist()]
-        assert batch.tolist() == per_node
-        return per_node
+RigFactory = Callable[..., MetricRig[LoadAware]]
 
 
-def test_weighted_mean_of_free_fractions() -> None:
-    r = Rig(3)
+@pytest.fixture
+def rig(metric_rig: RigFactory) -> RigFactory:
+    """rig(n, args=, pods=): LoadAware over n nodes of 4 cpu / 8Gi, scoring TINY by default."""
+    return functools.partial(metric_rig, LoadAware, capacity={"cpu": "4", "memory": "8Gi"}, pod=TINY)
+
+
+def test_weighted_mean_of_free_fractions(rig: RigFactory) -> None:
+    r = rig(3)
     r.load(cpu={"n0": 0.2, "n1": 0.9, "n2": 0.0}, memory={"n0": 0.5, "n1": 0.1, "n2": 1.2})
     assert r.scores() == [65, 50, 50]  # (80 + 50) / 2, (10 + 90) / 2, (100 + 0) / 2
     args = LoadAwareArgs(resources=(ResourceWeight(CPU, 3), ResourceWeight(MEMORY, 1)))
-    r = Rig(3, args=args)
+    r = rig(3, args=args)
     r.load(cpu={"n0": 0.2, "n1": 0.9, "n2": 0.0}, memory={"n0": 0.5, "n1": 0.1, "n2": 1.2})
     assert r.scores() == [72, 30, 75]  # (3 x 80 + 50) / 4 = 72.5 -> 72 (round half to even)
 
 
-def test_incoming_pod_counts_max_of_request_and_limit_times_factor() -> None:
-    r = Rig(1, args=LoadAwareArgs(resources=(ResourceWeight(CPU, 1),)))
+def test_incoming_pod_counts_max_of_request_and_limit_times_factor(rig: RigFactory) -> None:
+    r = rig(1, args=LoadAwareArgs(resources=(ResourceWeight(CPU, 1),)))
     r.load(cpu={"n0": 0.5})
     pod = make_pod("p").req(cpu="500m").limit(cpu="1").info()
     # u = 0.5 + 1000m x 0.85 / 4000m = 0.7125 -> 100 x (1 - u) = 28.75 -> 29
@@ -95,9 +76,9 @@ def test_target_load_packing_curve_by_hand(target: float, u: float, expected: fl
     assert target_load_packing(np.array([u]), target)[0] == pytest.approx(expected)
 
 
-def test_target_load_packing_prefers_nodes_near_the_target() -> None:
+def test_target_load_packing_prefers_nodes_near_the_target(rig: RigFactory) -> None:
     args = LoadAwareArgs(resources=(ResourceWeight(CPU, 1),), target_load_packing=TargetLoadPacking(True, 40))
-    r = Rig(4, args=args)
+    r = rig(4, args=args)
     r.load(cpu={"n0": 0.0, "n1": 0.3, "n2": 0.7, "n3": 1.1})
     assert r.scores() == [40, 85, 20, 0]
     # Trimaran's curve peaks at the target and drops to X right past it.
@@ -105,22 +86,22 @@ def test_target_load_packing_prefers_nodes_near_the_target() -> None:
     assert r.scores()[:2] == [100, 39]
 
 
-def test_stale_resources_fail_open_per_resource_or_closed() -> None:
-    r = Rig(3)
+def test_stale_resources_fail_open_per_resource_or_closed(rig: RigFactory) -> None:
+    r = rig(3)
     now = r.clock.wall()
     r.load(cpu={"n0": 0.2, "n1": 0.6, "n2": (0.0, now - 300)}, memory={"n0": 0.5, "n1": 0.5, "n2": 0.5})
     assert r.scores() == [65, 45, 55]  # n2 cpu: mean of 80 and 40 = 60; memory 50
-    closed = Rig(3, args=LoadAwareArgs(prometheus=PrometheusArgs(stale_policy="failClosed")))
+    closed = rig(3, args=LoadAwareArgs(prometheus=PrometheusArgs(stale_policy="failClosed")))
     closed.load(cpu={"n0": 0.2, "n1": 0.6}, memory={"n0": 0.5, "n1": 0.5, "n2": 0.5})
     assert closed.scores() == [65, 45, 25]  # n2 cpu scores 0
 
 
-def test_fallback_uses_requests_from_the_node_table() -> None:
+def test_fallback_uses_requests_from_the_node_table(rig: RigFactory) -> None:
     pods = [
         make_pod("a").node("n0").req(cpu="2", memory="4Gi"),
         make_pod("b").node("n1").req(cpu="1", memory="1Gi"),
     ]
-    r = Rig(3, pods=pods)
+    r = rig(3, pods=pods)
     r.fake.fail_all = QueryError("unreachable", "refused", transient=True)
     r.hub.poll_now()
     assert r.src.in_fallback
@@ -134,9 +115,9 @@ def test_estimates_spread_a_burst_between_two_polls() -> None:
     hub, fake = fake_hub(clock)
     names = [f"n{i}" for i in range(50)]
     snap = Snapshot.of(node_infos([make_node(n).capacity(cpu="4", memory="8Gi") for n in names]))
-    handle = FakeHandle(snap, metrics=hub, clock=clock)
-    load_aware = LoadAware(LoadAwareArgs.default(), handle)
-    network = NetworkTraffic(NetworkTrafficArgs.default(), handle)
+    fwk = build_framework([LoadAware, NetworkTraffic], metrics=hub, clock=clock, snapshot=snap)
+    load_aware = plugin_of(fwk, LoadAware)
+    network = plugin_of(fwk, NetworkTraffic)
     src = load_aware.source
     assert network.source is src
     for metric, value in (
@@ -179,8 +160,8 @@ def test_estimates_spread_a_burst_between_two_polls() -> None:
     assert max(spread.values()) <= 6, spread  # fair share is 4; 1.5 x fair share = 6
 
 
-def test_scores_never_query_prometheus() -> None:
-    r = Rig(20)
+def test_scores_never_query_prometheus(rig: RigFactory) -> None:
+    r = rig(20)
     r.load(cpu={f"n{i}": 0.01 * i for i in range(20)})
     calls = len(r.fake.calls)
     for _ in range(10):
@@ -228,7 +209,7 @@ def test_args_errors(raw: dict[str, Any], expected: str) -> None:
     assert any(expected in e for e in errs), errs
 
 
-def test_only_weighted_resources_are_polled() -> None:
-    r = Rig(1, args=LoadAwareArgs(resources=(ResourceWeight(CPU, 1), ResourceWeight(MEMORY, 0))))
+def test_only_weighted_resources_are_polled(rig: RigFactory) -> None:
+    r = rig(1, args=LoadAwareArgs(resources=(ResourceWeight(CPU, 1), ResourceWeight(MEMORY, 0))))
     r.hub.poll_now()
     assert r.fake.calls == [r.src.query(CPU)]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -10,51 +11,46 @@ import pytest
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
-from netsched.framework.interfaces import IntArray
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.types import PodInfo
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX, MetricsHub, PrometheusArgs, QueryError
-from netsched.testing.builders import make_node, make_pod, node_infos
+from netsched.testing.builders import make_pod
 from netsched.testing.clock import FakeClock
-from netsched.testing.handle import FakeHandle
-from netsched.testing.prometheus import FakePrometheus, fake_hub
+from netsched.testing.framework import build_framework, build_plugin
+from netsched.testing.metric_rig import MetricRig
+from netsched.testing.prometheus import FakePrometheus
 from plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
 
 GBIT = 125_000_000.0  # bytes/s
 
 
-class Rig:
-    def __init__(self, n: int, *, args: NetworkTrafficArgs | None = None, pods: Sequence[Any] = ()) -> None:
-        self.clock = FakeClock()
-        self.hub, self.fake = fake_hub(self.clock)
-        self.snap = Snapshot.of(node_infos([make_node(f"n{i}") for i in range(n)], list(pods)))
-        self.handle = FakeHandle(self.snap, metrics=self.hub, clock=self.clock)
-        self.plugin = NetworkTraffic(args or NetworkTrafficArgs.default(), self.handle)
-        self.src = self.plugin.source
-
-    def load(
-        self, rx: dict[str, Any], tx: dict[str, Any] | None = None, speed: dict[str, Any] | None = None
-    ) -> None:
-        self.fake.serve(self.src, NETWORK_RX, rx)
-        self.fake.serve(self.src, NETWORK_TX, tx if tx is not None else dict.fromkeys(rx, 0.0))
-        self.fake.serve(self.src, LINK_SPEED, speed or {})
-        self.hub.poll_now()
-
-    def scores(self, pod: PodInfo | None = None, idx: IntArray | None = None) -> list[int]:
-        """Per-node score() and batch score_nodes() must agree."""
-        pod = pod or make_pod("p").info()
-        idx = self.snap.all_rows if idx is None else idx
-        state = CycleState()
-        assert self.plugin.pre_score(state, pod, self.snap, idx).ok
-        batch = self.plugin.score_nodes(state, pod, self.snap, idx)
-        per_node = [self.plugin.score(state, pod, self.snap.nodes[i]) for i in idx.tolist()]
-        assert batch.tolist() == per_node
-        return per_node
+RigFactory = Callable[..., MetricRig[NetworkTraffic]]
 
 
-def test_busier_direction_over_link_speed() -> None:
-    r = Rig(4)
+@pytest.fixture
+def rig(metric_rig: RigFactory) -> RigFactory:
+    """rig(n, args=, pods=): NetworkTraffic over n nodes."""
+    return functools.partial(metric_rig, NetworkTraffic)
+
+
+def load(
+    r: MetricRig[NetworkTraffic],
+    rx: dict[str, Any],
+    tx: dict[str, Any] | None = None,
+    speed: dict[str, Any] | None = None,
+) -> None:
+    """Serve rx (tx idle on the same nodes unless given, no link speeds unless given) and poll."""
     r.load(
+        **{
+            NETWORK_RX: rx,
+            NETWORK_TX: tx if tx is not None else dict.fromkeys(rx, 0.0),
+            LINK_SPEED: speed or {},
+        },
+    )
+
+
+def test_busier_direction_over_link_speed(rig: RigFactory) -> None:
+    r = rig(4)
+    load(
+        r,
         rx={"n0": 10e6, "n1": 0.0, "n2": GBIT, "n3": 2 * GBIT},
         tx={"n0": 50e6, "n1": 0.0, "n2": 0.0, "n3": 0.0},
         speed=dict.fromkeys(["n0", "n1", "n2", "n3"], GBIT),
@@ -63,9 +59,10 @@ def test_busier_direction_over_link_speed() -> None:
     assert r.scores() == [60, 100, 0, 0]
 
 
-def test_full_duplex_traffic_is_not_double_counted() -> None:
-    r = Rig(2)
-    r.load(
+def test_full_duplex_traffic_is_not_double_counted(rig: RigFactory) -> None:
+    r = rig(2)
+    load(
+        r,
         rx={"n0": 0.6 * GBIT, "n1": 0.7 * GBIT},
         tx={"n0": 0.6 * GBIT, "n1": 0.0},
         speed={"n0": GBIT, "n1": GBIT},
@@ -73,9 +70,9 @@ def test_full_duplex_traffic_is_not_double_counted() -> None:
     assert r.scores() == [40, 30]  # 60 % each way beats 70 % one way
 
 
-def test_relative_scores_without_link_speed() -> None:
-    r = Rig(3)
-    r.load(rx={"n0": 0.0, "n1": 10e6, "n2": 20e6})
+def test_relative_scores_without_link_speed(rig: RigFactory) -> None:
+    r = rig(3)
+    load(r, rx={"n0": 0.0, "n1": 10e6, "n2": 20e6})
     assert r.scores() == [100, 50, 0]
     # Scaling is over the candidate nodes of this pod only.
     assert r.scores(idx=np.array([0, 1])) == [100, 0]
@@ -83,33 +80,34 @@ def test_relative_scores_without_link_speed() -> None:
 
 @pytest.mark.parametrize("speed", [{}, {"n0": GBIT, "n1": GBIT, "n2": GBIT}])
 @pytest.mark.parametrize("value", [0.0, 5e6])
-def test_all_equal_loads_give_equal_scores(speed: dict[str, float], value: float) -> None:
-    r = Rig(3)
-    r.load(rx=dict.fromkeys(["n0", "n1", "n2"], value), speed=speed)
+def test_all_equal_loads_give_equal_scores(speed: dict[str, float], value: float, rig: RigFactory) -> None:
+    r = rig(3)
+    load(r, rx=dict.fromkeys(["n0", "n1", "n2"], value), speed=speed)
     s = r.scores()
     assert len(set(s)) == 1 and 0 <= s[0] <= 100
 
 
-def test_stale_and_missing_nodes_fail_open_to_the_mean() -> None:
-    r = Rig(4)
+def test_stale_and_missing_nodes_fail_open_to_the_mean(rig: RigFactory) -> None:
+    r = rig(4)
     now = r.clock.wall()
-    r.load(
+    load(
+        r,
         rx={"n0": (0.0, now), "n1": (50e6, now), "n2": (0.0, now - 61)},  # n2 too old, n3 missing
         speed=dict.fromkeys(["n0", "n1", "n2", "n3"], GBIT),
     )
     assert r.scores() == [100, 60, 80, 80]
 
 
-def test_stale_and_missing_nodes_fail_closed_to_zero() -> None:
+def test_stale_and_missing_nodes_fail_closed_to_zero(rig: RigFactory) -> None:
     args = NetworkTrafficArgs(PrometheusArgs(stale_policy="failClosed"))
-    r = Rig(3, args=args)
-    r.load(rx={"n0": 0.0, "n1": 50e6}, speed=dict.fromkeys(["n0", "n1", "n2"], GBIT))
+    r = rig(3, args=args)
+    load(r, rx={"n0": 0.0, "n1": 50e6}, speed=dict.fromkeys(["n0", "n1", "n2"], GBIT))
     assert r.scores() == [100, 60, 0]
 
 
-def test_reserved_pods_count_until_metrics_cover_them() -> None:
-    r = Rig(2)
-    r.load(rx={"n0": 0.0, "n1": 0.0}, speed={"n0": GBIT, "n1": GBIT})
+def test_reserved_pods_count_until_metrics_cover_them(rig: RigFactory) -> None:
+    r = rig(2)
+    load(r, rx={"n0": 0.0, "n1": 0.0}, speed={"n0": GBIT, "n1": GBIT})
     pod = make_pod("big").annotation("kubernetes.io/egress-bandwidth", "500M").info()  # 62.5 MB/s
     state = CycleState()
     assert r.plugin.reserve(state, pod, "n0").ok
@@ -118,13 +116,13 @@ def test_reserved_pods_count_until_metrics_cover_them() -> None:
     assert r.scores() == [100, 100]
 
 
-def test_fallback_scores_by_bandwidth_annotations_of_pods_on_the_node() -> None:
+def test_fallback_scores_by_bandwidth_annotations_of_pods_on_the_node(rig: RigFactory) -> None:
     pods = [
         make_pod("a").node("n0").annotation("kubernetes.io/ingress-bandwidth", "400M"),
         make_pod("b").node("n1").annotation("kubernetes.io/ingress-bandwidth", "100M"),
     ]
-    r = Rig(3, pods=pods)
-    r.load(rx=dict.fromkeys(["n0", "n1", "n2"], 0.0), speed=dict.fromkeys(["n0", "n1", "n2"], GBIT))
+    r = rig(3, pods=pods)
+    load(r, rx=dict.fromkeys(["n0", "n1", "n2"], 0.0), speed=dict.fromkeys(["n0", "n1", "n2"], GBIT))
     r.fake.fail_all = QueryError("unreachable", "refused", transient=True)
     r.hub.poll_now()
     assert r.src.in_fallback
@@ -137,16 +135,16 @@ def test_fallback_scores_by_bandwidth_annotations_of_pods_on_the_node() -> None:
     assert r.scores() == [60, 90, 0]
 
 
-def test_fallback_before_the_first_poll_does_not_query() -> None:
-    r = Rig(2)
+def test_fallback_before_the_first_poll_does_not_query(rig: RigFactory) -> None:
+    r = rig(2)
     assert r.src.in_fallback  # no poll yet: score by requests (no pods anywhere: all equal)
     assert r.scores() == [100, 100]
     assert r.fake.calls == []
 
 
-def test_scores_never_query_prometheus() -> None:
-    r = Rig(50)
-    r.load(rx={f"n{i}": float(i) for i in range(50)}, speed={})
+def test_scores_never_query_prometheus(rig: RigFactory) -> None:
+    r = rig(50)
+    load(r, rx={f"n{i}": float(i) for i in range(50)}, speed={})
     calls = len(r.fake.calls)
     for i in range(20):
         r.scores(make_pod(f"p{i}").info())
@@ -165,11 +163,11 @@ def test_args_decode_errors_and_round_trip() -> None:
 
 def test_needs_the_hub() -> None:
     with pytest.raises(ValueError, match="handle.metrics is None"):
-        NetworkTraffic(NetworkTrafficArgs.default(), FakeHandle())
+        build_framework([NetworkTraffic])
 
 
 def test_plugins_share_one_source_per_args() -> None:
     hub = MetricsHub(clock=FakeClock(), client_factory=FakePrometheus().factory)
-    a = NetworkTraffic(NetworkTrafficArgs.default(), FakeHandle(metrics=hub))
-    b = NetworkTraffic(NetworkTrafficArgs.default(), FakeHandle(metrics=hub))
+    a = build_plugin(NetworkTraffic, NetworkTrafficArgs.default(), metrics=hub)
+    b = build_plugin(NetworkTraffic, NetworkTrafficArgs.default(), metrics=hub)
     assert a.source is b.source and len(hub.pollers) == 1

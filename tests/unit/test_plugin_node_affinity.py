@@ -14,8 +14,9 @@ from netsched.framework.interfaces import IntArray
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import PodInfo
+from netsched.testing.agreement import filter_statuses, score_outcomes, verdict
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin
 from plugins.node_affinity import NodeAffinity, NodeAffinityArgs
 
 UNRES = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -35,7 +36,7 @@ def setup(nodes: list[NodeBuilder], raw: dict[str, Any] | None = None) -> tuple[
     snap = Snapshot.of(node_infos(list(nodes)))
     args, errs = decode(raw or {})
     assert errs == []
-    return NodeAffinity(args, FakeHandle(snap)), snap
+    return build_plugin(NodeAffinity, args, snapshot=snap), snap
 
 
 def expr(key: str, op: str, *values: str) -> dict[str, Any]:
@@ -57,18 +58,10 @@ def outcomes(pl: NodeAffinity, pod: PodInfo, snap: Snapshot, idx: IntArray | Non
     idx = snap.all_rows if idx is None else idx
     state = CycleState()
     _, st = pl.pre_filter(state, pod, snap)
-    got: dict[int, Any] = {int(i): None for i in idx}
-    if not st.is_skip:
-        for rej in pl.filter_nodes(state, pod, snap, idx):
-            for j in np.flatnonzero(rej.mask):
-                assert got[int(idx[j])] is None
-                got[int(idx[j])] = (rej.code, rej.reasons)
-    want = {}
-    for i in idx:
-        s = pl.filter(state, pod, snap.nodes[i])
-        want[int(i)] = None if s.ok else (s.code, tuple(s.reasons))
-    assert got == want
-    return got
+    if st.is_skip:  # no filtering at all; filter() must agree every node fits
+        assert all(pl.filter(state, pod, snap.nodes[i]).ok for i in idx)
+        return dict.fromkeys(idx.tolist())
+    return {row: verdict(s) for row, s in filter_statuses(pl, pod, snap, idx, state=state).items()}
 
 
 def nodes3() -> list[NodeBuilder]:
@@ -161,12 +154,9 @@ def test_added_affinity_is_reported_separately() -> None:
 
 
 def scores(pl: NodeAffinity, pod: PodInfo, snap: Snapshot) -> tuple[list[int], list[int]]:
-    state = CycleState()
-    assert pl.pre_score(state, pod, snap, snap.all_rows).ok
-    raw = pl.score_nodes(state, pod, snap, snap.all_rows)
-    assert raw.tolist() == [pl.score(state, pod, n) for n in snap.nodes]
-    before = raw.tolist()
-    pl.normalize_scores(state, pod, raw)
+    before = score_outcomes(pl, pod, snap)
+    raw = np.asarray(before, dtype=np.int64)
+    pl.normalize_scores(CycleState(), pod, raw)
     return before, raw.tolist()
 
 

@@ -8,7 +8,7 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.testing.builders import make_node, make_pod, node_infos
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin
 from plugins.node_name import NodeName
 
 REASON = "node(s) didn't match the requested node name"
@@ -20,7 +20,7 @@ def snap3() -> Snapshot:
 
 def test_pod_without_node_name_fits_everywhere() -> None:
     snap = snap3()
-    pl = NodeName(None, FakeHandle(snap))
+    pl = build_plugin(NodeName, snapshot=snap)
     pod = make_pod("p").info()
     assert pl.filter_nodes(CycleState(), pod, snap, snap.all_rows) == []
     assert all(pl.filter(CycleState(), pod, n).ok for n in snap.nodes)
@@ -28,7 +28,7 @@ def test_pod_without_node_name_fits_everywhere() -> None:
 
 def test_named_node_only() -> None:
     snap = snap3()
-    pl = NodeName(None, FakeHandle(snap))
+    pl = build_plugin(NodeName, snapshot=snap)
     pod = make_pod("p").node("b").info()
     idx = np.array([2, 1, 0], dtype=np.int64)
     (rej,) = pl.filter_nodes(CycleState(), pod, snap, idx)
@@ -41,7 +41,7 @@ def test_named_node_only() -> None:
 
 def test_unknown_node_name_rejects_all() -> None:
     snap = snap3()
-    (rej,) = NodeName(None, FakeHandle(snap)).filter_nodes(
+    (rej,) = build_plugin(NodeName, snapshot=snap).filter_nodes(
         CycleState(), make_pod("p").node("zz").info(), snap, snap.all_rows
     )
     assert rej.mask.all()

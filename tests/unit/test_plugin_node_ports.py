@@ -11,8 +11,9 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import PodInfo
+from netsched.testing.agreement import filter_statuses, verdict
 from netsched.testing.builders import PodBuilder, make_node, make_pod, node_infos
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin
 from plugins.node_ports import NodePorts
 
 REASON = (Code.UNSCHEDULABLE, ("node(s) didn't have free ports for the requested pod ports",))
@@ -22,24 +23,18 @@ def setup(existing: list[PodBuilder], n: int = 4) -> tuple[NodePorts, Snapshot]:
     snap = Snapshot.of(
         node_infos([make_node(f"n{i}") for i in range(n)], list[PodInfo | PodBuilder](existing))
     )
-    return NodePorts(None, FakeHandle(snap)), snap
+    return build_plugin(NodePorts, snapshot=snap), snap
 
 
 def outcomes(pl: NodePorts, pod: PodInfo, snap: Snapshot) -> dict[int, Any]:
     state = CycleState()
     _, st = pl.pre_filter(state, pod, snap)
-    got: dict[int, Any] = {i: None for i in range(len(snap))}
-    if not st.is_skip:
-        idx = np.array(list(reversed(range(len(snap)))), dtype=np.int64)
-        for rej in pl.filter_nodes(state, pod, snap, idx):
-            for j in np.flatnonzero(rej.mask):
-                got[int(idx[j])] = (rej.code, rej.reasons)
-    want = {}
-    for i, node in enumerate(snap.nodes):
-        s = pl.filter(state, pod, node)
-        want[i] = None if s.ok else (s.code, tuple(s.reasons))
-    assert got == want
-    return got
+    if st.is_skip:  # no filtering at all; filter() must agree every node fits
+        assert all(pl.filter(state, pod, node).ok for node in snap.nodes)
+        return dict.fromkeys(range(len(snap)))
+    idx = np.array(list(reversed(range(len(snap)))), dtype=np.int64)
+    statuses = filter_statuses(pl, pod, snap, idx, state=state)
+    return {i: verdict(statuses[i]) for i in range(len(snap))}
 
 
 EXISTING = [

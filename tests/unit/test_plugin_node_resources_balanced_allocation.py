@@ -13,8 +13,9 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import NodeInfo, PodInfo
+from netsched.testing.agreement import score_outcomes
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin
 from plugins.node_resources_balanced_allocation import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
@@ -35,15 +36,11 @@ def setup(
     snap = Snapshot.of(node_infos(list[NodeInfo | NodeBuilder](nodes), list[PodInfo | PodBuilder](pods)))
     args, errs = decode(raw or {})
     assert errs == []
-    return NodeResourcesBalancedAllocation(args, FakeHandle(snap)), snap
+    return build_plugin(NodeResourcesBalancedAllocation, args, snapshot=snap), snap
 
 
 def scores(pl: NodeResourcesBalancedAllocation, pod: PodInfo, snap: Snapshot) -> list[int]:
-    state = CycleState()
-    assert pl.pre_score(state, pod, snap, snap.all_rows).ok
-    got: list[int] = pl.score_nodes(state, pod, snap, snap.all_rows).tolist()
-    assert got == [pl.score(state, pod, n) for n in snap.nodes]
-    return got
+    return score_outcomes(pl, pod, snap)
 
 
 def test_two_resources_std_is_half_the_difference() -> None:

@@ -11,12 +11,12 @@ import pytest
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
-from netsched.framework.interfaces import FilterPlugin, IntArray
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import NodeInfo, PodInfo
+from netsched.testing.agreement import filter_statuses, score_outcomes, verdict
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin
 from plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
 from plugins.node_resources_fit.resources import is_extended, is_scalar
 from plugins.node_resources_fit.scoring import broken_linear, go_div
@@ -34,7 +34,7 @@ def decode(raw: dict[str, Any]) -> tuple[NodeResourcesFitArgs, list[str]]:
 def plugin(snap: Snapshot, raw: dict[str, Any] | None = None) -> NodeResourcesFit:
     args, errs = decode(raw or {})
     assert errs == []
-    return NodeResourcesFit(args, FakeHandle(snap))
+    return build_plugin(NodeResourcesFit, args, snapshot=snap)
 
 
 def cluster(nodes: Sequence[NodeBuilder], pods: Sequence[PodBuilder] = ()) -> tuple[list[NodeInfo], Snapshot]:
@@ -42,40 +42,15 @@ def cluster(nodes: Sequence[NodeBuilder], pods: Sequence[PodBuilder] = ()) -> tu
     return infos, Snapshot.of(infos)
 
 
-def per_node(pl: FilterPlugin, state: CycleState, pod: PodInfo, snap: Snapshot) -> dict[int, Any]:
-    out: dict[int, Any] = {}
-    for i, node in enumerate(snap.nodes):
-        st = pl.filter(state, pod, node)
-        out[i] = None if st.ok else (st.code, tuple(st.reasons))
-    return out
-
-
-def batch(pl: FilterPlugin, state: CycleState, pod: PodInfo, snap: Snapshot, idx: IntArray) -> dict[int, Any]:
-    out: dict[int, Any] = {int(i): None for i in idx}
-    for rej in pl.filter_nodes(state, pod, snap, idx):
-        assert rej.mask.shape == (len(idx),)
-        for j in np.flatnonzero(rej.mask):
-            row = int(idx[j])
-            assert out[row] is None, "a node rejected twice by one plugin"
-            out[row] = (rej.code, rej.reasons)
-    return out
-
-
 def run_filter(pl: NodeResourcesFit, pod: PodInfo, snap: Snapshot) -> dict[int, Any]:
     state = CycleState()
     _, st = pl.pre_filter(state, pod, snap)
     assert st.ok
-    got = batch(pl, state, pod, snap, snap.all_rows)
-    assert got == per_node(pl, state, pod, snap)
-    return got
+    return {row: verdict(st) for row, st in filter_statuses(pl, pod, snap, state=state).items()}
 
 
 def run_score(pl: NodeResourcesFit, pod: PodInfo, snap: Snapshot) -> list[int]:
-    state = CycleState()
-    assert pl.pre_score(state, pod, snap, snap.all_rows).ok
-    got: list[int] = pl.score_nodes(state, pod, snap, snap.all_rows).tolist()
-    assert got == [pl.score(state, pod, n) for n in snap.nodes]
-    return got
+    return score_outcomes(pl, pod, snap)
 
 
 # ---------------------------------------------------------------- filter
@@ -354,12 +329,9 @@ def test_batch_matches_per_node_on_random_clusters(raw: dict[str, Any]) -> None:
         idx = np.array(rng.sample(range(len(snap)), rng.randint(1, len(snap))), dtype=np.int64)
         state = CycleState()
         pl.pre_filter(state, pod, snap)
-        want = per_node(pl, state, pod, snap)
-        assert batch(pl, state, pod, snap, idx) == {int(i): want[int(i)] for i in idx}
+        filter_statuses(pl, pod, snap, idx, state=state)
         pl.pre_score(state, pod, snap, idx)
-        assert pl.score_nodes(state, pod, snap, idx).tolist() == [
-            pl.score(state, pod, snap.nodes[i]) for i in idx
-        ]
+        score_outcomes(pl, pod, snap, idx, state=state)
 
 
 # ---------------------------------------------------------------- args

@@ -8,7 +8,7 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.testing.builders import make_node, make_pod, node_infos
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin
 from plugins.node_unschedulable import NodeUnschedulable
 
 REASON = "node(s) were unschedulable"
@@ -19,7 +19,7 @@ def setup() -> tuple[NodeUnschedulable, Snapshot]:
     snap = Snapshot.of(
         node_infos([make_node("a"), make_node("b").unschedulable(), make_node("c").unschedulable()])
     )
-    return NodeUnschedulable(None, FakeHandle(snap)), snap
+    return build_plugin(NodeUnschedulable, snapshot=snap), snap
 
 
 def test_cordoned_nodes_are_rejected() -> None:

@@ -15,10 +15,9 @@ from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import NodeInfo, PodInfo
-from netsched.testing.agreement import filter_verdicts
+from netsched.testing.agreement import filter_verdicts, score_outcomes
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
-from netsched.testing.framework import schedule_pod
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin, schedule_pod
 from plugins.pod_topology_spread import PodTopologySpread, PodTopologySpreadArgs
 from plugins.pod_topology_spread.args import SYSTEM_DEFAULT_CONSTRAINTS
 from plugins.pod_topology_spread.filtering import REASON_CONSTRAINTS, REASON_MISSING_LABEL
@@ -38,7 +37,7 @@ def infos(nodes: Sequence[Any], pods: Sequence[Any] = ()) -> list[NodeInfo]:
 
 
 def plugin(args: PodTopologySpreadArgs | None = None) -> PodTopologySpread:
-    return PodTopologySpread(args or PodTopologySpreadArgs.default(), FakeHandle())
+    return build_plugin(PodTopologySpread, args or PodTopologySpreadArgs.default())
 
 
 def cluster() -> list[NodeBuilder]:
@@ -80,11 +79,10 @@ def scores(
     st = pl.pre_score(state, pi, snap, idx)
     if st.is_skip:
         return "skip"
-    raw = pl.score_nodes(state, pi, snap, idx)
-    assert raw.tolist() == [pl.score(state, pi, snap.nodes[i]) for i in idx.tolist()]
-    norm = raw.copy()
+    raw = score_outcomes(pl, pi, snap, idx, state=state)
+    norm = np.asarray(raw, dtype=np.int64)
     pl.normalize_scores(state, pi, norm)
-    return {snap.nodes[i].name: (int(r), int(s)) for i, r, s in zip(idx.tolist(), raw, norm, strict=True)}
+    return {snap.nodes[i].name: (r, int(s)) for i, r, s in zip(idx.tolist(), raw, norm, strict=True)}
 
 
 def spread(max_skew: int, key: str = ZONE, when: str = "DoNotSchedule", **extra: Any) -> PodBuilder:

@@ -7,7 +7,7 @@ import random
 
 from netsched.framework.types import QueuedPodInfo
 from netsched.testing.builders import make_pod
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin
 from plugins.priority_sort import PrioritySort
 
 
@@ -16,7 +16,7 @@ def qp(name: str, priority: int, ts: float) -> QueuedPodInfo:
 
 
 def test_less_orders_by_priority_then_timestamp() -> None:
-    pl = PrioritySort(None, FakeHandle())
+    pl = build_plugin(PrioritySort)
     high, low = qp("high", 100, 5.0), qp("low", 0, 1.0)
     assert pl.less(high, low) and not pl.less(low, high)
     early, late = qp("early", 7, 1.0), qp("late", 7, 2.0)
@@ -27,7 +27,7 @@ def test_less_orders_by_priority_then_timestamp() -> None:
 
 
 def test_sort_key_matches_less() -> None:
-    pl = PrioritySort(None, FakeHandle())
+    pl = build_plugin(PrioritySort)
     rng = random.Random(1)
     pods = [qp(f"p{i}", rng.choice([-5, 0, 10, 1000]), float(rng.randint(0, 5))) for i in range(40)]
 

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from netsched.framework.status import Code
 from netsched.testing.builders import make_pod
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin
 from plugins.scheduling_gates import SchedulingGates
 
 
 def test_ungated_pod_is_admitted() -> None:
-    assert SchedulingGates(None, FakeHandle()).pre_enqueue(make_pod("p").info()).ok
+    assert build_plugin(SchedulingGates).pre_enqueue(make_pod("p").info()).ok
 
 
 def test_gated_pod_waits_with_gate_list() -> None:
-    st = SchedulingGates(None, FakeHandle()).pre_enqueue(
-        make_pod("p").gate("example.com/quota").gate("b").info()
-    )
+    st = build_plugin(SchedulingGates).pre_enqueue(make_pod("p").gate("example.com/quota").gate("b").info())
     assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert st.reasons == ["waiting for scheduling gates: [example.com/quota b]"]
     assert st.plugin == "SchedulingGates"

@@ -12,8 +12,9 @@ from netsched.framework.interfaces import IntArray
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import PodInfo
+from netsched.testing.agreement import filter_statuses, score_outcomes, verdict
 from netsched.testing.builders import NodeBuilder, make_node, make_pod, node_infos
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin
 from plugins.taint_toleration import TaintToleration
 
 UNRES = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -21,34 +22,19 @@ UNRES = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 def setup(nodes: list[NodeBuilder]) -> tuple[TaintToleration, Snapshot]:
     snap = Snapshot.of(node_infos(list(nodes)))
-    return TaintToleration(None, FakeHandle(snap)), snap
+    return build_plugin(TaintToleration, snapshot=snap), snap
 
 
 def filter_outcomes(
     pl: TaintToleration, pod: PodInfo, snap: Snapshot, idx: IntArray | None = None
 ) -> dict[int, Any]:
-    idx = snap.all_rows if idx is None else idx
-    state = CycleState()
-    got: dict[int, Any] = {int(i): None for i in idx}
-    for rej in pl.filter_nodes(state, pod, snap, idx):
-        for j in np.flatnonzero(rej.mask):
-            assert got[int(idx[j])] is None
-            got[int(idx[j])] = (rej.code, rej.reasons)
-    want = {}
-    for i in idx:
-        st = pl.filter(state, pod, snap.nodes[i])
-        want[int(i)] = None if st.ok else (st.code, tuple(st.reasons))
-    assert got == want
-    return got
+    return {row: verdict(st) for row, st in filter_statuses(pl, pod, snap, idx).items()}
 
 
 def normalized(pl: TaintToleration, pod: PodInfo, snap: Snapshot) -> tuple[list[int], list[int]]:
-    state = CycleState()
-    assert pl.pre_score(state, pod, snap, snap.all_rows).ok
-    raw = pl.score_nodes(state, pod, snap, snap.all_rows)
-    assert raw.tolist() == [pl.score(state, pod, n) for n in snap.nodes]
-    before = raw.tolist()
-    pl.normalize_scores(state, pod, raw)
+    before = score_outcomes(pl, pod, snap)
+    raw = np.asarray(before, dtype=np.int64)
+    pl.normalize_scores(CycleState(), pod, raw)
     return before, raw.tolist()
 
 

@@ -6,17 +6,17 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.testing.builders import make_pod
-from netsched.testing.handle import FakeHandle
+from netsched.testing.framework import build_plugin
 from plugins.volume_claim_guard import VolumeClaimGuard
 
 
 def test_pod_without_claims_skips() -> None:
-    res, st = VolumeClaimGuard(None, FakeHandle()).pre_filter(CycleState(), make_pod("p").info(), Snapshot())
+    res, st = build_plugin(VolumeClaimGuard).pre_filter(CycleState(), make_pod("p").info(), Snapshot())
     assert res is None and st.is_skip
 
 
 def test_pod_with_claims_is_unresolvable() -> None:
-    res, st = VolumeClaimGuard(None, FakeHandle()).pre_filter(
+    res, st = build_plugin(VolumeClaimGuard).pre_filter(
         CycleState(), make_pod("p").pvc("data").info(), Snapshot()
     )
     assert res is None

@@ -16,8 +16,9 @@ re-indexed and the rest cost one identity check; a new layout rebuilds it all.
 It lives in `snapshot.cache` and in the cycle state, so all plugins of one
 cycle share one synced index.
 
-This module is plugin-agnostic (PodTopologySpread imports it too); it belongs
-in netsched/framework once the framework owners adopt it.
+It lives in the framework, not in a plugin folder, because several plugins
+share it (InterPodAffinity and PodTopologySpread), as kube keeps shared
+plugin helpers next to the framework.
 """
 
 from __future__ import annotations
