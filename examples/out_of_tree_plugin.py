@@ -17,9 +17,7 @@ from __future__ import annotations
 import sys
 
 import netsched
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin
-from netsched.framework.types import NodeInfo, PodInfo
+from netsched.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, ScorePlugin
 
 
 class FewestPods(ScorePlugin):

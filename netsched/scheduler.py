@@ -18,8 +18,9 @@ from typing import Any, Protocol
 
 from netsched.binder import Binder, BindRequest
 from netsched.cache import ClusterCache
+from netsched.clock import Clock
 from netsched.explain import Explainer
-from netsched.framework.interfaces import Clock, PluginFault
+from netsched.framework.interfaces import PluginFault
 from netsched.framework.runtime import Framework
 from netsched.framework.search import FitError, NodeSearch
 from netsched.framework.snapshot import Snapshot

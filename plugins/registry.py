@@ -1,9 +1,9 @@
 """The in-tree plugins: one line each.  Out-of-tree plugins join with
-`netsched.app.main(with_plugin(MyPlugin))` and are merged in app.build_registry."""
+`netsched.main(netsched.with_plugin(MyPlugin))` and are merged in app.build_registry."""
 
 from __future__ import annotations
 
-from netsched.framework.interfaces import Plugin
+from netsched.framework import Plugin
 
 
 def in_tree_plugins() -> list[type[Plugin]]:

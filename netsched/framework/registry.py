@@ -1,7 +1,7 @@
 """Plugin registry: name -> plugin class, in-tree merged with out-of-tree.
 
 Out-of-tree plugins are added with one call, `with_plugin(MyPlugin)`, and
-handed to `netsched.app.main(...)`.  A name registered twice is an error at
+handed to `netsched.main(...)`.  A name registered twice is an error at
 start-up rather than a silent override.
 """
 
@@ -50,7 +50,7 @@ class Registry(Mapping[str, PluginFactory]):
 
 
 def with_plugin(plugin: PluginFactory) -> PluginFactory:
-    """Mark an out-of-tree plugin for registration: `app.main(with_plugin(MyPlugin))`.
+    """Mark an out-of-tree plugin for registration: `netsched.main(netsched.with_plugin(MyPlugin))`.
 
     Returns the class unchanged after checking it, so it also works as a decorator.
     """

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 
-from netsched.framework.interfaces import Clock
+from netsched.clock import Clock
 from netsched.framework.status import Code, Status
 from netsched.framework.types import PodInfo
 

@@ -23,11 +23,11 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from netsched.clock import SystemClock
+from netsched.clock import Clock, SystemClock
 from netsched.framework.types import PodInfo
 from netsched.kube.client import KubeClient
 from netsched.kube.errors import Conflict, Gone, NotFound
@@ -37,7 +37,6 @@ from netsched.kube.reflector import (
     ObjectList,
     Reflector,
     SyncHandler,
-    WaitClock,
     WatchStream,
 )
 from netsched.kube.resources import Resource
@@ -48,10 +47,6 @@ JsonObj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _WATCH_READ_SLACK = 30  # seconds a watch read may stay silent beyond its timeoutSeconds
-
-
-class WallClock(Protocol):
-    def wall(self) -> float: ...
 
 
 def rfc3339(wall: float) -> str:
@@ -100,9 +95,9 @@ class RawWatch:
 class KubeAPI:
     """ClusterAPI over the real API server, plus the scheduler's own reads and writes."""
 
-    def __init__(self, client: KubeClient, *, clock: WallClock | None = None, page_size: int = 500) -> None:
+    def __init__(self, client: KubeClient, *, clock: Clock | None = None, page_size: int = 500) -> None:
         self._client = client
-        self._clock: WallClock = clock or SystemClock()
+        self._clock: Clock = clock or SystemClock()
         self.page_size = page_size
 
     @property
@@ -284,7 +279,7 @@ class KubeAPI:
         watch_timeout: int = 300,
         optional_retry: float = 300.0,
         backoff: Backoff | None = None,
-        clock: WaitClock | None = None,
+        clock: Clock | None = None,
     ) -> Reflector:
         """A Reflector (not started) over `resource` (narrow it with Resource.where).
 

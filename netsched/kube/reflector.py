@@ -59,9 +59,6 @@ class WatchStream(Protocol):
         ...
 
 
-WaitClock = Clock  # the name netsched.kube.api imports
-
-
 ListFn = Callable[[], ObjectList]
 WatchFn = Callable[[str, int], WatchStream]
 EventHandler = Callable[[str, JsonObj], None]

@@ -26,8 +26,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import CollectorRegistry
 
-from netsched.clock import SystemClock
-from netsched.framework.interfaces import Clock
+from netsched.clock import Clock, SystemClock
 from netsched.metrics.args import ConnectionKey, PrometheusArgs, redact
 from netsched.metrics.client import ClientFactory, PrometheusHTTPClient
 from netsched.metrics.instruments import Instruments, NodeCollector

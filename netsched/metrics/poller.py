@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from netsched.framework.interfaces import Clock
+from netsched.clock import Clock
 from netsched.metrics.args import ConnectionKey
 from netsched.metrics.cache import BadResponse, MetricsTable, Series, parse_vector
 from netsched.metrics.client import QueryClient, QueryError, retrying

@@ -9,10 +9,7 @@ its reply was lost, and the retry hit 409), the pod is where we want it.
 
 from __future__ import annotations
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import BindPlugin
-from netsched.framework.status import Status
-from netsched.framework.types import PodInfo
+from netsched.framework import BindPlugin, CycleState, PodInfo, Status
 
 HTTP_CONFLICT = 409
 

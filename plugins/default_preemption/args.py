@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from netsched.framework.fields import Fields, join
-from netsched.framework.interfaces import PluginArgs
+from netsched.framework import Fields, PluginArgs, join
 
 
 @dataclass(frozen=True, slots=True)

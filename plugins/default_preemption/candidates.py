@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from netsched.framework.types import PodInfo
+from netsched.framework import PodInfo
 from plugins.default_preemption.victims import Victims, start_time
 
 _PRIORITY_SHIFT = 2**31

@@ -25,17 +25,18 @@ import random
 
 import numpy as np
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import (
+from netsched.framework import (
+    Code,
+    CycleState,
     Diagnosis,
     Handle,
     PluginArgs,
+    PodInfo,
     PostFilterPlugin,
     PostFilterResult,
+    Snapshot,
+    Status,
 )
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Code, Status
-from netsched.framework.types import PodInfo
 from netsched.kube.errors import NotFound
 from plugins.default_preemption.args import DefaultPreemptionArgs
 from plugins.default_preemption.candidates import Candidate, pick_one

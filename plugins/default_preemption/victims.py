@@ -17,12 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import Handle
+from netsched.framework import Code, CycleState, Handle, NodeInfo, PodInfo, Status
 from netsched.framework.parse import PodParseError, parse_label_selector
 from netsched.framework.selectors import LabelSelector
-from netsched.framework.status import Code, Status
-from netsched.framework.types import NodeInfo, PodInfo
 
 REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
 

@@ -23,10 +23,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import MAX_NODE_SCORE, Handle, IntArray, PluginArgs, ScorePlugin
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.types import NodeInfo, PodInfo
+from netsched.framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    IntArray,
+    NodeInfo,
+    PluginArgs,
+    PodInfo,
+    ScorePlugin,
+    Snapshot,
+)
 
 NAME = "ImageLocality"
 MB = 1024 * 1024

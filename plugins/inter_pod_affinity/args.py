@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from netsched.framework.fields import Fields, join
-from netsched.framework.interfaces import PluginArgs
+from netsched.framework import Fields, PluginArgs, join
 
 MIN_HARD_POD_AFFINITY_WEIGHT = 0
 MAX_HARD_POD_AFFINITY_WEIGHT = 100

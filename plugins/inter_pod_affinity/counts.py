@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from netsched.framework.interfaces import IntArray
+from netsched.framework import IntArray
 from netsched.framework.pod_index import LabelCodes, PodGroup
 
 

@@ -15,11 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework.interfaces import BoolArray, IntArray, Rejection
+from netsched.framework import BoolArray, Code, IntArray, NodeInfo, PodInfo, Rejection, Snapshot, Status
 from netsched.framework.pod_index import PodGroup, PodIndex, label_codes
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Code, Status
-from netsched.framework.types import NodeInfo, PodInfo
 from plugins.inter_pod_affinity.counts import TopoCounts
 from plugins.inter_pod_affinity.terms import (
     NamespaceLabels,

@@ -14,22 +14,23 @@ with affinity (or always, with ignorePreferredTermsOfExistingPods).
 
 from __future__ import annotations
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import (
+from netsched.framework import (
+    CycleState,
     FilterPlugin,
     Handle,
     IntArray,
+    NodeInfo,
     PluginArgs,
+    PodInfo,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     Rejection,
     ScorePlugin,
+    Snapshot,
+    Status,
 )
 from netsched.framework.pod_index import PodIndex, pod_index
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Status
-from netsched.framework.types import NodeInfo, PodInfo
 from plugins.inter_pod_affinity import filtering, scoring
 from plugins.inter_pod_affinity.args import InterPodAffinityArgs
 from plugins.inter_pod_affinity.terms import NamespaceLabels

@@ -19,10 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from netsched.framework.interfaces import MAX_NODE_SCORE, IntArray
+from netsched.framework import MAX_NODE_SCORE, IntArray, NodeInfo, PodInfo, Snapshot
 from netsched.framework.pod_index import PodGroup, PodIndex, label_codes
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.types import NodeInfo, PodInfo
 from plugins.inter_pod_affinity.counts import TopoCounts
 from plugins.inter_pod_affinity.filtering import group_terms, selected_counts
 from plugins.inter_pod_affinity.terms import NamespaceLabels, Term, compile_preferred, term_matches

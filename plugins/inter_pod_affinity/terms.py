@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from netsched.framework import PodInfo
 from netsched.framework.selectors import LabelSelector, PodAffinityTerm, Requirement, WeightedPodAffinityTerm
-from netsched.framework.types import PodInfo
 
 NamespaceLabelsLookup = Callable[[str], Mapping[str, str] | None]
 

@@ -24,14 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsched.framework.interfaces import (
-    MAX_NODE_SCORE,
-    Handle,
-    IntArray,
-    PluginArgs,
-)
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.types import PodInfo
+from netsched.framework import MAX_NODE_SCORE, Handle, IntArray, PluginArgs, PodInfo, Snapshot
 from netsched.metrics import CPU, pod_load
 from netsched.metrics.estimation import CPU_COL, MEMORY_COL
 from netsched.metrics.mapping import FloatArray

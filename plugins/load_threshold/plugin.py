@@ -26,11 +26,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import FilterPlugin, Handle, IntArray, PluginArgs, Rejection, ReservePlugin
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Code, Status
-from netsched.framework.types import NodeInfo, PodInfo
+from netsched.framework import (
+    Code,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    IntArray,
+    NodeInfo,
+    PluginArgs,
+    PodInfo,
+    Rejection,
+    ReservePlugin,
+    Snapshot,
+    Status,
+)
 from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
 from netsched.metrics.utilisation import network_load, resource_usage, source_for
 from plugins.load_threshold.args import LoadThresholdArgs

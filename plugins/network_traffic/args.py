@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from netsched.framework.fields import Fields
-from netsched.framework.interfaces import PluginArgs
+from netsched.framework import Fields, PluginArgs
 from netsched.metrics import PrometheusArgs
 
 

@@ -23,14 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsched.framework.interfaces import (
-    MAX_NODE_SCORE,
-    Handle,
-    IntArray,
-    PluginArgs,
-)
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.types import PodInfo
+from netsched.framework import MAX_NODE_SCORE, Handle, IntArray, PluginArgs, PodInfo, Snapshot
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
 from netsched.metrics.scoring import MetricScorePlugin
 from netsched.metrics.utilisation import fill_stale, network_load, source_for, to_int_scores

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from netsched.framework.fields import FieldError, Fields, join
-from netsched.framework.interfaces import PluginArgs
+from netsched.framework import FieldError, Fields, PluginArgs, join
 from netsched.framework.parse import PodParseError, parse_node_selector
 from netsched.framework.selectors import NodeSelector, NodeSelectorTerm, PreferredSchedulingTerm
 

@@ -24,24 +24,26 @@ from typing import TypeVar
 
 import numpy as np
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import (
+from netsched.framework import (
     BoolArray,
+    Code,
+    CycleState,
     FilterPlugin,
     Handle,
     IntArray,
+    NodeInfo,
     PluginArgs,
+    PodInfo,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     Rejection,
     ScorePlugin,
+    Snapshot,
+    Status,
+    default_normalize_score,
 )
-from netsched.framework.normalize import default_normalize_score
 from netsched.framework.selectors import NodeSelector, NodeSelectorTerm, PreferredSchedulingTerm, Requirement
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Code, Status
-from netsched.framework.types import NodeInfo, PodInfo
 from plugins.node_affinity.args import NodeAffinityArgs
 
 NAME = "NodeAffinity"

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import FilterPlugin, IntArray, Rejection
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Code, Status
-from netsched.framework.types import NodeInfo, PodInfo
+from netsched.framework import (
+    Code,
+    CycleState,
+    FilterPlugin,
+    IntArray,
+    NodeInfo,
+    PodInfo,
+    Rejection,
+    Snapshot,
+    Status,
+)
 
 ERR_REASON = "node(s) didn't match the requested node name"
 

@@ -16,11 +16,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import FilterPlugin, IntArray, PreFilterPlugin, PreFilterResult, Rejection
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Code, Status
-from netsched.framework.types import HostPort, NodeInfo, PodInfo
+from netsched.framework import (
+    Code,
+    CycleState,
+    FilterPlugin,
+    IntArray,
+    NodeInfo,
+    PodInfo,
+    PreFilterPlugin,
+    PreFilterResult,
+    Rejection,
+    Snapshot,
+    Status,
+)
+from netsched.framework.types import HostPort
 
 NAME = "NodePorts"
 PRE_FILTER_KEY = "PreFilter" + NAME

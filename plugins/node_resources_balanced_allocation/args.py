@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from netsched.framework.fields import Fields, join
-from netsched.framework.interfaces import PluginArgs
+from netsched.framework import Fields, PluginArgs, join
 from plugins.node_resources_fit.args import resource_specs
 from plugins.node_resources_fit.resources import DEFAULT_RESOURCES, ResourceSpec
 

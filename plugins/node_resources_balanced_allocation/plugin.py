@@ -20,18 +20,19 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import (
+from netsched.framework import (
     MAX_NODE_SCORE,
+    CycleState,
     Handle,
     IntArray,
+    NodeInfo,
     PluginArgs,
+    PodInfo,
     PreScorePlugin,
     ScorePlugin,
+    Snapshot,
+    Status,
 )
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Status
-from netsched.framework.types import NodeInfo, PodInfo
 from plugins.node_resources_balanced_allocation.args import NodeResourcesBalancedAllocationArgs
 from plugins.node_resources_fit.resources import node_pair, pod_score_request, table_pair
 

@@ -17,23 +17,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import (
+from netsched.framework import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
     BoolArray,
+    Code,
+    CycleState,
     FilterPlugin,
     Handle,
     IntArray,
+    NodeInfo,
     PluginArgs,
+    PodInfo,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     Rejection,
     ScorePlugin,
+    Snapshot,
+    Status,
 )
-from netsched.framework.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Code, Status
-from netsched.framework.types import NodeInfo, PodInfo
 from plugins.node_resources_fit.args import NodeResourcesFitArgs
 from plugins.node_resources_fit.resources import (
     is_extended,

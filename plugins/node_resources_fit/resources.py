@@ -15,10 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework.interfaces import IntArray
-from netsched.framework.quantity import CPU, EPHEMERAL_STORAGE, MEMORY
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.types import NodeInfo, PodInfo
+from netsched.framework import CPU, EPHEMERAL_STORAGE, MEMORY, IntArray, NodeInfo, PodInfo, Snapshot
 
 NATIVE_PREFIX = "kubernetes.io/"
 REQUESTS_PREFIX = "requests."

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from netsched.framework.interfaces import MAX_NODE_SCORE, IntArray
+from netsched.framework import MAX_NODE_SCORE, IntArray
 from plugins.node_resources_fit.args import (
     LEAST_ALLOCATED,
     MAX_CUSTOM_PRIORITY_SCORE,

@@ -7,11 +7,18 @@ that taint (DaemonSet pods do) may still land on the node, as in kube.
 
 from __future__ import annotations
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import FilterPlugin, IntArray, Rejection
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Code, Status
-from netsched.framework.types import NodeInfo, PodInfo, Taint
+from netsched.framework import (
+    Code,
+    CycleState,
+    FilterPlugin,
+    IntArray,
+    NodeInfo,
+    PodInfo,
+    Rejection,
+    Snapshot,
+    Status,
+    Taint,
+)
 
 ERR_REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")

@@ -13,8 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from netsched.framework.fields import Fields, join
-from netsched.framework.interfaces import PluginArgs
+from netsched.framework import Fields, PluginArgs, join
 from netsched.framework.selectors import TopologySpreadConstraint
 
 SYSTEM_DEFAULTING = "System"

@@ -26,11 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from netsched.framework.interfaces import BoolArray, IntArray
+from netsched.framework import BoolArray, IntArray, NodeInfo, PodInfo, Snapshot
 from netsched.framework.pod_index import PodIndex
 from netsched.framework.selectors import LabelSelector, Requirement, TopologySpreadConstraint
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.types import NodeInfo, PodInfo
 
 DEFAULTED_OWNER_KINDS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})
 PER_POD_LABELS = frozenset(

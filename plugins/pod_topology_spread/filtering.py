@@ -18,11 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework.interfaces import BoolArray, IntArray, Rejection
+from netsched.framework import BoolArray, Code, IntArray, NodeInfo, PodInfo, Rejection, Snapshot, Status
 from netsched.framework.pod_index import LabelCodes, PodIndex, label_codes
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Code, Status
-from netsched.framework.types import NodeInfo, PodInfo
 from plugins.pod_topology_spread.constraints import (
     Constraint,
     affinity_mask,

@@ -12,22 +12,23 @@ it, returns Skip from PreFilter (or PreScore) at once.
 
 from __future__ import annotations
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import (
+from netsched.framework import (
+    CycleState,
     FilterPlugin,
     Handle,
     IntArray,
+    NodeInfo,
     PluginArgs,
+    PodInfo,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     Rejection,
     ScorePlugin,
+    Snapshot,
+    Status,
 )
 from netsched.framework.pod_index import PodIndex, pod_index
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Status
-from netsched.framework.types import NodeInfo, PodInfo
 from plugins.pod_topology_spread import filtering, scoring
 from plugins.pod_topology_spread.args import (
     DO_NOT_SCHEDULE,

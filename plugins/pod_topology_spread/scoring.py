@@ -25,10 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from netsched.framework.interfaces import MAX_NODE_SCORE, IntArray
+from netsched.framework import MAX_NODE_SCORE, IntArray, NodeInfo, PodInfo, Snapshot
 from netsched.framework.pod_index import LabelCodes, PodIndex, label_codes
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.types import NodeInfo, PodInfo
 from plugins.pod_topology_spread.args import LABEL_HOSTNAME
 from plugins.pod_topology_spread.constraints import (
     Constraint,

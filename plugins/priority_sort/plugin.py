@@ -7,8 +7,7 @@ entered the active queue earlier (QueuedPodInfo.timestamp), as in kube.
 
 from __future__ import annotations
 
-from netsched.framework.interfaces import QueueSortPlugin
-from netsched.framework.types import QueuedPodInfo
+from netsched.framework import QueuedPodInfo, QueueSortPlugin
 
 
 class PrioritySort(QueueSortPlugin):

@@ -7,9 +7,7 @@ burning scheduling cycles; the message lists the gates like kube does.
 
 from __future__ import annotations
 
-from netsched.framework.interfaces import PreEnqueuePlugin
-from netsched.framework.status import Status
-from netsched.framework.types import PodInfo
+from netsched.framework import PodInfo, PreEnqueuePlugin, Status
 
 
 class SchedulingGates(PreEnqueuePlugin):

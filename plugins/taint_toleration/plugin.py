@@ -21,18 +21,22 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import (
+from netsched.framework import (
+    Code,
+    CycleState,
     FilterPlugin,
     IntArray,
+    NodeInfo,
+    PodInfo,
     PreScorePlugin,
     Rejection,
     ScorePlugin,
+    Snapshot,
+    Status,
+    Taint,
+    Toleration,
+    default_normalize_score,
 )
-from netsched.framework.normalize import default_normalize_score
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Code, Status
-from netsched.framework.types import NodeInfo, PodInfo, Taint, Toleration
 
 NAME = "TaintToleration"
 PRE_SCORE_KEY = "PreScore" + NAME

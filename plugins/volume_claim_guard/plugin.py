@@ -8,11 +8,7 @@ PreFilter with a message telling the user what to do instead.
 
 from __future__ import annotations
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import PreFilterPlugin, PreFilterResult
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Status
-from netsched.framework.types import PodInfo
+from netsched.framework import CycleState, PodInfo, PreFilterPlugin, PreFilterResult, Snapshot, Status
 
 MESSAGE = (
     "pod has PersistentVolumeClaims (spec.volumes[].persistentVolumeClaim), which netsched does not "
