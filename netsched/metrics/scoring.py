@@ -15,7 +15,7 @@ read each node's value from the cache in score().
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -88,7 +88,7 @@ class MetricArgs(PluginArgs):
     prometheus: PrometheusArgs = field(default_factory=PrometheusArgs)
 
     @classmethod
-    def decode(cls, fields: Fields) -> MetricArgs:
+    def decode(cls, fields: Fields) -> Self:
         prometheus = PrometheusArgs.decode(fields.sub("prometheus"))
         fields.finish()
         return cls(prometheus)

@@ -1,23 +1,12 @@
-"""NetworkTraffic's args: only the shared `prometheus:` block."""
+"""NetworkTraffic's args: only the shared `prometheus:` block (netsched.metrics.scoring.MetricArgs)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from netsched.framework import Fields, PluginArgs
-from netsched.metrics import PrometheusArgs
+from netsched.metrics.scoring import MetricArgs
 
 
 @dataclass(frozen=True)
-class NetworkTrafficArgs(PluginArgs):
-    prometheus: PrometheusArgs = field(default_factory=PrometheusArgs)
-
-    @classmethod
-    def decode(cls, fields: Fields) -> NetworkTrafficArgs:
-        prometheus = PrometheusArgs.decode(fields.sub("prometheus"))
-        fields.finish()
-        return cls(prometheus)
-
-    def encode(self) -> dict[str, Any]:
-        return {"prometheus": self.prometheus.encode()}
+class NetworkTrafficArgs(MetricArgs):
+    pass
