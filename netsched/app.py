@@ -22,7 +22,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
@@ -38,6 +38,9 @@ from netsched.framework.types import PodInfo
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.queue import SchedulingQueue
 from netsched.scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from netsched.kube.events import EventBroadcaster
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +93,6 @@ class SchedulerApp:
         metrics_registry: CollectorRegistry | None = None,
         options: AppOptions | None = None,
     ) -> None:
-        from netsched.kube.events import EventBroadcaster, KubeEventSink
         from netsched.metrics import MetricsHub
 
         self.cfg = cfg
@@ -99,10 +101,7 @@ class SchedulerApp:
         self.options = options or AppOptions()
         self.metrics_registry = metrics_registry if metrics_registry is not None else CollectorRegistry()
         self.metrics = SchedulerMetrics(self.metrics_registry)
-        # A large queue: a burst of thousands of pods must not drop their Scheduled events.
-        self.broadcaster = (
-            events if events is not None else EventBroadcaster(KubeEventSink(kube.client), queue_size=20000)
-        )
+        self.broadcaster = events if events is not None else self._event_broadcaster(kube)
         self.hub = MetricsHub(registry=self.metrics_registry, clock=self.clock)
         self.cache = ClusterCache(self.clock)
         self.cache.on_nodes_changed(self.hub.update_nodes)
@@ -185,6 +184,20 @@ class SchedulerApp:
         self._loop_thread: threading.Thread | None = None
 
     # ------------------------------------------------------------ wiring helpers
+
+    def _event_broadcaster(self, kube: Any) -> EventBroadcaster:
+        from netsched.kube.client import derived_client
+        from netsched.kube.events import DEFAULT_WORKERS, new_event_broadcaster
+
+        # As kube-scheduler: events get a client, rate budget and pool of their own, so bindings
+        # never starve them; a large queue, so a burst of thousands of pods drops none.
+        conn = self.cfg.client_connection
+        return new_event_broadcaster(
+            derived_client(kube.client, qps=conn.qps, burst=conn.burst, pool_size=DEFAULT_WORKERS),
+            queue_size=20000,
+            on_drop=lambda why: self.metrics.events_dropped.labels(why).inc(),
+            on_written=self.metrics.event_write_latency.observe,
+        )
 
     def _recorder(self, scheduler_name: str) -> EventRecorder:
         if self.options.dry_run:
@@ -331,8 +344,8 @@ class SchedulerApp:
         for r in self.reflectors:
             r.stop()
         self.hub.stop()
-        self.broadcaster.flush(min(timeout, 5.0))
-        self.broadcaster.stop()
+        # Every queued event is written within the grace period (SIGTERM), retries included.
+        self.broadcaster.stop(min(timeout, 10.0))
 
 
 # ---------------------------------------------------------------- CLI entry
