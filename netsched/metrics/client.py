@@ -140,13 +140,15 @@ class PrometheusHTTPClient:
         if length.isdigit() and int(length) > self.max_bytes:
             raise self._too_large(promql, f"Content-Length {int(length)}")
         raw = resp.raw
-        body = bytearray()
+        # A list of reads, joined once complete: growing one buffer would copy it (twice the memory).
+        parts: list[bytes] = []
+        size = 0
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise QueryError(
                     "timeout",
-                    f"answer not complete within {timeout:g}s ({len(body)} bytes read)",
+                    f"answer not complete within {timeout:g}s ({size} bytes read)",
                     transient=True,
                 )
             _bound_next_read(raw, left)
@@ -155,15 +157,16 @@ class PrometheusHTTPClient:
             except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
                 raise QueryError(
                     "timeout",
-                    f"answer not complete within {timeout:g}s ({len(body)} bytes read)",
+                    f"answer not complete within {timeout:g}s ({size} bytes read)",
                     transient=True,
                 ) from None
             except (urllib3.exceptions.HTTPError, OSError) as e:
                 raise QueryError("http", _short(e), transient=True) from None
             if not chunk:
-                return bytes(body)
-            body += chunk
-            if len(body) > self.max_bytes:
+                return b"".join(parts)
+            parts.append(chunk)
+            size += len(chunk)
+            if size > self.max_bytes:
                 raise self._too_large(promql, f"more than {self.max_bytes} bytes read")
 
     def _too_large(self, promql: str, seen: str) -> QueryError:
@@ -208,14 +211,19 @@ def is_transient(e: BaseException) -> bool:
 
 
 class stop_at_deadline(stop_base):
-    """Stop once the injected clock passes a deadline (tenacity's own uses time.monotonic)."""
+    """Stop when the wait before the next attempt would reach a deadline on the injected clock.
+
+    Like tenacity's stop_before_delay (which uses time.monotonic): an attempt
+    that could only start at the deadline is not made, so a query that keeps
+    failing ends with its own error (timeout, 503), not with "no time left".
+    """
 
     def __init__(self, now: Callable[[], float], deadline: float) -> None:
         self.now = now
         self.deadline = deadline
 
     def __call__(self, retry_state: RetryCallState) -> bool:
-        return self.now() >= self.deadline
+        return self.now() + retry_state.upcoming_sleep >= self.deadline
 
 
 class wait_capped(wait_base):

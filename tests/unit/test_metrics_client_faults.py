@@ -124,3 +124,5 @@ def test_retries_stop_when_the_budget_is_spent() -> None:
     hub.poll_now()
     # 0 s: 5 s allowed; ~4.3 s: min(5, ~3.7) allowed; then ~8.3 s > 8 s budget: no third attempt.
     assert len(timeouts) == 2 and timeouts[0] == 5 and timeouts[1] < 4
+    # It ends with its own error (the same every poll: logged once), not a "deadline" one.
+    assert list(src.poller.table.errors.values()) == ["http_5xx"]
