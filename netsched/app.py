@@ -189,11 +189,10 @@ class SchedulerApp:
         from netsched.kube.client import derived_client
         from netsched.kube.events import DEFAULT_WORKERS, new_event_broadcaster
 
-        # As kube-scheduler: events get a client, rate budget and pool of their own, so bindings
-        # never starve them; a large queue, so a burst of thousands of pods drops none.
-        conn = self.cfg.client_connection
+        # As kube-scheduler: events get a client, rate budget (the same qps/burst, their own bucket)
+        # and pool of their own, so bindings never starve them; a large queue: a burst drops none.
         return new_event_broadcaster(
-            derived_client(kube.client, qps=conn.qps, burst=conn.burst, pool_size=DEFAULT_WORKERS),
+            derived_client(kube.client, pool_size=DEFAULT_WORKERS),
             queue_size=20000,
             on_drop=lambda why: self.metrics.events_dropped.labels(why).inc(),
             on_written=self.metrics.event_write_latency.observe,

@@ -302,12 +302,15 @@ def build_api_client(
 def derived_client(
     base: KubeClient,
     *,
-    qps: float,
-    burst: int,
     pool_size: int,
+    qps: float | None = None,
+    burst: int | None = None,
     retry: RetrySettings | None = None,
 ) -> KubeClient:
     """A second KubeClient for the same cluster and credentials with its own pool and rate budget.
+
+    The budget defaults to the same qps/burst as `base` (kube-scheduler builds
+    its event clientset from the same clientConnection), in a bucket of its own.
 
     kube-scheduler writes events through a clientset of their own for the same
     reason: a burst of bindings must not starve events of rate-limit tokens or
@@ -321,7 +324,9 @@ def derived_client(
     api_client.user_agent = base.api_client.user_agent
     return KubeClient(
         api_client,
-        limiter=TokenBucket(qps, burst),
+        limiter=TokenBucket(
+            base.limiter.qps if qps is None else qps, base.limiter.burst if burst is None else burst
+        ),
         retry=retry or base.retry_settings,
         timeout=base.timeout,
     )
