@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
@@ -34,6 +34,9 @@ from netsched.config import ConfigError, SchedulerConfig, load_config, validate_
 from netsched.framework.interfaces import EventRecorder, FrameworkBuildError, Plugin
 from netsched.framework.registry import Registry, RegistryError
 from netsched.observability.metrics import SchedulerMetrics
+
+if TYPE_CHECKING:
+    from netsched.kube.events import EventBroadcaster
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +89,6 @@ class SchedulerApp:
         metrics_registry: CollectorRegistry | None = None,
         options: AppOptions | None = None,
     ) -> None:
-        from netsched.kube.events import EventBroadcaster, KubeEventSink
         from netsched.metrics import MetricsHub
 
         self.cfg = cfg
@@ -95,10 +97,7 @@ class SchedulerApp:
         self.options = options or AppOptions()
         self.metrics_registry = metrics_registry if metrics_registry is not None else CollectorRegistry()
         self.metrics = SchedulerMetrics(self.metrics_registry)
-        # A large queue: a burst of thousands of pods must not drop their Scheduled events.
-        self.broadcaster = (
-            events if events is not None else EventBroadcaster(KubeEventSink(kube.client), queue_size=20000)
-        )
+        self.broadcaster = events if events is not None else self._event_broadcaster(kube)
         self.hub = MetricsHub(registry=self.metrics_registry, clock=self.clock)
         self.stop_event = threading.Event()
         self._pdbs: dict[str, dict[str, Any]] = {}
@@ -145,6 +144,19 @@ class SchedulerApp:
         self._loop_thread: threading.Thread | None = None
 
     # ------------------------------------------------------------ wiring helpers
+
+    def _event_broadcaster(self, kube: Any) -> EventBroadcaster:
+        from netsched.kube.client import derived_client
+        from netsched.kube.events import DEFAULT_WORKERS, new_event_broadcaster
+
+        # As kube-scheduler: events get a client, rate budget (the same qps/burst, their own bucket)
+        # and pool of their own, so bindings never starve them; a large queue: a burst drops none.
+        return new_event_broadcaster(
+            derived_client(kube.client, pool_size=DEFAULT_WORKERS),
+            queue_size=20000,
+            on_drop=lambda why: self.metrics.events_dropped.labels(why).inc(),
+            on_written=self.metrics.event_write_latency.observe,
+        )
 
     def _recorder(self, scheduler_name: str) -> EventRecorder:
         if self.options.dry_run:
@@ -277,8 +289,8 @@ class SchedulerApp:
         for r in self.reflectors:
             r.stop()
         self.hub.stop()
-        self.broadcaster.flush(min(timeout, 5.0))
-        self.broadcaster.stop()
+        # Every queued event is written within the grace period (SIGTERM), retries included.
+        self.broadcaster.stop(min(timeout, 10.0))
 
 
 # ---------------------------------------------------------------- CLI entry

@@ -86,6 +86,7 @@ class Fault:
     remaining: int
     delay: float
     reset: bool
+    retry_after: int = 1  # seconds, sent with 429 (0: no header)
     hits: int = 0
 
     def matches(self, method: str, path: str) -> bool:
@@ -266,7 +267,8 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return True
         if fault.status:
-            headers = [("Retry-After", "1")] if fault.status == 429 else []
+            retry = fault.status == 429 and fault.retry_after > 0
+            headers = [("Retry-After", str(fault.retry_after))] if retry else []
             reason = REASONS.get(fault.status, "InternalError")
             self._send_error(ApiError(fault.status, reason, f"injected fault: {reason}"), headers)
             return True

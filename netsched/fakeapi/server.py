@@ -222,17 +222,20 @@ class FakeAPIServer:
         count: int = 1,
         delay: float = 0.0,
         reset: bool = False,
+        retry_after: int = 1,
     ) -> Fault:
         """Make the next `count` requests matching `method` ("*" for any) and `path_regex`
         (searched in the path with its query string) fail.
 
         Each one first sleeps `delay` seconds; then, if `reset`, the connection is
         closed without a response; else if `status`, a Status error with that code
-        is returned (429 carries Retry-After: 1); with status None the request is
-        only delayed. A negative count never runs out. The returned Fault's `hits`
-        counts the requests it caught.
+        is returned (429 carries Retry-After: `retry_after` seconds, none if 0); with
+        status None the request is only delayed. A negative count never runs out. The
+        returned Fault's `hits` counts the requests it caught. Scope a fault to one
+        kind of request with the verb and path: event writes only are method "POST"
+        and a regex matching "/apis/events.k8s.io/v1/namespaces/NS/events".
         """
-        fault = Fault(method.upper(), re.compile(path_regex), status, count, delay, reset)
+        fault = Fault(method.upper(), re.compile(path_regex), status, count, delay, reset, retry_after)
         with self._lock:
             self._faults.append(fault)
         return fault

@@ -12,6 +12,7 @@ netsched.kube.errors and retries transient ones with tenacity. Watches use
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -298,12 +299,46 @@ def build_api_client(
     return KubeClient(api_client, limiter=TokenBucket(qps, burst), retry=retry, timeout=timeout)
 
 
+def derived_client(
+    base: KubeClient,
+    *,
+    pool_size: int,
+    qps: float | None = None,
+    burst: int | None = None,
+    retry: RetrySettings | None = None,
+) -> KubeClient:
+    """A second KubeClient for the same cluster and credentials with its own pool and rate budget.
+
+    The budget defaults to the same qps/burst as `base` (kube-scheduler builds
+    its event clientset from the same clientConnection), in a bucket of its own.
+
+    kube-scheduler writes events through a clientset of their own for the same
+    reason: a burst of bindings must not starve events of rate-limit tokens or
+    pooled connections, and events must not delay bindings. The configuration
+    is copied (shallowly: credentials and refresh hooks are shared) so the new
+    pool can be sized for the caller's threads.
+    """
+    cfg = copy.copy(base.api_client.configuration)
+    cfg.connection_pool_maxsize = max(1, pool_size)
+    api_client = k8s.ApiClient(cfg)
+    api_client.user_agent = base.api_client.user_agent
+    return KubeClient(
+        api_client,
+        limiter=TokenBucket(
+            base.limiter.qps if qps is None else qps, base.limiter.burst if burst is None else burst
+        ),
+        retry=retry or base.retry_settings,
+        timeout=base.timeout,
+    )
+
+
 __all__ = [
     "KubeClient",
     "KubeConfigError",
     "Reply",
     "RetrySettings",
     "build_api_client",
+    "derived_client",
     "load_configuration",
     "make_retrying",
     "wait_retry_after",

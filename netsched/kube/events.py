@@ -5,13 +5,30 @@ must look like kube-scheduler's: events.k8s.io/v1 with reportingController set
 to the scheduler name, regarding the pod, the reason and a note; core/v1
 Events (source.component) when the cluster does not serve events.k8s.io.
 
-Writing them must never slow or break scheduling: `event()` only puts a record
-on a bounded queue (dropping, and counting, when it is full) and one
-background thread writes. A pod that stays unschedulable produces the same
-event on every attempt, so, like kube's event correlator, a repeat within
-`dedup_window` bumps the series count of the event already written instead of
-creating another: the first repeat at once, later ones at most every
-`series_interval` seconds (and on flush/stop).
+Writing them must never slow or break scheduling, and must keep up with
+bindings: like kube-scheduler, the event path has its own API client and rate
+budget (app.py builds it with `netsched.kube.client.derived_client`), so a
+burst of bindings never starves events and events never take a binding's
+token. `event()` only puts a record on a bounded in-memory queue; `workers`
+writer threads drain it, each owning the events of a slice of pods (events
+about one pod stay in order). A write that fails for a transient reason (429,
+5xx, reset, timeout) is retried with backoff (a server's Retry-After wins)
+for as long as the process lives: events are dropped only when the queue
+bound is hit (counted, `on_drop`, and logged once) or at shutdown. Permanent
+failures (403, 422, a deleted namespace) are counted as failed and skipped.
+
+A pod that stays unschedulable produces the same event on every attempt, so,
+like kube's event correlator, a repeat within `dedup_window` bumps the series
+count of the event already written instead of creating another: the first
+repeat at once, later ones at most every `series_interval` seconds (and on
+flush/stop).
+
+Shutdown: `stop(timeout)` (SchedulerApp.shutdown, on SIGTERM) writes every
+queued event and pending series count within `timeout`, retries included;
+what is still unwritten then is dropped and counted (reason "shutdown").
+SIGKILL (or an OOM kill) loses what is queued in memory and not yet written,
+as it does for kube-scheduler's broadcaster: at most the queue's contents,
+normally the last fraction of a second of events.
 """
 
 from __future__ import annotations
@@ -20,15 +37,19 @@ import logging
 import queue
 import socket
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+import tenacity
 
 from netsched.clock import Clock, SystemClock
 from netsched.framework.types import PodInfo
 from netsched.kube.api import MERGE_PATCH, microtime, rfc3339
-from netsched.kube.client import KubeClient
-from netsched.kube.errors import ApiError, NotFound
+from netsched.kube.client import KubeClient, wait_retry_after
+from netsched.kube.errors import AlreadyExists, ApiError, NotFound, is_transient
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +58,8 @@ EVENTS_V1 = "events.k8s.io/v1"
 CORE_V1 = "v1"
 MAX_NOTE_BYTES = 1024  # events.k8s.io rejects longer notes
 _MAX_FIELD = 128  # reason, action, reportingController, reportingInstance
+DEFAULT_WORKERS = 8  # keeps up with 500 bound pods/s against a local API server (benchmarks/bench_e2e)
+_IDLE_WAKE = 0.5  # seconds a writer waits for work before checking for due series and shutdown
 
 
 class EventSink(Protocol):
@@ -48,14 +71,16 @@ class EventSink(Protocol):
 
 
 class KubeEventSink:
-    """EventSink over the API server."""
+    """EventSink over the API server: one attempt per call (the broadcaster owns the retries)."""
 
     def __init__(self, client: KubeClient) -> None:
         self._client = client
 
     def create(self, api: str, namespace: str, body: JsonObj) -> None:
         group = self._client.events if api == EVENTS_V1 else self._client.core
-        self._client.call("create", _resource(api), group.create_namespaced_event, namespace, body)
+        self._client.call(
+            "create", _resource(api), group.create_namespaced_event, namespace, body, retry=False
+        )
 
     def patch(self, api: str, namespace: str, name: str, body: JsonObj) -> None:
         group = self._client.events if api == EVENTS_V1 else self._client.core
@@ -66,12 +91,24 @@ class KubeEventSink:
             name,
             namespace,
             body,
+            retry=False,
             _content_type=MERGE_PATCH,
         )
 
 
 def _resource(api: str) -> str:
     return "events.k8s.io/events" if api == EVENTS_V1 else "events"
+
+
+@dataclass(frozen=True, slots=True)
+class EventRetry:
+    """Backoff between attempts at a transiently failing write: from `backoff`, doubling, with up to
+    `backoff` of jitter, capped at `max_backoff` (client-go waits 10 s); a server's Retry-After wins
+    when longer (capped at `max_retry_after`). There is no attempt limit: only shutdown ends it."""
+
+    backoff: float = 0.1
+    max_backoff: float = 10.0
+    max_retry_after: float = 30.0
 
 
 @dataclass(slots=True, frozen=True)
@@ -100,6 +137,10 @@ class _Occurrence:
             self.message,
         )
 
+    @property
+    def pod(self) -> str:
+        return self.uid or f"{self.namespace}/{self.name}"
+
 
 @dataclass(slots=True)
 class _Series:
@@ -114,9 +155,23 @@ class _Series:
     last_write: float
 
 
-@dataclass(slots=True)
 class _Flush:
-    done: threading.Event
+    """A marker put on every writer's queue; done once each writer has reached it."""
+
+    def __init__(self, writers: int) -> None:
+        self._left = writers
+        self._lock = threading.Lock()
+        self.done = threading.Event()
+
+    def arrive(self) -> None:
+        with self._lock:
+            self._left -= 1
+            if self._left <= 0:
+                self.done.set()
+
+
+class _Abandoned(Exception):
+    """Shutdown's deadline passed while a write was still failing."""
 
 
 _STOP = object()
@@ -152,7 +207,13 @@ class EventRecorder:
 
 
 class EventBroadcaster:
-    """The one queue and writer thread shared by every profile's EventRecorder."""
+    """The queue and writer threads shared by every profile's EventRecorder.
+
+    `queue_size` bounds the events waiting in memory (all writers together);
+    `on_drop(reason)` is called for each event dropped ("full", "stopped",
+    "shutdown") and `on_written(seconds)` with the delay from `event()` to
+    the API server accepting each new event (the scheduler's metrics).
+    """
 
     def __init__(
         self,
@@ -160,22 +221,28 @@ class EventBroadcaster:
         *,
         instance: str = "",
         queue_size: int = 1000,
+        workers: int = DEFAULT_WORKERS,
         dedup_window: float = 600.0,
         series_interval: float = 60.0,
         max_series: int = 4096,
+        retry: EventRetry | None = None,
         clock: Clock | None = None,
+        sleep: Callable[[float], object] | None = None,
+        on_drop: Callable[[str], None] | None = None,
+        on_written: Callable[[float], None] | None = None,
     ) -> None:
         self.sink = sink
         self.clock: Clock = clock or SystemClock()
         self.instance = (instance or socket.gethostname())[:_MAX_FIELD]
         self.dedup_window = dedup_window
         self.series_interval = series_interval
-        self.max_series = max_series
+        self.retry = retry or EventRetry()
         self.api = EVENTS_V1
-        self._queue: queue.Queue[object] = queue.Queue(maxsize=max(1, queue_size))
-        self._series: OrderedDict[tuple[str, ...], _Series] = OrderedDict()
+        self._on_drop = on_drop
+        self._on_written = on_written
+        self._abandon = threading.Event()  # set when shutdown's deadline passes
+        self._sleep: Callable[[float], object] = sleep or self._abandon.wait
         self._last_name_ns = 0
-        self._last_sweep = self.clock.wall()
         self._logged: set[str] = set()
         self._lock = threading.Lock()
         self._stopped = False
@@ -185,159 +252,120 @@ class EventBroadcaster:
         self.deduplicated = 0
         self.dropped = 0
         self.failed = 0
-        self._thread = threading.Thread(target=self._run, name="event-writer", daemon=True)
-        self._thread.start()
+        self.retries = 0
+        n = max(1, workers)
+        per_queue = max(1, queue_size // n)
+        per_series = max(1, max_series // n)
+        self._writers = [_Writer(self, i, per_queue, per_series) for i in range(n)]
+        for w in self._writers:
+            w.thread.start()
 
     def new_recorder(self, scheduler_name: str) -> EventRecorder:
         return EventRecorder(self, scheduler_name)
+
+    @property
+    def pending(self) -> int:
+        """Events (and markers) queued and not yet taken by a writer."""
+        return sum(w.queue.qsize() for w in self._writers)
 
     def submit(self, occ: _Occurrence) -> None:
         if self._stopped:
             self._drop("stopped")
             return
+        # One writer per pod keeps a pod's events (and its series) in order.
+        writer = self._writers[hash(occ.pod) % len(self._writers)]
         try:
-            self._queue.put_nowait(occ)
+            writer.queue.put_nowait(occ)
         except queue.Full:
             self._drop("full")
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until everything queued so far (and pending series counts) is written."""
-        if self._stopped or not self._thread.is_alive():
-            return self._queue.empty()
-        marker = _Flush(threading.Event())
-        try:
-            self._queue.put(marker, timeout=timeout)
-        except queue.Full:
-            return False
-        return marker.done.wait(timeout)
+        if self._stopped or not any(w.thread.is_alive() for w in self._writers):
+            return all(w.queue.empty() for w in self._writers)
+        deadline = time.monotonic() + timeout
+        marker = _Flush(len(self._writers))
+        for w in self._writers:
+            try:
+                w.queue.put(marker, timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Full:
+                return False
+        return marker.done.wait(max(0.0, deadline - time.monotonic()))
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Write what is queued (within `timeout`), then end the writer thread."""
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Write what is queued (within `timeout`, retries included), then end the writers.
+
+        Returns True when everything was written; what is left at the deadline is dropped
+        and counted (reason "shutdown").
+        """
         if self._stopped:
-            return
+            return True
         self._stopped = True
-        try:
-            self._queue.put(_STOP, timeout=timeout)
-        except queue.Full:
-            log.warning("Event queue still full at shutdown, dropping queued events")
-            return
-        self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        for w in self._writers:
+            try:
+                w.queue.put(_STOP, timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Full:
+                break
+        for w in self._writers:
+            w.thread.join(max(0.0, deadline - time.monotonic()))
+        if not any(w.thread.is_alive() for w in self._writers):
+            return True
+        # Out of time: writers stop retrying and count what is left as dropped.
+        before = self.dropped
+        self._abandon.set()
+        for w in self._writers:
+            w.thread.join(1.0)
+        log.warning(
+            "Events still unwritten at shutdown were dropped dropped=%d timeout=%.1fs",
+            self.dropped - before,
+            timeout,
+        )
+        return False
 
-    # --- writer thread -------------------------------------------------------
+    # --- shared by the writers -------------------------------------------------
 
     def _drop(self, why: str) -> None:
         with self._lock:
             self.dropped += 1
-        self._warn_once(f"drop:{why}", "Dropping event, queue %s dropped=%d", why, self.dropped)
-
-    def _run(self) -> None:
-        while True:
-            try:
-                item = self._queue.get(timeout=self.series_interval)
-            except queue.Empty:
-                self._guarded(self._sweep, False)
-                continue
-            if item is _STOP:
-                self._guarded(self._sweep, True)
-                return
-            if isinstance(item, _Flush):
-                self._guarded(self._sweep, True)
-                item.done.set()
-                continue
-            if isinstance(item, _Occurrence):
-                self._guarded(self._record, item)
-            if self.clock.wall() - self._last_sweep >= self.series_interval:
-                self._guarded(self._sweep, False)
-
-    def _guarded(self, fn: Any, arg: Any) -> None:
-        try:
-            fn(arg)
-        except Exception:  # the writer thread must survive anything
-            log.exception("Event writer failed")
-
-    def _record(self, occ: _Occurrence) -> None:
-        key = occ.key
-        series = self._series.get(key)
-        if series is not None and occ.wall - series.last_seen <= self.dedup_window:
-            series.count += 1
-            series.last_seen = occ.wall
-            self._series.move_to_end(key)
-            with self._lock:
-                self.deduplicated += 1
-            if series.written_count == 1:
-                self._write_series(key, series)
-            return
-        created = self._create(occ)
-        if created is None:
-            return
-        self._series[key] = created
-        self._series.move_to_end(key)
-        while len(self._series) > self.max_series:
-            self._series.popitem(last=False)
-
-    def _create(self, occ: _Occurrence) -> _Series | None:
-        name = f"{occ.name}.{self._unique_ns(occ.wall):x}"
-        for _ in range(2):
-            api = self.api
-            try:
-                self.sink.create(api, occ.namespace, self._body(api, name, occ))
-            except NotFound as e:
-                if api == EVENTS_V1 and not _namespace_missing(e):
-                    log.info("events.k8s.io/v1 is not served, writing core/v1 Events instead")
-                    self.api = CORE_V1
-                    continue
-                self._failed(e, occ)
-                return None
-            except Exception as e:
-                self._failed(e, occ)
-                return None
-            with self._lock:
-                self.written += 1
-            return _Series(api, occ.namespace, name, 1, occ.wall, 1, occ.wall)
-        return None
-
-    def _write_series(self, key: tuple[str, ...], series: _Series) -> None:
-        if series.api == EVENTS_V1:
-            patch: JsonObj = {
-                "series": {"count": series.count, "lastObservedTime": microtime(series.last_seen)}
-            }
-        else:
-            patch = {"count": series.count, "lastTimestamp": rfc3339(series.last_seen)}
-        try:
-            self.sink.patch(series.api, series.namespace, series.name, patch)
-        except NotFound:
-            # Expired (events have a TTL) or deleted: the next repeat starts a new event.
-            self._series.pop(key, None)
-            return
-        except Exception as e:
-            self._warn_once(
-                f"patch:{type(e).__name__}:{getattr(e, 'status', 0)}", "Cannot update event series err=%s", e
-            )
-            with self._lock:
-                self.failed += 1
-            return
-        series.written_count = series.count
-        series.last_write = self.clock.wall()
-        with self._lock:
-            self.patched += 1
-
-    def _sweep(self, force: bool) -> None:
-        """Write due series counts and forget series past the dedup window."""
-        now = self.clock.wall()
-        self._last_sweep = now
-        for key, series in list(self._series.items()):
-            if series.count > series.written_count and (
-                force or now - series.last_write >= self.series_interval
-            ):
-                self._write_series(key, series)
-            if now - series.last_seen > self.dedup_window and series.count == series.written_count:
-                self._series.pop(key, None)
+        if self._on_drop is not None:
+            self._on_drop(why)
+        self._warn_once(f"drop:{why}", "Dropping event reason=%s dropped=%d", why, self.dropped)
 
     def _unique_ns(self, wall: float) -> int:
         # kube names events <object>.<unix nanos in hex>; keep them unique even with a coarse clock.
-        ns = max(int(wall * 1e9), self._last_name_ns + 1)
-        self._last_name_ns = ns
-        return ns
+        with self._lock:
+            ns = max(int(wall * 1e9), self._last_name_ns + 1)
+            self._last_name_ns = ns
+            return ns
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
+
+    def _retrying(self) -> tenacity.Retrying:
+        r = self.retry
+        base = tenacity.wait_exponential_jitter(multiplier=r.backoff, max=r.max_backoff, jitter=r.backoff)
+        return tenacity.Retrying(
+            retry=tenacity.retry_if_exception(is_transient),
+            wait=wait_retry_after(base, r.max_retry_after),
+            stop=_stop_when(self._abandon.is_set),
+            sleep=self._wait,
+            before_sleep=self._before_retry,
+            reraise=True,
+        )
+
+    def _wait(self, seconds: float) -> None:
+        self._sleep(seconds)  # by default wakes early when shutdown gives up
+
+    def _before_retry(self, state: tenacity.RetryCallState) -> None:
+        self._count("retries")
+        err = state.outcome.exception() if state.outcome is not None else None
+        self._warn_once(
+            f"retry:{type(err).__name__}:{getattr(err, 'status', 0)}",
+            "Event write failed, retrying until it succeeds err=%s",
+            err,
+        )
 
     def _body(self, api: str, name: str, occ: _Occurrence) -> JsonObj:
         ref: JsonObj = {"apiVersion": "v1", "kind": "Pod", "namespace": occ.namespace, "name": occ.name}
@@ -381,12 +409,16 @@ class EventBroadcaster:
         }
 
     def _failed(self, e: Exception, occ: _Occurrence) -> None:
-        with self._lock:
-            self.failed += 1
+        self._count("failed")
         kind = f"create:{type(e).__name__}:{getattr(e, 'status', 0)}"
         self._warn_once(
             kind, "Cannot write event pod=%s/%s reason=%s err=%s", occ.namespace, occ.name, occ.reason, e
         )
+
+    def _written(self, occ: _Occurrence) -> None:
+        self._count("written")
+        if self._on_written is not None:
+            self._on_written(max(0.0, self.clock.wall() - occ.wall))
 
     def _warn_once(self, kind: str, msg: str, *args: Any) -> None:
         """Warn the first time a kind of failure happens; later ones only at debug."""
@@ -394,6 +426,154 @@ class EventBroadcaster:
             first = kind not in self._logged
             self._logged.add(kind)
         log.log(logging.WARNING if first else logging.DEBUG, msg, *args)
+
+
+class _Writer:
+    """One writer thread, its queue, and the series (correlator state) of the pods it owns."""
+
+    def __init__(self, owner: EventBroadcaster, index: int, queue_size: int, max_series: int) -> None:
+        self.owner = owner
+        self.queue: queue.Queue[object] = queue.Queue(maxsize=queue_size)
+        self.max_series = max_series
+        self.series: OrderedDict[tuple[str, ...], _Series] = OrderedDict()
+        self.last_sweep = owner.clock.wall()
+        self.retrying = owner._retrying()
+        self.thread = threading.Thread(target=self._run, name=f"event-writer-{index}", daemon=True)
+
+    def _run(self) -> None:
+        o = self.owner
+        while True:
+            try:
+                item = self.queue.get(timeout=0 if o._abandon.is_set() else _IDLE_WAKE)
+            except queue.Empty:
+                if o._abandon.is_set():
+                    return
+                if o.clock.wall() - self.last_sweep >= o.series_interval:
+                    self._guarded(self._sweep, False)
+                continue
+            if item is _STOP:
+                self._guarded(self._sweep, True)
+                return
+            if isinstance(item, _Flush):
+                self._guarded(self._sweep, True)
+                item.arrive()
+                continue
+            if isinstance(item, _Occurrence):
+                if o._abandon.is_set():
+                    o._drop("shutdown")
+                    continue
+                self._guarded(self._record, item)
+            if o.clock.wall() - self.last_sweep >= o.series_interval:
+                self._guarded(self._sweep, False)
+
+    def _guarded(self, fn: Any, arg: Any) -> None:
+        try:
+            fn(arg)
+        except Exception:  # the writer thread must survive anything
+            log.exception("Event writer failed")
+
+    def _call(self, fn: Callable[..., None], *args: Any) -> None:
+        """fn(*args), retrying transient failures until it succeeds or shutdown gives up."""
+        try:
+            self.retrying(fn, *args)
+        except Exception as e:
+            if self.owner._abandon.is_set() and is_transient(e):
+                raise _Abandoned from e
+            raise
+
+    def _record(self, occ: _Occurrence) -> None:
+        key = occ.key
+        series = self.series.get(key)
+        if series is not None and occ.wall - series.last_seen <= self.owner.dedup_window:
+            series.count += 1
+            series.last_seen = occ.wall
+            self.series.move_to_end(key)
+            self.owner._count("deduplicated")
+            if series.written_count == 1:
+                self._write_series(key, series)
+            return
+        created = self._create(occ)
+        if created is None:
+            return
+        self.series[key] = created
+        self.series.move_to_end(key)
+        while len(self.series) > self.max_series:
+            self.series.popitem(last=False)
+
+    def _create(self, occ: _Occurrence) -> _Series | None:
+        o = self.owner
+        name = f"{occ.name}.{o._unique_ns(occ.wall):x}"
+        for _ in range(2):
+            api = o.api
+            try:
+                self._call(o.sink.create, api, occ.namespace, o._body(api, name, occ))
+            except AlreadyExists:
+                pass  # an attempt whose reply was lost did create it: the name is ours alone
+            except NotFound as e:
+                if api == EVENTS_V1 and not _namespace_missing(e):
+                    log.info("events.k8s.io/v1 is not served, writing core/v1 Events instead")
+                    o.api = CORE_V1
+                    continue
+                o._failed(e, occ)
+                return None
+            except _Abandoned:
+                o._drop("shutdown")
+                return None
+            except Exception as e:
+                o._failed(e, occ)
+                return None
+            o._written(occ)
+            return _Series(api, occ.namespace, name, 1, occ.wall, 1, occ.wall)
+        return None
+
+    def _write_series(self, key: tuple[str, ...], series: _Series) -> None:
+        if series.api == EVENTS_V1:
+            patch: JsonObj = {
+                "series": {"count": series.count, "lastObservedTime": microtime(series.last_seen)}
+            }
+        else:
+            patch = {"count": series.count, "lastTimestamp": rfc3339(series.last_seen)}
+        o = self.owner
+        try:
+            self._call(o.sink.patch, series.api, series.namespace, series.name, patch)
+        except NotFound:
+            # Expired (events have a TTL) or deleted: the next repeat starts a new event.
+            self.series.pop(key, None)
+            return
+        except Exception as e:
+            o._warn_once(
+                f"patch:{type(e).__name__}:{getattr(e, 'status', 0)}", "Cannot update event series err=%s", e
+            )
+            o._count("failed")
+            return
+        series.written_count = series.count
+        series.last_write = o.clock.wall()
+        o._count("patched")
+
+    def _sweep(self, force: bool) -> None:
+        """Write due series counts and forget series past the dedup window."""
+        o = self.owner
+        now = o.clock.wall()
+        self.last_sweep = now
+        for key, series in list(self.series.items()):
+            if o._abandon.is_set():
+                return
+            if series.count > series.written_count and (
+                force or now - series.last_write >= o.series_interval
+            ):
+                self._write_series(key, series)
+            if now - series.last_seen > o.dedup_window and series.count == series.written_count:
+                self.series.pop(key, None)
+
+
+class _stop_when(tenacity.stop.stop_base):
+    """Stop retrying once `flag()` is true (named like tenacity's strategies)."""
+
+    def __init__(self, flag: Callable[[], bool]) -> None:
+        self.flag = flag
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        return self.flag()
 
 
 def _namespace_missing(e: ApiError) -> bool:
@@ -408,16 +588,22 @@ def _truncate(text: str, limit: int) -> str:
 
 
 def new_event_broadcaster(client: KubeClient, **kwargs: Any) -> EventBroadcaster:
-    """An EventBroadcaster writing through `client` (kwargs as for EventBroadcaster)."""
+    """An EventBroadcaster writing through `client` (kwargs as for EventBroadcaster).
+
+    Give it a client of its own (`derived_client`), as app.py does, so events and
+    bindings never wait for each other's rate-limit tokens.
+    """
     return EventBroadcaster(KubeEventSink(client), **kwargs)
 
 
 __all__ = [
     "CORE_V1",
+    "DEFAULT_WORKERS",
     "EVENTS_V1",
     "MAX_NOTE_BYTES",
     "EventBroadcaster",
     "EventRecorder",
+    "EventRetry",
     "EventSink",
     "KubeEventSink",
     "new_event_broadcaster",

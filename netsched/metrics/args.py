@@ -20,6 +20,10 @@ from netsched.framework.fields import Fields
 DEFAULT_ADDRESS = "http://prometheus-k8s.monitoring.svc:9090"
 DEFAULT_TIMEOUT_SECONDS = 5.0
 DEFAULT_POLL_INTERVAL_SECONDS = 15.0
+# A reply above this is refused while it is read. 16 MiB holds a per-node vector for ~50,000
+# nodes (~300 bytes a series): room for the largest clusters, and a bound a scheduler pod can afford.
+DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+MIN_MAX_RESPONSE_BYTES = 1024
 # Samples older than this many poll intervals count as stale: three polls may
 # fail in a row (a Prometheus restart) before a node's data is distrusted.
 MAX_AGE_POLL_INTERVALS = 4
@@ -167,6 +171,7 @@ class ConnectionKey:
     timeout_seconds: float
     poll_interval_seconds: float
     node_mapping: NodeMappingArgs
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +188,7 @@ class PrometheusArgs:
     queries: QueriesArgs = field(default_factory=QueriesArgs)
     rate_window: str = DEFAULT_RATE_WINDOW
     estimation: EstimationArgs = field(default_factory=EstimationArgs)
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
     @property
     def connection(self) -> ConnectionKey:
@@ -194,6 +200,7 @@ class PrometheusArgs:
             self.timeout_seconds,
             self.poll_interval_seconds,
             self.node_mapping,
+            self.max_response_bytes,
         )
 
     @property
@@ -227,6 +234,7 @@ class PrometheusArgs:
                 f"{f.path}.maxSampleAgeSeconds", max_age, f"must be at least pollIntervalSeconds ({poll:g})"
             )
             max_age = MAX_AGE_POLL_INTERVALS * poll
+        max_bytes = f.int("maxResponseBytes", d.max_response_bytes, min=MIN_MAX_RESPONSE_BYTES)
         policy = f.str("stalePolicy", d.stale_policy, choices=STALE_POLICIES)
         mapping = NodeMappingArgs.decode(f.sub("nodeMapping"))
         queries = QueriesArgs.decode(f.sub("queries"))
@@ -251,6 +259,7 @@ class PrometheusArgs:
             queries,
             window,
             estimation,
+            max_bytes,
         )
 
     def encode(self) -> dict[str, Any]:
@@ -258,6 +267,7 @@ class PrometheusArgs:
             "prometheusAddress": self.prometheus_address,
             "timeoutSeconds": self.timeout_seconds,
             "pollIntervalSeconds": self.poll_interval_seconds,
+            "maxResponseBytes": self.max_response_bytes,
             "maxSampleAgeSeconds": self.max_sample_age_seconds,
             "stalePolicy": self.stale_policy,
             "nodeMapping": self.node_mapping.encode(),

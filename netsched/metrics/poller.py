@@ -29,7 +29,8 @@ from netsched.metrics.selfcheck import SelfCheckReport, check
 
 log = logging.getLogger(__name__)
 
-# A poll must finish well before the next one is due, or APScheduler skips runs.
+# A poll must finish well before the next one is due, or APScheduler skips runs: every
+# attempt and every wait between retries is cut to what is left of this budget.
 POLL_BUDGET_FRACTION = 0.8
 
 
@@ -155,9 +156,13 @@ class Poller:
             self._ins.query_errors.labels(self.name, key.name, "deadline").inc()
             return
 
-        def attempt(promql: str, timeout: float) -> Series:
+        def attempt(promql: str) -> Series:
+            # Every attempt, retries included, gets only what is left of the poll's budget.
+            left = deadline - self._clock.now()
+            if left <= 0:
+                raise QueryError("deadline", "poll ran out of time", transient=False)
             run.issued += 1
-            raw = self._client.query(promql, timeout)
+            raw = self._client.query(promql, min(self.conn.timeout_seconds, left))
             try:
                 return parse_vector(raw, self.conn.node_mapping)
             except BadResponse as e:
@@ -165,9 +170,7 @@ class Poller:
 
         q0 = time.perf_counter()
         try:
-            series = retrying(self._clock.now, self._sleep, deadline)(
-                attempt, key.promql, min(self.conn.timeout_seconds, remaining)
-            )
+            series = retrying(self._clock.now, self._sleep, deadline)(attempt, key.promql)
         except QueryError as e:
             run.fail(key, e.reason, e.detail)
             self._ins.query_errors.labels(self.name, key.name, e.reason).inc()

@@ -108,6 +108,19 @@ class SchedulerMetrics:
             ["profile", "agrees"],
             registry=r,
         )
+        self.events_dropped = Counter(
+            "netsched_events_dropped",
+            "Kubernetes Events dropped unwritten: queue full, recorded after stop, or still failing at shutdown.",
+            ["reason"],
+            registry=r,
+        )
+        self.event_write_latency = Histogram(
+            "netsched_event_write_latency_seconds",
+            "Delay from recording an Event (e.g. Scheduled, right after the binding) to the API server "
+            "accepting it, retries included.",
+            buckets=_ATTEMPT_BUCKETS,
+            registry=r,
+        )
 
     def set_pending(self, queue: str, count: int) -> None:
         self.pending_pods.labels(queue=queue).set(count)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from netsched.framework.interfaces import EventRecorder as EventRecorderProtocol
-from netsched.kube.errors import NotFound, ServerError
+from netsched.kube.errors import Forbidden, NotFound
 from netsched.kube.events import CORE_V1, EVENTS_V1, EventBroadcaster, EventRecorder
 from netsched.testing.builders import make_pod
 from netsched.testing.clock import FakeClock
@@ -167,7 +167,8 @@ def test_a_missing_namespace_does_not_switch_api(broadcaster: EventBroadcaster, 
 def test_failures_are_warned_once_per_kind_and_never_raised(
     broadcaster: EventBroadcaster, sink: RecordingSink, caplog: pytest.LogCaptureFixture
 ) -> None:
-    sink.fail_create[EVENTS_V1] = ServerError(500, "InternalError", "etcd down")
+    # A permanent failure: transient ones (5xx) are retried until they succeed (test_kube_events_retry.py).
+    sink.fail_create[EVENTS_V1] = Forbidden(403, "Forbidden", "events is forbidden")
     rec = broadcaster.new_recorder("netsched")
     with caplog.at_level(logging.DEBUG, logger="netsched.kube.events"):
         for i in range(3):

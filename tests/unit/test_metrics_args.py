@@ -88,6 +88,11 @@ def test_max_age_defaults_to_four_poll_intervals() -> None:
             "args.prometheus.insecureSkipVerify: Invalid value: true",
         ),
         ({"bearerToken": "secret"}, "args.prometheus.bearerToken: Unknown field"),
+        (
+            {"maxResponseBytes": 100},
+            "args.prometheus.maxResponseBytes: Invalid value: 100: must be greater than or equal to 1024",
+        ),
+        ({"maxResponseBytes": "64Mi"}, 'args.prometheus.maxResponseBytes: Invalid value: "64Mi"'),
     ],
 )
 def test_errors_name_the_field(raw: dict[str, Any], expected: str) -> None:
@@ -113,6 +118,7 @@ def test_encode_round_trips() -> None:
         "queries": {"cpu": "avg by ($by) (x)"},
         "rateWindow": "2m",
         "estimation": {"defaultBandwidthBytes": 0},
+        "maxResponseBytes": 1 << 20,
     }
     args, errs = decode(raw)
     assert errs == []
@@ -145,3 +151,11 @@ def test_queries_render_by_and_window() -> None:
 def test_redact_drops_credentials() -> None:
     assert redact("https://user:pw@prom:9090/x") == "https://prom:9090/x"
     assert redact("http://prom:9090") == "http://prom:9090"
+
+
+def test_response_size_cap_defaults_and_is_per_connection() -> None:
+    args, errs = decode({})
+    assert errs == [] and args.max_response_bytes == 16 * 1024 * 1024
+    small, errs = decode({"maxResponseBytes": 4096})
+    assert errs == [] and small.connection.max_response_bytes == 4096
+    assert small.connection != args.connection  # a different cap is a different poller

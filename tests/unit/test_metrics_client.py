@@ -153,10 +153,10 @@ def test_non_json_answer(stub: tuple[Stub, str]) -> None:
 
 def test_tls_settings_go_on_the_session() -> None:
     c = client("https://prom:9090", ca_file="/etc/ca.pem")
-    assert c._prom._session.verify == "/etc/ca.pem"
+    assert c.session.verify == "/etc/ca.pem"
     c = client("https://prom:9090", insecure_skip_verify=True)
-    assert c._prom._session.verify is False
-    assert client("https://prom:9090")._prom._session.verify is True
+    assert c.session.verify is False
+    assert client("https://prom:9090").session.verify is True
 
 
 def test_classify_unknown_message() -> None:

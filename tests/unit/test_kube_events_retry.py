@@ -1,0 +1,194 @@
+"""EventBroadcaster's own event path: retries without dropping, parallel writers, shutdown flush."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from netsched.kube.errors import AlreadyExists, ApiError, ServerError, TooManyRequests, Transient
+from netsched.kube.events import EVENTS_V1, EventBroadcaster, EventRetry
+from netsched.testing.builders import make_pod
+from netsched.testing.clock import FakeClock
+
+FAST = EventRetry(backoff=0.001, max_backoff=0.01, max_retry_after=0.01)
+
+
+class FlakySink:
+    """Fails each create with the next queued error (per note), then succeeds; thread-safe."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.created: list[dict[str, Any]] = []
+        self.errors: list[ApiError] = []  # raised in order by the next creates
+        self.always: ApiError | None = None
+        self.attempts = 0
+
+    def create(self, api: str, namespace: str, body: dict[str, Any]) -> None:
+        with self.lock:
+            self.attempts += 1
+            if self.always is not None:
+                raise self.always
+            if self.errors:
+                raise self.errors.pop(0)
+            self.created.append(body)
+
+    def patch(self, api: str, namespace: str, name: str, body: dict[str, Any]) -> None:
+        return None
+
+
+def pod(i: int) -> Any:
+    return make_pod(f"p-{i}").namespace("ns").uid(f"uid-{i}").info()
+
+
+def test_transient_failures_are_retried_until_written_and_warned_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sink = FlakySink()
+    sink.errors = [ServerError(503, "ServiceUnavailable", "restarting")] * 6 + [
+        Transient(0, "ConnectionResetError", "reset by peer")
+    ] * 3
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, workers=1)
+    with caplog.at_level(logging.DEBUG, logger="netsched.kube.events"):
+        b.new_recorder("netsched").event(pod(0), "Normal", "Scheduled", "Binding", "m")
+        assert b.flush(5)
+    b.stop()
+    assert [c["note"] for c in sink.created] == ["m"]
+    assert (b.written, b.failed, b.dropped, b.retries) == (1, 0, 0, 9)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2  # one per kind of failure (503, reset), not one per retry
+    assert all("retrying" in w for w in warnings)
+
+
+def test_retry_after_is_honoured() -> None:
+    sink = FlakySink()
+    sink.errors = [TooManyRequests(429, "TooManyRequests", "slow down", retry_after=3.0)]
+    slept: list[float] = []
+    b = EventBroadcaster(
+        sink,
+        instance="x",
+        clock=FakeClock(),
+        retry=EventRetry(backoff=0.001, max_backoff=0.01, max_retry_after=30),
+        sleep=slept.append,
+    )
+    b.new_recorder("netsched").event(pod(0), "Normal", "Scheduled", "Binding", "m")
+    assert b.flush(5)
+    b.stop()
+    assert slept == [3.0]
+    assert b.written == 1
+
+
+def test_a_create_whose_reply_was_lost_is_not_written_twice() -> None:
+    sink = FlakySink()
+    sink.errors = [AlreadyExists(409, "AlreadyExists", 'events "p-0.17" already exists')]
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST)
+    b.new_recorder("netsched").event(pod(0), "Normal", "Scheduled", "Binding", "m")
+    assert b.flush(5)
+    b.stop()
+    assert (b.written, b.failed, b.dropped) == (1, 0, 0)
+
+
+def test_writers_share_the_load_and_keep_each_pods_events_in_order() -> None:
+    sink = FlakySink()
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), workers=4, queue_size=10_000)
+    rec = b.new_recorder("netsched")
+    for step in range(5):
+        for i in range(200):
+            rec.event(pod(i), "Warning", "FailedScheduling", "Scheduling", f"step {step}")
+    assert b.flush(10)
+    b.stop()
+    by_pod: dict[str, list[str]] = defaultdict(list)
+    for body in sink.created:
+        by_pod[body["regarding"]["name"]].append(body["note"])
+    assert len(by_pod) == 200
+    assert all(notes == [f"step {s}" for s in range(5)] for notes in by_pod.values())
+    threads = {name for name in (t.name for t in threading.enumerate()) if name.startswith("event-writer")}
+    assert not threads  # stop() ended every writer
+
+
+def test_drops_and_write_delays_reach_the_callbacks() -> None:
+    sink = FlakySink()
+    gate = threading.Event()
+    original = sink.create
+
+    def blocked(api: str, namespace: str, body: dict[str, Any]) -> None:
+        gate.wait(5)
+        original(api, namespace, body)
+
+    sink.create = blocked  # type: ignore[method-assign]
+    clock = FakeClock()
+    drops: list[str] = []
+    delays: list[float] = []
+    b = EventBroadcaster(
+        sink,
+        instance="x",
+        clock=clock,
+        workers=1,
+        queue_size=1,
+        on_drop=drops.append,
+        on_written=delays.append,
+    )
+    rec = b.new_recorder("netsched")
+    rec.event(pod(0), "Normal", "Scheduled", "Binding", "in flight")
+    assert _wait_until(lambda: b.pending == 0)  # taken by the writer, stuck in create
+    rec.event(pod(1), "Normal", "Scheduled", "Binding", "queued")
+    rec.event(pod(2), "Normal", "Scheduled", "Binding", "no room")
+    clock.step(2)
+    gate.set()
+    assert b.flush(5)
+    b.stop()
+    rec.event(pod(3), "Normal", "Scheduled", "Binding", "after stop")
+    assert drops == ["full", "stopped"]
+    assert delays == [2.0, 2.0]
+    assert [c["note"] for c in sink.created] == ["in flight", "queued"]
+
+
+def test_stop_writes_everything_queued_while_the_server_recovers() -> None:
+    sink = FlakySink()
+    sink.errors = [ServerError(500, "InternalError", "etcd leader change")] * 50
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, workers=2)
+    rec = b.new_recorder("netsched")
+    for i in range(100):
+        rec.event(pod(i), "Normal", "Scheduled", "Binding", f"m{i}")
+    assert b.stop(timeout=10)
+    assert len(sink.created) == 100
+    assert (b.dropped, b.failed) == (0, 0)
+
+
+def test_stop_gives_up_at_its_deadline_and_counts_what_is_left() -> None:
+    sink = FlakySink()
+    sink.always = ServerError(503, "ServiceUnavailable", "down for good")
+    drops: list[str] = []
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, workers=2, on_drop=drops.append)
+    rec = b.new_recorder("netsched")
+    for i in range(10):
+        rec.event(pod(i), "Normal", "Scheduled", "Binding", f"m{i}")
+    assert not b.stop(timeout=0.2)
+    assert sink.created == []
+    assert b.dropped == 10 and drops == ["shutdown"] * 10
+    assert b.failed == 0
+    assert sink.attempts > 10  # the writers kept retrying until the deadline
+
+
+def test_api_groups_are_the_same_for_every_writer() -> None:
+    sink = FlakySink()
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), workers=3)
+    rec = b.new_recorder("netsched")
+    for i in range(30):
+        rec.event(pod(i), "Normal", "Scheduled", "Binding", "m")
+    assert b.flush(5)
+    b.stop()
+    assert {c["apiVersion"] for c in sink.created} == {EVENTS_V1}
+    assert len({c["metadata"]["name"] for c in sink.created}) == 30
+
+
+def _wait_until(cond: Any, timeout: float = 5.0) -> bool:
+    done = threading.Event()
+    for _ in range(int(timeout / 0.01)):
+        if cond():
+            return True
+        done.wait(0.01)
+    return bool(cond())
