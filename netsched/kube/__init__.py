@@ -3,7 +3,7 @@
     client = build_api_client(kubeconfig="~/.kube/config", qps=50, burst=100)
     api = KubeAPI(client)                         # ClusterAPI: bind, delete_pod, status patches
     pods = api.reflector(PODS, on_event).start()  # raw-JSON list + watch in a daemon thread
-    events = new_event_broadcaster(client)        # one writer thread for all profiles
+    events = new_event_broadcaster(client)        # its own client, rate budget and writers, shared by all profiles
     recorder = events.new_recorder("netsched")    # framework EventRecorder
 
 The kinds it lists and watches are a table (NODES, PODS, ... in
