@@ -440,8 +440,8 @@ def _check_scores(plugin: str, scores: IntArray, feasible: IntArray, snapshot: S
     if len(scores) != len(feasible):
         msg = f"returned {len(scores)} scores for {len(feasible)} nodes"
         raise PluginFault(Status(Code.ERROR, [msg], plugin))
-    bad = np.flatnonzero((scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE))
-    if len(bad):
+    if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+        bad = np.flatnonzero((scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE))
         node = snapshot.nodes[int(feasible[bad[0]])].name
         msg = (
             f"plugin {plugin!r} returns an invalid score {int(scores[bad[0]])} for node {node!r}, "
