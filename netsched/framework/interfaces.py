@@ -15,7 +15,7 @@ default loops over the per-node form.  In-tree plugins implement both.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
@@ -340,10 +340,18 @@ class Diagnosis:
             failed |= rej.mask
             hit = rows[rej.mask]
             self.node_codes[hit] = np.maximum(self.node_codes[hit], int(rej.code))
-            for reason in rej.reasons:
-                self.reasons[reason] = self.reasons.get(reason, 0) + cnt
-            self.unschedulable_plugins.add(plugin)
+            self._count(plugin, rej.reasons, cnt)
         return failed, None
+
+    def record_node(self, row: int, st: Status) -> None:
+        """One node's rejection by the per-node filters (nodes with nominated pods)."""
+        self.node_codes[row] = int(st.code)
+        self._count(st.plugin, st.reasons, 1)
+
+    def _count(self, plugin: str, reasons: Iterable[str], nodes: int) -> None:
+        for reason in reasons:
+            self.reasons[reason] = self.reasons.get(reason, 0) + nodes
+        self.unschedulable_plugins.add(plugin)
 
     def message(self) -> str:
         """kube's FitError text: each part is appended as " part." (so a preemption message

@@ -239,10 +239,7 @@ class NodeSearch:
                 continue
             if st.code == Code.ERROR:
                 raise PluginFault(st)
-            diagnosis.node_codes[row] = int(st.code)
-            for reason in st.reasons:
-                diagnosis.reasons[reason] = diagnosis.reasons.get(reason, 0) + 1
-            diagnosis.unschedulable_plugins.add(st.plugin)
+            diagnosis.record_node(row, st)
         if ok_special:
             return np.concatenate([alive, np.asarray(ok_special, dtype=np.int64)])
         return alive

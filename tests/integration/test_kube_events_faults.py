@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +13,7 @@ from netsched.kube import EventBroadcaster, KubeClient, RetrySettings, build_api
 from netsched.kube.client import derived_client
 from netsched.kube.events import EventRetry, new_event_broadcaster
 from netsched.testing.builders import make_node, make_pod
+from netsched.testing.cli import start_netsched
 from netsched.testing.fakeapi import FakeAPIServer
 
 pytestmark = pytest.mark.integration
@@ -128,24 +126,7 @@ def test_sigterm_during_a_burst_writes_every_pending_event(server: FakeAPIServer
         server.create("pods", make_pod(f"p{i:03d}").scheduler("netsched").req(cpu="100m").obj())
     # Each event write takes 50 ms: events fall far behind bindings, as on a busy API server.
     server.inject_fault("POST", EVENT_WRITES, status=None, delay=0.05, count=-1)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "netsched.cli",
-            "--config",
-            str(cfg),
-            "--kubeconfig",
-            str(kubeconfig),
-            "--metrics-bind-address",
-            "127.0.0.1:0",
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = start_netsched(cfg, kubeconfig)
 
     def bound() -> set[str]:
         return {p["metadata"]["name"] for p in server.list("pods") if p["spec"].get("nodeName")}

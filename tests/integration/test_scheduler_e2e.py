@@ -17,6 +17,7 @@ from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
 from netsched.kube import KubeAPI, build_api_client
 from netsched.testing.builders import make_node, make_pod
+from netsched.testing.cli import start_netsched
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.wait import wait_until
 
@@ -200,26 +201,7 @@ def test_cli_sigterm_exits_zero(server: FakeAPIServer, kubeconfig: str, tmp_path
     cfg.write_text(CONFIG)
     server.create("nodes", make_node("n0").obj())
     server.create("pods", make_pod("cli").scheduler("netsched").obj())
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "netsched.cli",
-            "--config",
-            str(cfg),
-            "--kubeconfig",
-            kubeconfig,
-            "--metrics-bind-address",
-            "127.0.0.1:0",
-            "-v",
-            "2",
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = start_netsched(cfg, kubeconfig, "-v", "2")
     try:
         wait_until(lambda: pod_node(server, "cli"), timeout=30, what="CLI scheduler bound the pod")
         proc.send_signal(signal.SIGTERM)
