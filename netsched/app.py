@@ -21,7 +21,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry
 
 from netsched import logutil
 from netsched.assemble import Edges, assemble
+from netsched.cache import ObjectStore
 from netsched.clock import Clock, SystemClock
 from netsched.config import ConfigError, SchedulerConfig, load_config, validate_config, write_config
 from netsched.framework.interfaces import EventRecorder, FrameworkBuildError, Plugin
@@ -100,9 +101,7 @@ class SchedulerApp:
         self.broadcaster = events if events is not None else self._event_broadcaster(kube)
         self.hub = MetricsHub(registry=self.metrics_registry, clock=self.clock)
         self.stop_event = threading.Event()
-        self._pdbs: dict[str, dict[str, Any]] = {}
-        self._namespaces: dict[str, dict[str, str]] = {}
-        self._pdb_lock = threading.Lock()
+        self.objects = ObjectStore()
 
         self.shadow: Any = None
         api: Any = kube
@@ -123,8 +122,7 @@ class SchedulerApp:
                 clock=self.clock,
                 hub=self.hub,
                 metrics=self.metrics,
-                pdbs=self._list_pdbs,
-                namespace_labels=self._namespace_labels,
+                objects=self.objects,
                 # Shadow the other scheduler's pods with our first profile; ours are left alone.
                 shadow_of=self.options.shadow_scheduler_name if self.options.dry_run else None,
                 on_assigned=self.shadow.observed_binding if self.shadow is not None else None,
@@ -165,44 +163,18 @@ class SchedulerApp:
             return NullEvents()
         return self.broadcaster.new_recorder(scheduler_name)
 
-    def _list_pdbs(self) -> list[Mapping[str, Any]]:
-        with self._pdb_lock:
-            return list(self._pdbs.values())
-
-    def _namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        with self._pdb_lock:
-            return self._namespaces.get(namespace)
-
-    def _on_namespace(self, kind: str, obj: dict[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
-        name = str(meta.get("name") or "")
-        with self._pdb_lock:
-            if kind == "DELETED":
-                self._namespaces.pop(name, None)
-            else:
-                self._namespaces[name] = dict(meta.get("labels") or {})
-
-    def _on_pdb(self, kind: str, obj: dict[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
-        key = f"{meta.get('namespace')}/{meta.get('name')}"
-        with self._pdb_lock:
-            if kind == "DELETED":
-                self._pdbs.pop(key, None)
-            else:
-                self._pdbs[key] = obj
-
     # ------------------------------------------------------------ lifecycle
 
     def start_informers(self, sync_timeout: float = 60.0) -> bool:
-        """List+watch nodes, pods, PDBs and namespaces; True once all have synced within the timeout."""
-        from netsched.kube.resources import NAMESPACES, NODES, PODDISRUPTIONBUDGETS, PODS
+        """List+watch nodes, pods and the OBJECT_KINDS; True once all have synced within the timeout."""
+        from netsched.kube.resources import NODES, OBJECT_KINDS, PODS, Resource
 
-        handlers = {
+        handlers: dict[Resource, Callable[[str, dict[str, Any]], None]] = {
             NODES: self.handlers.on_node_event,
             PODS: self.handlers.on_pod_event,
-            PODDISRUPTIONBUDGETS: self._on_pdb,
-            NAMESPACES: self._on_namespace,
         }
+        for kind in OBJECT_KINDS:
+            handlers[kind] = self.objects.handler(kind.key)
         wt = self.options.watch_timeout
         self.reflectors = [self.kube.reflector(kind, on, watch_timeout=wt) for kind, on in handlers.items()]
         for r in self.reflectors:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netsched.binder import Binder, BindRequest
-from netsched.cache import ClusterCache
+from netsched.cache import ClusterCache, ObjectStore
 from netsched.clock import Clock
 from netsched.config import SchedulerConfig
 from netsched.eventhandlers import EventHandlers
@@ -39,8 +39,8 @@ class Edges:
     clock: Clock
     hub: Any = None  # netsched.metrics.MetricsHub read by the plugins; None: no metrics
     metrics: SchedulerMetrics | None = None  # the scheduler's own metrics; None: not observed
-    pdbs: Callable[[], list[Mapping[str, Any]]] = lambda: []
-    namespace_labels: Callable[[str], Mapping[str, str] | None] = lambda _ns: None
+    # Watched objects besides pods and nodes (PDBs, namespaces, ...); None: an empty store.
+    objects: ObjectStore | None = None
     # Dry run: the first profile schedules (in shadow) the pods of this other scheduler.
     shadow_of: str | None = None
     on_assigned: Callable[[PodInfo], None] | None = None  # a pod was seen bound (by anyone)
@@ -140,6 +140,7 @@ def _frameworks(
     """One framework per profile; all share one waiting-pods map (Permit is process-wide)."""
     out: dict[str, Framework] = {}
     waiting = None
+    objects = edges.objects if edges.objects is not None else ObjectStore()
     for profile in cfg.profiles:
         if profile.percentage_of_nodes_to_score is None:
             profile.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
@@ -151,8 +152,7 @@ def _frameworks(
             metrics=edges.hub,
             nominated_pods=nominator.nominated_pods_for_node,
             nominated_node_names=nominator.node_names,
-            pdbs=edges.pdbs,
-            namespace_labels=edges.namespace_labels,
+            objects=objects,
             observe=edges.metrics,
         )
         if waiting is not None:

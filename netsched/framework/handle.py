@@ -1,7 +1,7 @@
 """The Handle: what a profile's plugins can reach of the scheduler, and where it comes from.
 
 `Services` is what the composition root hands every profile (the API, events,
-clock, metrics hub, waiting pods, nominated pods, PDBs, namespace labels);
+clock, metrics hub, waiting pods, nominated pods, watched objects);
 `FrameworkHandle` serves it to plugins together with the snapshot of the
 cycle in progress.  The runtime's Framework is a FrameworkHandle, so a plugin
 holds its own profile's handle.
@@ -18,6 +18,7 @@ from netsched.framework.interfaces import (
     ClusterAPI,
     EventRecorder,
     MetricsProvider,
+    ObjectReader,
     PluginArgs,
     RuntimeMetrics,
     WaitingPod,
@@ -25,6 +26,10 @@ from netsched.framework.interfaces import (
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
 from netsched.framework.waiting import WaitingPods
+
+# Resource keys (netsched.kube.resources.Resource.key) of the kinds the Handle reads itself.
+PDBS_KEY = "policy/poddisruptionbudgets"
+NAMESPACES_KEY = "namespaces"
 
 
 class ProfileLike(Protocol):
@@ -52,9 +57,8 @@ class Services:
     waiting_pods: WaitingPods = field(default_factory=WaitingPods)
     nominated_pods: Callable[[str], list[PodInfo]] = lambda _node: []
     nominated_node_names: Callable[[], Iterable[str]] = lambda: ()
-    pdbs: Callable[[], list[Mapping[str, Any]]] = lambda: []
-    # Labels of a namespace (None when unknown): InterPodAffinity's namespaceSelector.
-    namespace_labels: Callable[[str], Mapping[str, str] | None] = lambda _ns: None
+    # PDBs, namespaces and every other watched kind besides pods and nodes.
+    objects: ObjectReader = field(default_factory=lambda: _NoObjects())
     observe: RuntimeMetrics | None = None
 
 
@@ -117,8 +121,24 @@ class FrameworkHandle:
     def nominated_node_names(self) -> Iterable[str]:
         return self._services.nominated_node_names()
 
+    @property
+    def objects(self) -> ObjectReader:
+        return self._services.objects
+
     def list_pdbs(self) -> list[Mapping[str, Any]]:
-        return self._services.pdbs()
+        return self._services.objects.list(PDBS_KEY)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        return self._services.namespace_labels(namespace)
+        """The namespace's labels, None when it is not known (InterPodAffinity's namespaceSelector)."""
+        ns = self._services.objects.get(NAMESPACES_KEY, "", namespace)
+        return None if ns is None else (ns.get("metadata") or {}).get("labels") or {}
+
+
+class _NoObjects:
+    """No watched objects: every kind reads as empty."""
+
+    def list(self, key: str, namespace: str | None = None) -> list[Mapping[str, Any]]:
+        return []
+
+    def get(self, key: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return None

@@ -489,6 +489,11 @@ class Handle(Protocol):
         self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
     ) -> Status: ...
 
+    @property
+    def objects(self) -> ObjectReader:
+        """Watched objects of the kinds besides pods and nodes (PVCs, PodGroups, ...)."""
+        ...
+
     def list_pdbs(self) -> list[Mapping[str, Any]]:
         """PodDisruptionBudgets as raw JSON (empty when none are watched)."""
         ...
@@ -496,6 +501,17 @@ class Handle(Protocol):
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """The namespace's labels, or None when it is unknown (namespaceSelector)."""
         ...
+
+
+class ObjectReader(Protocol):
+    """Raw objects of the watched kinds other than pods and nodes, by resource key
+    ("namespaces", "policy/poddisruptionbudgets", "scheduling.x-k8s.io/podgroups":
+    netsched.kube.resources.Resource.key). Served by netsched.cache.ObjectStore;
+    a kind that is not watched (or not served by the cluster) reads as empty."""
+
+    def list(self, key: str, namespace: str | None = None) -> list[Mapping[str, Any]]: ...
+
+    def get(self, key: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
 
 
 PluginFactory = type[Plugin]
@@ -513,6 +529,7 @@ __all__ = [
     "FrameworkBuildError",
     "Handle",
     "MetricsProvider",
+    "ObjectReader",
     "PermitPlugin",
     "Plugin",
     "PluginArgs",

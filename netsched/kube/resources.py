@@ -58,6 +58,11 @@ class Resource:
         )
 
     @property
+    def key(self) -> str:
+        """The name it is kept under in netsched.cache.ObjectStore (and the fake's hooks)."""
+        return f"{self.group}/{self.plural}" if self.group else self.plural
+
+    @property
     def path(self) -> str:
         """The collection's REST path, in one namespace or all."""
         root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
@@ -78,12 +83,17 @@ PODDISRUPTIONBUDGETS = Resource("poddisruptionbudgets", group="policy", namespac
 # Labels for InterPodAffinity's namespaceSelector; optional like PDBs.
 NAMESPACES = Resource("namespaces", optional=True)
 
-RESOURCES: tuple[Resource, ...] = (NODES, PODS, PODDISRUPTIONBUDGETS, NAMESPACES)
+# Watched into netsched.cache.ObjectStore (by Resource.key) and read by plugins through
+# Handle.objects; a new kind a plugin needs is one entry here (and its RBAC list/watch).
+OBJECT_KINDS: tuple[Resource, ...] = (PODDISRUPTIONBUDGETS, NAMESPACES)
+
+RESOURCES: tuple[Resource, ...] = (NODES, PODS, *OBJECT_KINDS)
 
 __all__ = [
     "ACTIVE_PODS_SELECTOR",
     "NAMESPACES",
     "NODES",
+    "OBJECT_KINDS",
     "PODDISRUPTIONBUDGETS",
     "PODS",
     "RESOURCES",

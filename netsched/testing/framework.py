@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from netsched.cache import ObjectStore
 from netsched.framework.cycle_state import CycleState
-from netsched.framework.handle import Services
+from netsched.framework.handle import NAMESPACES_KEY, PDBS_KEY, Services
 from netsched.framework.interfaces import (
     EXTENSION_POINTS,
     BindPlugin,
@@ -90,13 +91,15 @@ def build_framework(
     nominated: Mapping[str, Sequence[PodInfo]] | None = None,
     pdbs: Sequence[Mapping[str, Any]] = (),
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    objects: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> Framework:
     """A Framework enabling each plugin at every point it implements (multiPoint-like).
 
     Without `services`, the Handle the plugins see is built from the keywords:
     a RecordingAPI/RecordingEvents and a FakeClock unless given, `metrics` (a hub,
     e.g. from netsched.testing.prometheus.fake_hub), nominated pods per node,
-    PodDisruptionBudgets and namespace labels.  `snapshot` becomes the Handle's
+    PodDisruptionBudgets, namespace labels and other watched `objects` by
+    resource key ("persistentvolumeclaims", "scheduling.x-k8s.io/podgroups").  `snapshot` becomes the Handle's
     snapshot (plugins that read handle.snapshot() outside a cycle).
     """
     classes = list(plugins)
@@ -124,8 +127,9 @@ def build_framework(
             nominated=nominated,
             pdbs=pdbs,
             namespaces=namespaces,
+            objects=objects,
         )
-    elif api or events or clock or metrics or nominated or pdbs or namespaces:
+    elif api or events or clock or metrics or nominated or pdbs or namespaces or objects:
         raise TypeError("build_framework: pass either services or its parts, not both")
     fwk = Framework(profile, registry, services)
     if snapshot is not None:
@@ -142,6 +146,7 @@ def fake_services(
     nominated: Mapping[str, Sequence[PodInfo]] | None = None,
     pdbs: Sequence[Mapping[str, Any]] = (),
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    objects: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> Services:
     """Services over fixed cluster facts, recording what plugins send to the API."""
     nominated = {k: list(v) for k, v in (nominated or {}).items()}
@@ -153,8 +158,15 @@ def fake_services(
         metrics=metrics,
         nominated_pods=lambda node: list(nominated.get(node, [])),
         nominated_node_names=lambda: list(nominated),
-        pdbs=lambda: list(pdbs),
-        namespace_labels=namespaces.get,
+        objects=ObjectStore(
+            {
+                PDBS_KEY: pdbs,
+                NAMESPACES_KEY: [
+                    {"metadata": {"name": n, "labels": dict(ls)}} for n, ls in namespaces.items()
+                ],
+                **{k: list(v) for k, v in (objects or {}).items()},
+            }
+        ),
     )
 
 

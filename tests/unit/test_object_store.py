@@ -1,0 +1,70 @@
+"""ObjectStore: the watched kinds besides pods and nodes, as plugins read them through the Handle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from netsched.cache import ObjectStore
+from netsched.kube.resources import NAMESPACES, OBJECT_KINDS, PODDISRUPTIONBUDGETS, Resource
+from netsched.testing.framework import build_framework
+
+
+def _obj(name: str, ns: str = "", **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if ns:
+        meta["namespace"] = ns
+    return {"metadata": meta, **extra}
+
+
+def test_events_keep_each_table_current_and_listeners_see_old_and_new() -> None:
+    store = ObjectStore()
+    seen: list[tuple[str, str, Any, Any]] = []
+    store.subscribe(lambda key, kind, old, new: seen.append((key, kind, old, new)))
+    on = store.handler("policy/poddisruptionbudgets")
+    a1, a2 = _obj("a", "x", spec={"v": 1}), _obj("a", "x", spec={"v": 2})
+    on("ADDED", a1)
+    on("ADDED", _obj("a", "y"))
+    on("MODIFIED", a2)
+    assert store.get("policy/poddisruptionbudgets", "x", "a") == a2
+    assert len(store.list("policy/poddisruptionbudgets")) == 2
+    assert store.list("policy/poddisruptionbudgets", "y") == [_obj("a", "y")]
+    on("DELETED", a2)
+    assert store.get("policy/poddisruptionbudgets", "x", "a") is None
+    assert store.list("namespaces") == [] and store.get("namespaces", "", "x") is None
+    assert [(k, kind, old) for k, kind, old, _ in seen][2:] == [
+        ("policy/poddisruptionbudgets", "MODIFIED", a1),
+        ("policy/poddisruptionbudgets", "DELETED", a2),
+    ]
+
+
+def test_a_failing_listener_does_not_stop_the_update() -> None:
+    store = ObjectStore()
+
+    def boom(*_: Any) -> None:
+        raise RuntimeError("listener bug")
+
+    store.subscribe(boom)
+    store.apply("namespaces", "ADDED", _obj("team-a"))
+    assert store.count("namespaces") == 1
+
+
+def test_resource_keys_match_the_fake_servers_names() -> None:
+    assert PODDISRUPTIONBUDGETS.key == "policy/poddisruptionbudgets"
+    assert NAMESPACES.key == "namespaces"
+    assert Resource("podgroups", group="scheduling.x-k8s.io", version="v1alpha1").key == (
+        "scheduling.x-k8s.io/podgroups"
+    )
+    assert set(OBJECT_KINDS) >= {PODDISRUPTIONBUDGETS, NAMESPACES}
+
+
+def test_the_handle_reads_pdbs_namespaces_and_other_kinds_from_the_store() -> None:
+    fwk = build_framework(
+        [],
+        pdbs=[_obj("guard", "x")],
+        namespaces={"team-a": {"env": "prod"}},
+        objects={"persistentvolumeclaims": [_obj("data", "x")]},
+    )
+    assert [p["metadata"]["name"] for p in fwk.list_pdbs()] == ["guard"]
+    assert fwk.namespace_labels("team-a") == {"env": "prod"}
+    assert fwk.namespace_labels("unknown") is None
+    assert fwk.objects.get("persistentvolumeclaims", "x", "data") == _obj("data", "x")
