@@ -25,6 +25,7 @@ from netsched.framework.interfaces import EventRecorder, Plugin
 from netsched.framework.runtime import Framework
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
+from netsched.kube.resources import OBJECT_KINDS
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.queue import Nominator, SchedulingQueue
 from netsched.scheduler import Scheduler
@@ -85,7 +86,8 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
         cache.on_nodes_changed(edges.hub.update_nodes)
     nominator = Nominator()
     recorders = {p.scheduler_name: edges.recorder(p.scheduler_name) for p in cfg.profiles}
-    frameworks = _frameworks(cfg, registry, edges, nominator, recorders)
+    objects = edges.objects if edges.objects is not None else ObjectStore()
+    frameworks = _frameworks(cfg, registry, edges, nominator, recorders, objects)
     if edges.shadow_of is not None:
         frameworks = {edges.shadow_of: next(iter(frameworks.values()))}
 
@@ -124,6 +126,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
         nominate=nominator.add_nominated,
         explain_annotations=edges.explain_annotations,
     )
+    _requeue_on_object_changes(objects, queue)
     if edges.bound_inline is not None:
         binder = Binder(cache, edges.bound_inline, scheduler.binding_failed, parallelism=1)
         scheduler.binder = InlineBinder(binder)  # type: ignore[assignment]
@@ -136,11 +139,11 @@ def _frameworks(
     edges: Edges,
     nominator: Nominator,
     recorders: Mapping[str, EventRecorder],
+    objects: ObjectStore,
 ) -> dict[str, Framework]:
     """One framework per profile; all share one waiting-pods map (Permit is process-wide)."""
     out: dict[str, Framework] = {}
     waiting = None
-    objects = edges.objects if edges.objects is not None else ObjectStore()
     for profile in cfg.profiles:
         if profile.percentage_of_nodes_to_score is None:
             profile.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
@@ -160,3 +163,18 @@ def _frameworks(
         waiting = services.waiting_pods
         out[profile.scheduler_name] = Framework(profile, registry, services)
     return out
+
+
+_VERBS = {"ADDED": "Add", "MODIFIED": "Update", "DELETED": "Delete"}
+
+
+def _requeue_on_object_changes(objects: ObjectStore, queue: SchedulingQueue) -> None:
+    """A change to an object of a `requeue` kind (OBJECT_KINDS) moves unschedulable pods back."""
+    kinds = {r.key: r.kind or r.plural for r in OBJECT_KINDS if r.requeue}
+
+    def changed(key: str, verb: str, _old: object, _new: object) -> None:
+        kind = kinds.get(key)
+        if kind is not None:
+            queue.move_all_to_active_or_backoff(f"{kind}{_VERBS.get(verb, verb)}")
+
+    objects.subscribe(changed)

@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from netsched.assemble import Edges, assemble
 from netsched.binder import BindRequest
+from netsched.cache import ObjectStore
 from netsched.clock import Clock, ManualClock
 from netsched.config import SchedulerConfig
 from netsched.framework.interfaces import Plugin
@@ -77,6 +78,7 @@ class InMemoryCluster:
         self.events = MemoryEvents(keep_events)
         self.hub = metrics_hub
         self.metrics = SchedulerMetrics(CollectorRegistry()) if observe else None
+        self.objects = ObjectStore()  # PDBs, namespaces, ... by Resource.key: add_object()
         parts = assemble(
             cfg,
             registry,
@@ -87,6 +89,7 @@ class InMemoryCluster:
                 hub=metrics_hub,
                 metrics=self.metrics,
                 bound_inline=self._bound,
+                objects=self.objects,
             ),
         )
         self.cache = parts.cache
@@ -103,6 +106,10 @@ class InMemoryCluster:
     def add_nodes(self, raws: Iterable[dict[str, Any]]) -> None:
         self.handlers.on_nodes_synced(list(raws))
         self.cache.notify_node_listeners(force=True)
+
+    def add_object(self, key: str, raw: dict[str, Any], kind: str = "ADDED") -> None:
+        """Add (or update / delete, by `kind`) a watched object of resource key `key`."""
+        self.objects.apply(key, kind, raw)
 
     def add_node(self, raw: dict[str, Any]) -> None:
         self.handlers.on_node_event("ADDED", raw)

@@ -27,6 +27,9 @@ class Resource:
     narrow every list and watch; `where()` returns a copy with other ones.
     `optional` marks a kind the cluster may not serve or RBAC may deny: its
     reflector runs on without it (see netsched.kube.reflector.Reflector).
+    `kind` names it in queue events ("PersistentVolumeClaimAdd"); `requeue`
+    says a change to one of its objects can make an unschedulable pod
+    schedulable, so it moves them back to the queue (see netsched.assemble).
     """
 
     plural: str
@@ -37,6 +40,8 @@ class Resource:
     label_selector: str = ""
     namespace: str = ""
     optional: bool = False
+    kind: str = ""
+    requeue: bool = False
 
     def __post_init__(self) -> None:
         if self.namespace and not self.namespaced:
@@ -75,13 +80,15 @@ class Resource:
         return [(k, v) for k, v in pairs if v]
 
 
-NODES = Resource("nodes")
+NODES = Resource("nodes", kind="Node")
 # Without finished pods, as kube-scheduler.
-PODS = Resource("pods", namespaced=True, field_selector=ACTIVE_PODS_SELECTOR)
+PODS = Resource("pods", namespaced=True, field_selector=ACTIVE_PODS_SELECTOR, kind="Pod")
 # Optional: without them (404/403) preemption ignores disruption budgets.
-PODDISRUPTIONBUDGETS = Resource("poddisruptionbudgets", group="policy", namespaced=True, optional=True)
+PODDISRUPTIONBUDGETS = Resource(
+    "poddisruptionbudgets", group="policy", namespaced=True, optional=True, kind="PodDisruptionBudget"
+)
 # Labels for InterPodAffinity's namespaceSelector; optional like PDBs.
-NAMESPACES = Resource("namespaces", optional=True)
+NAMESPACES = Resource("namespaces", optional=True, kind="Namespace")
 
 # Watched into netsched.cache.ObjectStore (by Resource.key) and read by plugins through
 # Handle.objects; a new kind a plugin needs is one entry here (and its RBAC list/watch).

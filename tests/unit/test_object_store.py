@@ -68,3 +68,29 @@ def test_the_handle_reads_pdbs_namespaces_and_other_kinds_from_the_store() -> No
     assert fwk.namespace_labels("team-a") == {"env": "prod"}
     assert fwk.namespace_labels("unknown") is None
     assert fwk.objects.get("persistentvolumeclaims", "x", "data") == _obj("data", "x")
+
+
+def test_changes_to_a_requeue_kind_move_unschedulable_pods_and_others_do_not() -> None:
+    from netsched.assemble import _requeue_on_object_changes
+
+    moved: list[str] = []
+
+    class Queue:
+        def move_all_to_active_or_backoff(self, event: str) -> int:
+            moved.append(event)
+            return 0
+
+    claims = Resource("persistentvolumeclaims", namespaced=True, kind="PersistentVolumeClaim", requeue=True)
+    store = ObjectStore()
+    import netsched.assemble as assemble_mod
+
+    original = assemble_mod.OBJECT_KINDS
+    assemble_mod.OBJECT_KINDS = (*original, claims)  # type: ignore[misc]
+    try:
+        _requeue_on_object_changes(store, Queue())  # type: ignore[arg-type]
+    finally:
+        assemble_mod.OBJECT_KINDS = original  # type: ignore[misc]
+    store.apply(claims.key, "ADDED", _obj("data", "x"))
+    store.apply(claims.key, "DELETED", _obj("data", "x"))
+    store.apply(PODDISRUPTIONBUDGETS.key, "ADDED", _obj("guard", "x"))
+    assert moved == ["PersistentVolumeClaimAdd", "PersistentVolumeClaimDelete"]
