@@ -21,8 +21,11 @@ from netsched.binder import BindRequest
 from netsched.cache import ObjectStore
 from netsched.clock import Clock, ManualClock
 from netsched.config import SchedulerConfig
+from netsched.fakeapi.patch import merge_patch
 from netsched.framework.interfaces import Plugin
 from netsched.framework.types import NodeInfo, PodInfo
+from netsched.kube.errors import NotFound
+from netsched.kube.resources import Resource
 from netsched.observability.metrics import SchedulerMetrics
 
 
@@ -50,6 +53,20 @@ class MemoryAPI:
         self, pod: PodInfo, condition: Mapping[str, Any], *, nominated_node_name: str | None = None
     ) -> None:
         self.failed[pod.key] = str(condition.get("message", ""))
+
+    def patch_object(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
+    ) -> Mapping[str, Any]:
+        """Merge `patch` into the cluster's stored object (NotFound when there is none)."""
+        if self.cluster is None:
+            raise NotFound(404, "NotFound", f"{resource.key} {namespace}/{name} not found")
+        return self.cluster.patch_object(resource.key, namespace, name, patch)
 
 
 @dataclass
@@ -110,6 +127,17 @@ class InMemoryCluster:
     def add_object(self, key: str, raw: dict[str, Any], kind: str = "ADDED") -> None:
         """Add (or update / delete, by `kind`) a watched object of resource key `key`."""
         self.objects.apply(key, kind, raw)
+
+    def patch_object(
+        self, key: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """A merge patch of a watched object, delivered as a MODIFIED change."""
+        current = self.objects.get(key, namespace, name)
+        if current is None:
+            raise NotFound(404, "NotFound", f"{key} {namespace}/{name} not found")
+        patched: dict[str, Any] = merge_patch(current, dict(patch))
+        self.objects.apply(key, "MODIFIED", patched)
+        return patched
 
     def add_node(self, raw: dict[str, Any]) -> None:
         self.handlers.on_node_event("ADDED", raw)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from netsched.framework.types import PodInfo
+from netsched.kube.resources import Resource
 from netsched.observability.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class DryRunAPI:
         self.agreed = 0
         self.disagreed = 0
         self.would_delete: list[str] = []
+        self.would_patch: list[tuple[str, str, dict[str, Any]]] = []
 
     def bind(self, pod: PodInfo, node_name: str) -> None:
         with self._lock:
@@ -73,6 +75,21 @@ class DryRunAPI:
         self, pod: PodInfo, condition: Mapping[str, Any], *, nominated_node_name: str | None = None
     ) -> None:
         return None
+
+    def patch_object(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
+    ) -> Mapping[str, Any]:
+        """Recorded, never sent: a shadow scheduler writes no PodGroup status and binds no volume."""
+        with self._lock:
+            self.would_patch.append((resource.key, f"{namespace}/{name}", dict(patch)))
+        log.info("Shadow: would patch %s %s/%s", resource.key, namespace, name)
+        return dict(patch)
 
     def observed_binding(self, pod: PodInfo) -> None:
         """The real scheduler bound pod: compare with our prediction, once."""

@@ -30,6 +30,7 @@ from netsched.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 
 if TYPE_CHECKING:
     from netsched.framework.snapshot import Snapshot
+    from netsched.kube.resources import Resource
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -441,6 +442,20 @@ class ClusterAPI(Protocol):
 
     def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:
         """Patch status.nominatedNodeName ("" clears it)."""
+        ...
+
+    def patch_object(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
+    ) -> Mapping[str, Any]:
+        """JSON merge patch (RFC 7386) of one object of any kind, or of its `subresource`
+        ("status"); returns the object as stored. A `metadata.resourceVersion` in the patch
+        makes a stale write fail with netsched.kube.errors.Conflict, as kube's update does."""
         ...
 
 

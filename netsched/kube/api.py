@@ -158,6 +158,37 @@ class KubeAPI:
         body = {"status": {"nominatedNodeName": node_name or None}}
         self._patch_status(pod, body, MERGE_PATCH)
 
+    def patch_object(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
+    ) -> JsonObj:
+        """Merge-patch one object (or its subresource) of any kind: PodGroup status, PV claimRef..."""
+        where = resource.where(namespace=namespace) if resource.namespaced else resource
+        path = f"{where.path}/{name}" + (f"/{subresource}" if subresource else "")
+        api_client = self._client.api_client
+
+        def send(_request_timeout: Any, _preload_content: bool) -> Any:
+            request = api_client.param_serialize(
+                "PATCH",
+                path,
+                header_params={"Accept": "application/json", "Content-Type": MERGE_PATCH},
+                body=dict(patch),
+                auth_settings=["BearerToken"],
+            )
+            resp = api_client.call_api(*request, _request_timeout=_request_timeout)
+            if not 200 <= resp.status <= 299:
+                resp.read()
+                raise ApiException.from_response(http_resp=resp, body=None, data=None)
+            return resp.response
+
+        label = f"{resource.plural}/{subresource}" if subresource else resource.plural
+        return self._client.call_json("patch", label, send)
+
     # --- the scheduler's own writes -----------------------------------------
 
     def update_pod_condition(

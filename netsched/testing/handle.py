@@ -7,9 +7,12 @@ plugins run through the real runtime and tests assert on the calls they made.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from netsched.framework.types import PodInfo
+from netsched.kube.resources import Resource
 
 
 @dataclass
@@ -18,6 +21,7 @@ class RecordingAPI:
 
     calls: list[tuple[str, str, str]] = field(default_factory=list)
     fail_bind: BaseException | None = None
+    patches: list[tuple[str, str, str, dict[str, Any]]] = field(default_factory=list)
 
     def bind(self, pod: PodInfo, node_name: str) -> None:
         if self.fail_bind is not None:
@@ -29,6 +33,19 @@ class RecordingAPI:
 
     def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:
         self.calls.append(("nominate", pod.key, node_name))
+
+    def patch_object(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
+    ) -> Mapping[str, Any]:
+        """Recorded in `patches` (resource key, "ns/name", subresource, patch); returns the patch."""
+        self.patches.append((resource.key, f"{namespace}/{name}", subresource, dict(patch)))
+        return dict(patch)
 
 
 @dataclass

@@ -154,3 +154,34 @@ def test_reads(server: FakeAPIServer, api: KubeAPI) -> None:
     assert [p["metadata"]["name"] for p in unassigned.items] == ["pending"]
     with pytest.raises(NotFound):
         api.get_node("nope")
+
+
+def test_patch_object_merges_into_any_kind_and_its_status(server: FakeAPIServer, api: KubeAPI) -> None:
+    from netsched.kube.resources import NAMESPACES
+
+    server.create("namespaces", {"metadata": {"name": "team-a", "labels": {"env": "dev"}}})
+    out = api.patch_object(NAMESPACES, "", "team-a", {"metadata": {"labels": {"env": "prod", "x": "1"}}})
+    assert out["metadata"]["labels"] == {"env": "prod", "x": "1"}
+    assert server.get("namespaces", "team-a")["metadata"]["labels"]["env"] == "prod"
+    pod = pending_pod(server)
+    api.patch_object(
+        PODS, pod.namespace, pod.name, {"status": {"nominatedNodeName": "n1"}}, subresource="status"
+    )
+    assert refreshed(server, pod).nominated_node_name == "n1"
+    assert RecordedRequest("patch", "", "pods", "status", "default") in server.requests
+
+
+def test_patch_object_with_a_stale_resource_version_is_a_conflict(
+    server: FakeAPIServer, api: KubeAPI
+) -> None:
+    from netsched.kube.resources import NAMESPACES
+
+    server.create("namespaces", {"metadata": {"name": "team-a"}})
+    stale = server.get("namespaces", "team-a")["metadata"]["resourceVersion"]
+    api.patch_object(NAMESPACES, "", "team-a", {"metadata": {"labels": {"a": "1"}}})
+    with pytest.raises(Conflict):
+        api.patch_object(
+            NAMESPACES, "", "team-a", {"metadata": {"resourceVersion": stale, "labels": {"a": "2"}}}
+        )
+    with pytest.raises(NotFound):
+        api.patch_object(NAMESPACES, "", "missing", {"metadata": {"labels": {"a": "1"}}})
