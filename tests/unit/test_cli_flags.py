@@ -9,6 +9,13 @@ import pytest
 from netsched.app import apply_flags, build_registry, load
 from netsched.cli import parse_args
 
+
+@pytest.fixture(autouse=True)
+def _netsched_logs(caplog: pytest.LogCaptureFixture) -> None:
+    # Other tests (simulate, demo) raise the root level; these assert on netsched's warnings.
+    caplog.set_level(logging.INFO, logger="netsched")
+
+
 ARTICLE_1 = [
     "--kube-api-qps=200",
     "--kube-api-burst=300",
@@ -119,7 +126,7 @@ def test_ignored_flags_and_unknown_gates_are_warned(caplog: pytest.LogCaptureFix
     opts = parse_args(
         [*ARTICLE_1, "--feature-gates=MadeUpGate=true,SchedulerQueueingHints=false", "--port=0"]
     )
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="netsched"):
         _warn_about_flags(opts, cfg, apply_flags(cfg, opts))
     text = caplog.text
     assert "flag=--kubeconfig" in text and "flag=--kube-api-qps" in text

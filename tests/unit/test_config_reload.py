@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -19,6 +20,13 @@ from netsched.config.reload import (
     restart_required_fields,
 )
 from netsched.observability.metrics import SchedulerMetrics
+
+
+@pytest.fixture(autouse=True)
+def _netsched_logs(caplog: pytest.LogCaptureFixture) -> None:
+    # Other tests (simulate, demo) raise the root level; these assert on netsched's warnings.
+    caplog.set_level(logging.INFO, logger="netsched")
+
 
 REGISTRY = build_registry()
 

@@ -9,6 +9,13 @@ import pytest
 from netsched.app import build_registry
 from netsched.config import ConfigError, load_config
 
+
+@pytest.fixture(autouse=True)
+def _netsched_logs(caplog: pytest.LogCaptureFixture) -> None:
+    # Other tests (simulate, demo) raise the root level; these assert on netsched's warnings.
+    caplog.set_level(logging.INFO, logger="netsched")
+
+
 REGISTRY = build_registry()
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1beta1\nkind: KubeSchedulerConfiguration\n"
 
@@ -18,7 +25,7 @@ def load(body: str):  # type: ignore[no-untyped-def]
 
 
 def test_loads_with_a_deprecation_warning(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="netsched"):
         cfg = load("profiles:\n- schedulerName: s\n")
     assert "Deprecated KubeSchedulerConfiguration version" in caplog.text
     assert cfg.profiles[0].scheduler_name == "s"
