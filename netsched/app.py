@@ -32,11 +32,16 @@ from netsched.assemble import Edges, assemble
 from netsched.cache import ObjectStore
 from netsched.clock import Clock, SystemClock
 from netsched.config import ConfigError, SchedulerConfig, load_config, validate_config, write_config
+from netsched.framework.fields import FieldError
 from netsched.framework.interfaces import EventRecorder, FrameworkBuildError, Plugin
 from netsched.framework.registry import Registry, RegistryError
+from netsched.observability.auth import AuthSettings, DelegatingAuth
 from netsched.observability.metrics import SchedulerMetrics
+from netsched.observability.server import ObservabilityServer, SecureServing, parse_bind_address
+from netsched.observability.tls import CertificateError, ServingCert, serving_cert
 
 if TYPE_CHECKING:
+    from netsched.config.reload import ConfigReloader
     from netsched.kube.events import EventBroadcaster
 
 log = logging.getLogger(__name__)
@@ -67,7 +72,10 @@ def load(path: str, registry: Registry) -> SchedulerConfig:
 
 @dataclass
 class AppOptions:
-    metrics_bind_address: str = "127.0.0.1:10259"
+    # Plain HTTP, no auth (tests, local use): only when asked for; "" or port 0: off.
+    metrics_bind_address: str = ""
+    # HTTPS with delegated authn/authz, as kube-scheduler's --secure-port (None: off).
+    secure: SecureServing | None = None
     dry_run: bool = False
     shadow_scheduler_name: str = "default-scheduler"
     shadow_annotate: bool = False
@@ -135,7 +143,10 @@ class SchedulerApp:
         self.queue = parts.queue
         self.handlers = parts.handlers
         self.scheduler = parts.scheduler
+        self._build_frameworks = parts.build_frameworks
+        self._swap_lock = threading.Lock()
         self.reflectors: list[Any] = []
+        self.serving_cert: ServingCert | None = None
         self._threads: list[threading.Thread] = []
         self._leading = threading.Event()
         self._loop_stop = threading.Event()
@@ -162,6 +173,34 @@ class SchedulerApp:
 
             return NullEvents()
         return self.broadcaster.new_recorder(scheduler_name)
+
+    # ------------------------------------------------------------ hot reload
+
+    def apply_config(self, cfg: SchedulerConfig) -> None:
+        """Run `cfg`'s profiles from the next scheduling cycle on (hot reload).
+
+        New Frameworks are built (plugins get their new args; metrics plugins ask
+        the shared MetricsHub for their new sources) and swapped into the
+        scheduler between two cycles; the queue, cache, nominations, waiting
+        pods and leadership are kept. The caller (ConfigReloader) has already
+        refused changes that need a restart. Raises ConfigError when a profile
+        cannot be built, leaving everything as it was.
+        """
+        assert self._build_frameworks is not None
+        try:
+            frameworks = self._build_frameworks(cfg)
+        except FrameworkBuildError as e:
+            raise ConfigError([FieldError("profiles", "Invalid value", str(e))]) from e
+        with self._swap_lock:
+            self.cfg = cfg
+            self.frameworks.clear()  # the queue's PreEnqueue reads this dict
+            self.frameworks.update(frameworks)
+            self.scheduler.replace_frameworks(frameworks)
+            if not self._loop_running():
+                self.scheduler.swap_frameworks()  # no cycle can be running: swap now
+
+    def _loop_running(self) -> bool:
+        return self._loop_thread is not None and self._loop_thread.is_alive()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -225,8 +264,12 @@ class SchedulerApp:
 
     def start_scheduling(self) -> None:
         """Start (or resume, after regaining leadership) the scheduling loop."""
-        if self._loop_thread is not None and self._loop_thread.is_alive():
-            return
+        with self._swap_lock:
+            if self._loop_running():
+                return
+            self._start_loop()
+
+    def _start_loop(self) -> None:
         self._loop_stop = threading.Event()
         self._leading.set()
         self.metrics.leader.set(1)
@@ -267,22 +310,112 @@ class SchedulerApp:
 
 # ---------------------------------------------------------------- CLI entry
 
+# Flags that kube-scheduler marks DEPRECATED and ignores when --config is given
+# (cmd/kube-scheduler/app/options/deprecated.go, ApplyTo); dest -> flag.
+DEPRECATED_FLAGS = {
+    "kubeconfig": "--kubeconfig",
+    "kube_api_qps": "--kube-api-qps",
+    "kube_api_burst": "--kube-api-burst",
+    "kube_api_content_type": "--kube-api-content-type",
+    "profiling": "--profiling",
+    "contention_profiling": "--contention-profiling",
+}
+# kube v1.31 gates about scheduling that netsched knows: it behaves as their v1.31
+# default whatever value is given (accepted, so kube command lines keep working).
+KNOWN_FEATURE_GATES = frozenset(
+    {
+        "SchedulerQueueingHints",
+        "PodSchedulingReadiness",
+        "MatchLabelKeysInPodAffinity",
+        "MatchLabelKeysInPodTopologySpread",
+        "NodeInclusionPolicyInPodTopologySpread",
+        "MinDomainsInPodTopologySpread",
+        "PodDisruptionConditions",
+        "DynamicResourceAllocation",
+        "VolumeCapacityPriority",
+        "InPlacePodVerticalScaling",
+        "PodLevelResources",
+        "AllAlpha",
+        "AllBeta",
+    }
+)
 
-def _apply_flags(cfg: SchedulerConfig, opts: argparse.Namespace) -> None:
-    if opts.leader_elect is not None:
-        cfg.leader_election.leader_elect = opts.leader_elect
+
+def apply_flags(cfg: SchedulerConfig, opts: argparse.Namespace) -> list[str]:
+    """Command-line flags over the config, with kube-scheduler's precedence; returns the flags ignored.
+
+    As kube's Options.ApplyTo: leader-election flags that were given override the
+    file's leaderElection either way; the deprecated flags that map to config
+    fields (--kubeconfig, --kube-api-qps/-burst/-content-type, --profiling,
+    --contention-profiling) apply only without --config and are ignored (the
+    caller warns) when a config file is given.
+    """
+    le = cfg.leader_election
+    for dest, attr in (
+        ("leader_elect", "leader_elect"),
+        ("leader_elect_lease_duration", "lease_duration"),
+        ("leader_elect_renew_deadline", "renew_deadline"),
+        ("leader_elect_retry_period", "retry_period"),
+        ("leader_elect_resource_lock", "resource_lock"),
+        ("leader_elect_resource_name", "resource_name"),
+        ("leader_elect_resource_namespace", "resource_namespace"),
+    ):
+        value = getattr(opts, dest, None)
+        if value is not None:
+            setattr(le, attr, value)
+    given = [flag for dest, flag in DEPRECATED_FLAGS.items() if getattr(opts, dest, None) is not None]
+    if getattr(opts, "config", ""):
+        return given
+    cc = cfg.client_connection
+    if opts.kubeconfig is not None:
+        cc.kubeconfig = opts.kubeconfig
     if opts.kube_api_qps is not None:
-        cfg.client_connection.qps = opts.kube_api_qps
+        cc.qps = opts.kube_api_qps
     if opts.kube_api_burst is not None:
-        cfg.client_connection.burst = opts.kube_api_burst
-    if opts.kubeconfig:
-        cfg.client_connection.kubeconfig = opts.kubeconfig
+        cc.burst = opts.kube_api_burst
+    if opts.kube_api_content_type is not None:
+        cc.content_type = opts.kube_api_content_type
+    if opts.profiling is not None:
+        cfg.enable_profiling = opts.profiling
+        cfg.enable_contention_profiling = opts.profiling
+    if opts.contention_profiling is not None:
+        cfg.enable_contention_profiling = opts.contention_profiling
+    return []
 
 
 def _print_config_error(err: ConfigError, source: str) -> None:
     print(f"netsched: invalid configuration in {source or 'the built-in default'}:", file=sys.stderr)
     for e in err.errors:
         print(f"  {e}", file=sys.stderr)
+
+
+def _load_with_flags(source: str, registry: Registry, opts: argparse.Namespace) -> SchedulerConfig:
+    """The config from a file (or YAML text, on reload) with the flags applied, validated again."""
+    cfg = load(source, registry)
+    apply_flags(cfg, opts)
+    errs = validate_config(cfg)
+    if errs:
+        raise ConfigError(errs)
+    return cfg
+
+
+def _warn_about_flags(opts: argparse.Namespace, cfg: SchedulerConfig, ignored: Sequence[str]) -> None:
+    for flag in ignored:
+        log.warning("Flag ignored because --config is given (as kube-scheduler) flag=%s", flag)
+    if opts.port == 0:
+        log.warning("--port is deprecated and has no effect (insecure serving was removed)")
+    for gate, value in sorted(opts.feature_gates.items()):
+        if gate in KNOWN_FEATURE_GATES:
+            log.info("Feature gate accepted; netsched follows kube v1.31 gate=%s value=%s", gate, value)
+        else:
+            log.warning("Unknown feature gate; ignored gate=%s value=%s", gate, value)
+    if opts.tls_cipher_suites:
+        log.warning("--tls-cipher-suites is not applied: OpenSSL's defaults for the TLS version are used")
+    if cfg.client_connection.content_type != "application/json":
+        log.info(
+            "Content type accepted; netsched sends and reads JSON contentType=%s",
+            cfg.client_connection.content_type,
+        )
 
 
 def run(opts: argparse.Namespace, out_of_tree: Sequence[type[Plugin]] = ()) -> int:
@@ -294,7 +427,7 @@ def run(opts: argparse.Namespace, out_of_tree: Sequence[type[Plugin]] = ()) -> i
         return 1
     try:
         cfg = load(opts.config, registry)
-        _apply_flags(cfg, opts)
+        ignored = apply_flags(cfg, opts)
         errs = validate_config(cfg)
         if errs:
             raise ConfigError(errs)
@@ -304,6 +437,7 @@ def run(opts: argparse.Namespace, out_of_tree: Sequence[type[Plugin]] = ()) -> i
     except OSError as e:
         print(f"netsched: cannot read --config {opts.config!r}: {e}", file=sys.stderr)
         return 1
+    _warn_about_flags(opts, cfg, ignored)
     if opts.write_config_to:
         write_config(cfg, opts.write_config_to)
         log.info("Wrote configuration file=%s", opts.write_config_to)
@@ -329,6 +463,7 @@ def run(opts: argparse.Namespace, out_of_tree: Sequence[type[Plugin]] = ()) -> i
             KubeAPI(client),
             options=AppOptions(
                 metrics_bind_address=opts.metrics_bind_address,
+                secure=_secure_serving(opts),
                 dry_run=opts.dry_run,
                 shadow_scheduler_name=opts.shadow_scheduler_name,
                 shadow_annotate=opts.shadow_annotate,
@@ -338,11 +473,41 @@ def run(opts: argparse.Namespace, out_of_tree: Sequence[type[Plugin]] = ()) -> i
     except (FrameworkBuildError, ConfigError) as e:
         print(f"netsched: {e}", file=sys.stderr)
         return 1
-    return serve(app)
+    reloader = None
+    if opts.config:
+        from netsched.config.reload import ConfigReloader
+
+        reloader = ConfigReloader(
+            opts.config,
+            cfg,
+            lambda text: _load_with_flags(text, registry, opts),
+            app.apply_config,
+            metrics=app.metrics,
+        )
+    return serve(app, reloader, reload_interval=opts.config_reload_interval)
 
 
-def serve(app: SchedulerApp) -> int:
-    """Run until SIGTERM/SIGINT: informers, endpoints, leader election, scheduling."""
+def _secure_serving(opts: argparse.Namespace) -> SecureServing | None:
+    if opts.secure_port == 0:
+        return None
+    return SecureServing(
+        bind_address=opts.bind_address,
+        port=opts.secure_port,
+        cert_file=opts.tls_cert_file,
+        key_file=opts.tls_private_key_file,
+        cert_dir=opts.cert_dir,
+        min_tls_version=opts.tls_min_version,
+        authentication_kubeconfig=opts.authentication_kubeconfig,
+        authorization_kubeconfig=opts.authorization_kubeconfig,
+        always_allow_paths=tuple(opts.authorization_always_allow_paths),
+        token_cache_ttl=opts.authentication_token_webhook_cache_ttl,
+        authorized_cache_ttl=opts.authorization_webhook_cache_authorized_ttl,
+        unauthorized_cache_ttl=opts.authorization_webhook_cache_unauthorized_ttl,
+    )
+
+
+def serve(app: SchedulerApp, reloader: ConfigReloader | None = None, *, reload_interval: float = 2.0) -> int:
+    """Run until SIGTERM/SIGINT: informers, endpoints, leader election, scheduling; SIGHUP reloads."""
     stop = threading.Event()
 
     def _signal(signum: int, _frame: Any) -> None:
@@ -351,7 +516,14 @@ def serve(app: SchedulerApp) -> int:
 
     signal.signal(signal.SIGTERM, _signal)
     signal.signal(signal.SIGINT, _signal)
-    server = _start_server(app)
+    if reloader is not None:
+        _watch_config(reloader, stop, reload_interval)
+    try:
+        servers = [s for s in (_start_secure_server(app), _start_server(app)) if s is not None]
+    except (CertificateError, OSError) as e:
+        log.error("Cannot serve the endpoints err=%s", e)
+        app.shutdown(timeout=1)
+        return 1
     app.start_informers()
     app.start_background()
     elector = _start_election(app, stop)
@@ -363,33 +535,80 @@ def serve(app: SchedulerApp) -> int:
     if elector is not None:
         elector.stop(release=True)
     app.shutdown()
-    if server is not None:
+    for server in servers:
         server.stop()
+    if app.serving_cert is not None:
+        app.serving_cert.close()
     log.info("Stopped")
     return 0
 
 
-def _start_server(app: SchedulerApp) -> Any:
-    from netsched.observability.server import ObservabilityServer, parse_bind_address
+def _watch_config(reloader: ConfigReloader, stop: threading.Event, interval: float) -> None:
+    """Poll the file on a daemon thread; SIGHUP reloads at once (on its own thread: a signal
+    handler must not block on the reload lock)."""
 
-    host, port = parse_bind_address(app.options.metrics_bind_address)
-    if port == 0:
-        return None
+    def _hup(_signum: int, _frame: Any) -> None:
+        threading.Thread(target=reloader.reload, args=("SIGHUP",), name="config-reload", daemon=True).start()
 
+    signal.signal(signal.SIGHUP, _hup)
+    if interval > 0:
+        threading.Thread(target=reloader.run, args=(stop, interval), name="config-watch", daemon=True).start()
+
+
+def _endpoint_checks(app: SchedulerApp) -> dict[str, Any]:
     def ready() -> tuple[bool, dict[str, Any]]:
         role = "leader" if app.leading else "standby"
         return app.synced, {"synced": app.synced, "role": role}
 
+    return {
+        "registry": app.metrics_registry,
+        "health": lambda: (True, "ok"),
+        "ready": ready,
+        "debug_handlers": debug_handlers(app),
+    }
+
+
+def _start_server(app: SchedulerApp) -> ObservabilityServer | None:
+    """The plain-HTTP, unauthenticated endpoints, only when --metrics-bind-address asks for them."""
+    if not app.options.metrics_bind_address:
+        return None
+    host, port = parse_bind_address(app.options.metrics_bind_address)
+    if port == 0:
+        return None
+    server = ObservabilityServer(address=host, port=port, **_endpoint_checks(app))
+    server.start()
+    log.warning("Serving plain HTTP WITHOUT authentication (local use only) address=%s", server.url)
+    return server
+
+
+def _start_secure_server(app: SchedulerApp) -> ObservabilityServer | None:
+    """HTTPS on --secure-port with delegated authentication and authorization, as kube-scheduler."""
+    s = app.options.secure
+    if s is None or s.port == 0:
+        return None
+    from netsched.kube.reviews import review_client
+
+    cert = serving_cert(s.cert_file, s.key_file, cert_dir=s.cert_dir, bind_address=s.bind_address)
+    app.serving_cert = cert
+    auth = DelegatingAuth(
+        review_client(s.authentication_kubeconfig, "--authentication-kubeconfig"),
+        review_client(s.authorization_kubeconfig, "--authorization-kubeconfig"),
+        AuthSettings(
+            always_allow_paths=s.always_allow_paths,
+            token_ttl=s.token_cache_ttl,
+            allowed_ttl=s.authorized_cache_ttl,
+            denied_ttl=s.unauthorized_cache_ttl,
+        ),
+    )
     server = ObservabilityServer(
-        address=host,
-        port=port,
-        registry=app.metrics_registry,
-        health=lambda: (True, "ok"),
-        ready=ready,
-        debug_handlers=debug_handlers(app),
+        address=s.bind_address or "0.0.0.0",
+        port=s.port,
+        tls=cert.context(s.min_tls_version),
+        auth=auth.check,
+        **_endpoint_checks(app),
     )
     server.start()
-    log.info("Serving metrics and health address=%s port=%s", host, server.port)
+    log.info("Serving securely address=%s alwaysAllowPaths=%s", server.url, ",".join(s.always_allow_paths))
     return server
 
 
@@ -409,7 +628,12 @@ def debug_handlers(app: SchedulerApp) -> dict[str, Any]:
             return 200, "text/plain; charset=utf-8", (result.table() + "\n").encode()
         return 200, "application/json", result.to_json().encode()
 
-    return {"/debug/explain": explain_endpoint}
+    handlers: dict[str, Any] = {"/debug/explain": explain_endpoint}
+    if app.cfg.enable_profiling:
+        from netsched.observability.profile import Profiler
+
+        handlers["/debug/pprof/profile"] = Profiler().endpoint
+    return handlers
 
 
 def _one(v: Any) -> str:

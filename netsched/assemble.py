@@ -25,6 +25,7 @@ from netsched.framework.interfaces import EventRecorder, Plugin
 from netsched.framework.runtime import Framework
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
+from netsched.framework.waiting import WaitingPods
 from netsched.kube.resources import OBJECT_KINDS
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.queue import Nominator, SchedulingQueue
@@ -60,6 +61,9 @@ class Parts:
     handlers: EventHandlers
     scheduler: Scheduler
     nominator: Nominator
+    # New frameworks for a reloaded config, sharing this assembly's edges, recorders,
+    # nominator, objects and waiting pods (hot reload swaps them into the scheduler).
+    build_frameworks: Callable[[SchedulerConfig], dict[str, Framework]] | None = None
 
 
 class InlineBinder:
@@ -87,9 +91,15 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
     nominator = Nominator()
     recorders = {p.scheduler_name: edges.recorder(p.scheduler_name) for p in cfg.profiles}
     objects = edges.objects if edges.objects is not None else ObjectStore()
-    frameworks = _frameworks(cfg, registry, edges, nominator, recorders, objects)
-    if edges.shadow_of is not None:
-        frameworks = {edges.shadow_of: next(iter(frameworks.values()))}
+    waiting = WaitingPods()
+
+    def build_frameworks(new: SchedulerConfig) -> dict[str, Framework]:
+        built = _frameworks(new, registry, edges, nominator, recorders, objects, waiting)
+        if edges.shadow_of is not None:
+            built = {edges.shadow_of: next(iter(built.values()))}
+        return built
+
+    frameworks = build_frameworks(cfg)
 
     def pre_enqueue(pod: PodInfo) -> Status:
         fwk = frameworks.get(pod.scheduler_name)
@@ -130,7 +140,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
     if edges.bound_inline is not None:
         binder = Binder(cache, edges.bound_inline, scheduler.binding_failed, parallelism=1)
         scheduler.binder = InlineBinder(binder)  # type: ignore[assignment]
-    return Parts(cache, queue, frameworks, recorders, handlers, scheduler, nominator)
+    return Parts(cache, queue, frameworks, recorders, handlers, scheduler, nominator, build_frameworks)
 
 
 def _frameworks(
@@ -140,10 +150,10 @@ def _frameworks(
     nominator: Nominator,
     recorders: Mapping[str, EventRecorder],
     objects: ObjectStore,
+    waiting: WaitingPods,
 ) -> dict[str, Framework]:
     """One framework per profile; all share one waiting-pods map (Permit is process-wide)."""
     out: dict[str, Framework] = {}
-    waiting = None
     for profile in cfg.profiles:
         if profile.percentage_of_nodes_to_score is None:
             profile.percentage_of_nodes_to_score = cfg.percentage_of_nodes_to_score
@@ -157,10 +167,8 @@ def _frameworks(
             nominated_node_names=nominator.node_names,
             objects=objects,
             observe=edges.metrics,
+            waiting_pods=waiting,
         )
-        if waiting is not None:
-            services.waiting_pods = waiting
-        waiting = services.waiting_pods
         out[profile.scheduler_name] = Framework(profile, registry, services)
     return out
 

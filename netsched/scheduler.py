@@ -91,6 +91,28 @@ class Scheduler:
         self._writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="status")
         self._stop = threading.Event()
         self.scheduled = 0
+        self._next_frameworks: dict[str, Framework] | None = None
+
+    def replace_frameworks(self, frameworks: Mapping[str, Framework]) -> None:
+        """Use these frameworks (a reloaded config) from the next scheduling cycle on.
+
+        Swapped on the scheduling thread between two cycles, never during one;
+        the queue, cache, binder and in-flight bindings are untouched.
+        """
+        self._next_frameworks = dict(frameworks)
+
+    def swap_frameworks(self) -> None:
+        new, self._next_frameworks = self._next_frameworks, None
+        if new is None:
+            return
+        searches = {name: NodeSearch(fwk) for name, fwk in new.items()}
+        for name, search in searches.items():
+            old = self.searches.get(name)
+            if old is not None:  # keep the round-robin start, as one scheduler would
+                search.next_start_node_index = old.next_start_node_index
+        self.frameworks, self.searches = new, searches
+        self.explainer = Explainer(new, self.cache.snapshot_copy)
+        log.info("Using reloaded profiles profiles=%s", ",".join(new))
 
     # ------------------------------------------------------------ loop
 
@@ -117,6 +139,8 @@ class Scheduler:
 
     def schedule_one(self, timeout: float | None = None) -> bool:
         """One pod through the scheduling cycle. Returns False when the queue had nothing."""
+        if self._next_frameworks is not None:
+            self.swap_frameworks()
         qp = self.queue.pop(timeout=timeout)
         if qp is None:
             return False

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from netsched.config import v1beta1
 from netsched.config.defaults import (
     DEFAULT_PLUGINS,
     default_lease_name,
@@ -146,6 +147,14 @@ def decode_config(
     default_scheduler_name: str = DEFAULT_SCHEDULER_NAME,
 ) -> SchedulerConfig | None:
     """Decode and default (no validation).  None when the document is not this kind at all."""
+    if isinstance(raw, Mapping) and raw.get("apiVersion") == v1beta1.V1BETA1:
+        _log.warning(
+            "Deprecated KubeSchedulerConfiguration version, converted to v1 (see netsched/config/v1beta1.py) "
+            "apiVersion=%s",
+            v1beta1.V1BETA1,
+        )
+        raw = v1beta1.convert(raw, errs)
+        default_plugins = v1beta1.default_plugins(tuple(default_plugins))
     f = Fields(raw, "", errs)
     if raw is not None and (not isinstance(raw, Mapping) or not _check_type(f)):
         return None  # not a mapping, or a Pod manifest or the like: field errors would be noise
@@ -332,7 +341,7 @@ def _decode_args(name: str, registry: Registry, raw: Any, path: str, errs: Error
         raw = dict(raw)
         api = raw.pop("apiVersion", None)
         kind = raw.pop("kind", None)
-        if api is not None and api not in SUPPORTED_API_VERSIONS:
+        if api is not None and api not in (*SUPPORTED_API_VERSIONS, v1beta1.V1BETA1):
             errs.unsupported(join(path, "apiVersion"), api, SUPPORTED_API_VERSIONS)
         if kind is not None and kind != f"{name}Args":
             errs.unsupported(join(path, "kind"), kind, [f"{name}Args"])

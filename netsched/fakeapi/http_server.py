@@ -63,6 +63,11 @@ VERSION = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
+# Create-only review APIs, answered from the backend's hooks (nothing is stored).
+_REVIEWS = {
+    ("authentication.k8s.io", "tokenreviews"): "token",
+    ("authorization.k8s.io", "subjectaccessreviews"): "access",
+}
 _WATCH_BATCH = 512  # events coalesced into one chunk when a watcher has fallen behind
 
 
@@ -102,6 +107,8 @@ class Backend(Protocol):
     log_requests: bool
 
     def record(self, request: RecordedRequest) -> None: ...
+    def review_token(self, body: JsonObj) -> JsonObj: ...
+    def review_access(self, body: JsonObj) -> JsonObj: ...
     def take_fault(self, method: str, path: str) -> Fault | None: ...
     def track(self, conn: socket.socket, add: bool) -> None: ...
 
@@ -305,6 +312,15 @@ class Handler(BaseHTTPRequestHandler):
         if route.group == "" and route.resource == "bindings" and verb == "create":
             body = _parse_json(raw)
             self._bind(route.namespace or "default", str((body.get("metadata") or {}).get("name", "")), body)
+            return
+        review = _REVIEWS.get((route.group, route.resource))
+        if review is not None and route.name is None and route.namespace is None:
+            if verb != "create":
+                raise ApiError(405, "MethodNotAllowed", f"{route.resource} only supports create")
+            body = _parse_json(raw)
+            backend = self.server.backend
+            answer = backend.review_token(body) if review == "token" else backend.review_access(body)
+            self._send(201, _dumps(answer))
             return
         rt = find_resource(route.group, route.version, route.resource)
         if rt is None or (route.namespace is not None and not rt.namespaced):

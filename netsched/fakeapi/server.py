@@ -5,7 +5,9 @@ that netsched's raw-JSON calls, watches and retries work on the wire. This fake
 speaks the same HTTP as kube-apiserver for the resources a scheduler touches:
 one global resourceVersion, list + watch (bookmarks, 410 after compaction,
 selector transitions), pods/binding, pods/status, events in both API groups,
-leases with 409 on stale writes, and poddisruptionbudgets.
+leases with 409 on stale writes, and poddisruptionbudgets; and the two review
+APIs a delegating server calls (TokenReview, SubjectAccessReview) answered
+from hooks: add_token(token, user, groups) and allow(user, path, verb).
 
 Tests drive it over HTTP through the official client or netsched.kube, and reach
 into it through plain thread-safe hooks: create/get/list/update/patch/delete/bind
@@ -82,6 +84,8 @@ class FakeAPIServer:
         self._requests: list[RecordedRequest] = []
         self._faults: list[Fault] = []
         self._connections: set[socket.socket] = set()
+        self._tokens: dict[str, JsonObj] = {}
+        self._grants: set[tuple[str, str, str]] = set()  # (user or "group:NAME", path, verb)
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -211,6 +215,50 @@ class FakeAPIServer:
             return None
         from_obj = ((obj or {}).get("metadata") or {}).get("namespace")
         return namespace or from_obj or "default"
+
+    # --- delegated auth (TokenReview / SubjectAccessReview) -------------------
+
+    def add_token(
+        self, token: str, user: str, groups: builtins.list[str] | tuple[str, ...] = (), uid: str = ""
+    ) -> None:
+        """A TokenReview of `token` now authenticates as `user` in `groups` (others: not authenticated)."""
+        info: JsonObj = {"username": user, "groups": list(groups)}
+        if uid:
+            info["uid"] = uid
+        with self._lock:
+            self._tokens[token] = info
+
+    def allow(self, user: str, path: str, verb: str = "get", *, group: bool = False) -> None:
+        """SubjectAccessReviews for (user or, with group=True, any member of that group, non-resource
+        `path`, `verb`) are allowed from now on; a path ending in "*" is a prefix, as in RBAC."""
+        with self._lock:
+            self._grants.add((f"group:{user}" if group else user, path, verb))
+
+    def review_token(self, body: JsonObj) -> JsonObj:
+        token = str(((body.get("spec") or {}).get("token")) or "")
+        with self._lock:
+            user = self._tokens.get(token)
+        status: JsonObj = {"authenticated": user is not None}
+        if user is not None:
+            status["user"] = copy.deepcopy(user)
+        else:
+            status["error"] = "token not recognized"
+        return {**body, "status": status}
+
+    def review_access(self, body: JsonObj) -> JsonObj:
+        spec = body.get("spec") or {}
+        attrs = spec.get("nonResourceAttributes") or {}
+        subjects = {str(spec.get("user") or "")} | {f"group:{g}" for g in spec.get("groups") or ()}
+        path, verb = str(attrs.get("path") or ""), str(attrs.get("verb") or "")
+        with self._lock:
+            allowed = any(
+                who in subjects
+                and v in (verb, "*")
+                and (p == path or (p.endswith("*") and path.startswith(p[:-1])))
+                for who, p, v in self._grants
+            )
+        reason = "allowed by a test grant" if allowed else ""
+        return {**body, "status": {"allowed": allowed, "reason": reason}}
 
     # --- faults --------------------------------------------------------------
 

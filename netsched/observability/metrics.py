@@ -122,5 +122,28 @@ class SchedulerMetrics:
             registry=r,
         )
 
+        self.config_reloads = Counter(
+            "netsched_config_reloads",
+            "Reloads of the --config file, by result (success, invalid, restart_required, unchanged).",
+            ["result"],
+            registry=r,
+        )
+        self.config_info = Gauge(
+            "netsched_config_info",
+            "1 for the hash (SHA-256, 16 hex digits) of the configuration file in use.",
+            ["hash"],
+            registry=r,
+        )
+        self._config_hash = ""
+
+    def config_reloaded(self, result: str) -> None:
+        self.config_reloads.labels(result).inc()
+
+    def config_active(self, digest: str) -> None:
+        if self._config_hash and self._config_hash != digest:
+            self.config_info.remove(self._config_hash)
+        self._config_hash = digest
+        self.config_info.labels(digest).set(1)
+
     def set_pending(self, queue: str, count: int) -> None:
         self.pending_pods.labels(queue=queue).set(count)

@@ -1,10 +1,16 @@
-"""The scheduler's own HTTP endpoints: /metrics, /healthz, /livez, /readyz and /debug/*.
+"""The scheduler's own HTTP(S) endpoints: /metrics, /healthz, /livez, /readyz and /debug/*.
 
 Prometheus scrapes /metrics; the kubelet probes /livez (restart a wedged
-process) and /readyz (route traffic, pace rolling updates). Plain HTTP on a
-stdlib ThreadingHTTPServer: nothing here needs TLS termination that a
-NetworkPolicy or a mesh cannot give, and a scrape must not depend on the
-scheduling thread.
+process) and /readyz (route traffic, pace rolling updates). A stdlib
+ThreadingHTTPServer, so a scrape never depends on the scheduling thread.
+
+As kube-scheduler on --secure-port: with `tls` (netsched.observability.tls)
+it speaks HTTPS only (the handshake runs on the connection's own thread, so a
+slow client cannot stall accept), and with `auth`
+(netsched.observability.auth.DelegatingAuth) every request is authenticated
+and authorized before it is served: 401 / 403 with the reason, or 200.
+Without either (tests, --metrics-bind-address for local use) it is the plain,
+open server it always was.
 
 Readiness is deliberately not leadership. A standby replica whose caches are
 synced answers 200 (body "role=standby"): a Deployment's rolling update waits
@@ -20,16 +26,22 @@ on all interfaces (0.0.0.0, as in a pod) must be asked for.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
+import ssl
+import sys
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from netsched.observability.auth import DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_TTL, Decision
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +53,29 @@ HealthCheck = Callable[[], tuple[bool, str]]
 ReadyCheck = Callable[[], tuple[bool, Mapping[str, Any]]]
 # A debug endpoint gets the parsed query string and returns (status, content type, body).
 DebugHandler = Callable[[dict[str, list[str]]], tuple[int, str, bytes]]
+# auth(method, path, headers) -> Decision (DelegatingAuth.check).
+AuthCheck = Callable[[str, str, Mapping[str, str]], Decision]
+
+HANDSHAKE_TIMEOUT = 10.0  # seconds a client has to finish the TLS handshake
+IDLE_TIMEOUT = 120.0  # a kept-alive TLS connection idle this long is closed
+
+
+@dataclass
+class SecureServing:
+    """kube-scheduler's secure serving and delegating auth flags, as netsched.app starts them."""
+
+    bind_address: str = "0.0.0.0"
+    port: int = DEFAULT_PORT
+    cert_file: str = ""
+    key_file: str = ""
+    cert_dir: str = ""
+    min_tls_version: str = "VersionTLS12"
+    authentication_kubeconfig: str = ""
+    authorization_kubeconfig: str = ""
+    always_allow_paths: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_PATHS
+    token_cache_ttl: float = DEFAULT_TTL
+    authorized_cache_ttl: float = DEFAULT_TTL
+    unauthorized_cache_ttl: float = DEFAULT_TTL
 
 
 def always_healthy() -> tuple[bool, str]:
@@ -79,8 +114,12 @@ class ObservabilityServer:
         health: HealthCheck = always_healthy,
         ready: ReadyCheck | None = None,
         debug_handlers: Mapping[str, DebugHandler] | None = None,
+        tls: ssl.SSLContext | None = None,
+        auth: AuthCheck | None = None,
     ) -> None:
         self.address = address
+        self.tls = tls
+        self.auth = auth
         self.registry = registry
         self.health = health
         # Without a readiness check, ready means alive (a process with nothing to sync).
@@ -102,7 +141,8 @@ class ObservabilityServer:
     @property
     def url(self) -> str:
         host = f"[{self.address}]" if ":" in self.address else self.address
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{host}:{self.port}"
 
     def start(self) -> ObservabilityServer:
         if self._httpd is not None:
@@ -159,6 +199,30 @@ class _Server(ThreadingHTTPServer):
         self.endpoints = endpoints
         super().__init__(address, _Handler)
 
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        ctx = self.endpoints.tls
+        if ctx is None:
+            super().finish_request(request, client_address)
+            return
+        try:
+            request.settimeout(HANDSHAKE_TIMEOUT)
+            conn = ctx.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError) as e:
+            # A plain-HTTP client or a port scanner: not worth more than a debug line.
+            log.debug("TLS handshake failed client=%s err=%s", client_address[0], e)
+            return
+        try:
+            conn.settimeout(IDLE_TIMEOUT)
+            self.RequestHandlerClass(conn, client_address, self)  # type: ignore[arg-type]
+        finally:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return  # a client that went away mid-reply
+        super().handle_error(request, client_address)
+
 
 class _Server6(_Server):
     address_family = socket.AF_INET6
@@ -174,10 +238,18 @@ class _Handler(BaseHTTPRequestHandler):
         endpoints = self.server.endpoints
         split = urlsplit(self.path)
         try:
+            if endpoints.auth is not None:
+                decision = endpoints.auth("GET", split.path, dict(self.headers.items()))
+                if not decision.allowed:
+                    self._reply(decision.status, TEXT, (decision.reason + "\n").encode())
+                    return
             status, content_type, body = endpoints.respond(split.path, parse_qs(split.query))
         except Exception as e:
             log.exception("Endpoint failed path=%s", split.path)
             status, content_type, body = 500, TEXT, f"internal error: {type(e).__name__}\n".encode()
+        self._reply(status, content_type, body)
+
+    def _reply(self, status: int, content_type: str, body: bytes) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))

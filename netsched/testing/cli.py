@@ -16,11 +16,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def start_netsched(config: str | Path, kubeconfig: str | Path, *extra: str) -> subprocess.Popen[str]:
-    """`netsched --config C --kubeconfig K --metrics-bind-address 127.0.0.1:0 EXTRA...`, output piped."""
-    args = ["--config", str(config), "--kubeconfig", str(kubeconfig), "--metrics-bind-address", "127.0.0.1:0"]
+    """`KUBECONFIG=K netsched --config C --secure-port 0 EXTRA...`, output piped.
+
+    The cluster comes from $KUBECONFIG: as in kube-scheduler, --kubeconfig is ignored
+    when --config is given (clientConnection.kubeconfig is the file's own field).
+    """
+    args = ["--config", str(config), "--secure-port", "0"]
     return subprocess.Popen(
         [sys.executable, "-m", "netsched.cli", *args, *extra],
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        env=dict(os.environ, PYTHONPATH=str(REPO), KUBECONFIG=str(kubeconfig)),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

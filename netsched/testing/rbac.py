@@ -78,7 +78,7 @@ def grants_from_deploy(path: str | Path) -> set[Grant]:
             continue
         ref = binding["roleRef"]
         role_ns = "" if ref["kind"] == "ClusterRole" else _ns(binding)
-        role = roles.get((ref["kind"], role_ns, ref["name"]))
+        role = roles.get((ref["kind"], role_ns, ref["name"])) or BUILTIN_CLUSTER_ROLES.get(ref["name"])
         if role is None:
             raise ValueError(
                 f"{binding['kind']} {binding['metadata']['name']} refers to missing {ref['name']}"
@@ -112,6 +112,20 @@ def allows(
         for g in grants
     )
 
+
+# Built-in ClusterRoles deploy/ binds without shipping them (their rules as in kube's bootstrap policy).
+BUILTIN_CLUSTER_ROLES: dict[str, Obj] = {
+    "system:auth-delegator": {
+        "rules": [
+            {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+            {
+                "apiGroups": ["authorization.k8s.io"],
+                "resources": ["subjectaccessreviews"],
+                "verbs": ["create"],
+            },
+        ]
+    }
+}
 
 _CLUSTER_KINDS = {
     "Namespace",

@@ -19,11 +19,13 @@ from typing import Any
 
 import pytest
 
-from netsched.app import AppOptions, SchedulerApp, _start_election, build_registry
+from netsched.app import AppOptions, SchedulerApp, _start_election, _start_secure_server, build_registry
 from netsched.config import load_config
 from netsched.kube import KubeAPI, build_api_client
+from netsched.observability.server import SecureServing
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer
+from netsched.testing.prometheus import free_port
 from netsched.testing.rbac import request_rule, rules_from_deploy
 from netsched.testing.wait import wait_until
 
@@ -81,11 +83,25 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
         cfg,
         registry,
         KubeAPI(client),
-        options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5),
+        options=AppOptions(
+            watch_timeout=5,
+            secure=SecureServing(
+                bind_address="127.0.0.1",
+                port=free_port(),
+                cert_dir=str(tmp_path / "certs"),
+                authentication_kubeconfig=str(kubeconfig),
+                authorization_kubeconfig=str(kubeconfig),
+            ),
+        ),
     )
     stop = threading.Event()
     elector = None
+    https = _start_secure_server(app)
     try:
+        # A Prometheus scrape over HTTPS: tokenreviews + subjectaccessreviews create.
+        server.add_token("t", "prometheus")
+        server.allow("prometheus", "/metrics")
+        assert https is not None and _scrape(https.port, "t") == 200
         assert app.start_informers(sync_timeout=10)
         app.start_background()
         elector = _start_election(app, stop)  # leases: get, create, update
@@ -135,6 +151,8 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
         time.sleep(1.2)
     finally:
         stop.set()
+        if https is not None:
+            https.stop()
         if elector is not None:
             elector.stop(release=True)
         app.shutdown(timeout=5)
@@ -145,6 +163,20 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
     unused = granted - recorded - set(RARE_PATHS)
     assert unused == set(), f"granted by deploy/ but never used: {sorted(unused)}"
     assert {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")} <= recorded
+
+
+def _scrape(port: int, token: str) -> int:
+    import http.client
+    import ssl
+
+    conn = http.client.HTTPSConnection(
+        "127.0.0.1", port, context=ssl._create_unverified_context(), timeout=10
+    )
+    try:
+        conn.request("GET", "/metrics", headers={"Authorization": f"Bearer {token}"})
+        return conn.getresponse().status
+    finally:
+        conn.close()
 
 
 def _events(server: FakeAPIServer, pod: str, reason: str) -> list[dict[str, Any]]:

@@ -41,6 +41,9 @@ EXPECTED_CLUSTER_RULES = {
     ("policy", "poddisruptionbudgets", "watch"),
     ("", "namespaces", "list"),
     ("", "namespaces", "watch"),
+    # Delegated authn/authz of the HTTPS endpoints (system:auth-delegator).
+    ("authentication.k8s.io", "tokenreviews", "create"),
+    ("authorization.k8s.io", "subjectaccessreviews", "create"),
 }
 EXPECTED_LEASE_GRANTS = {
     Grant("coordination.k8s.io", "leases", "create", NAMESPACE, ""),
@@ -186,11 +189,18 @@ def test_deployment_flags_config_and_probes_agree() -> None:
     args = c["args"]
     assert "--config=/etc/netsched/config.yaml" in args
     assert "--leader-elect=true" in args
-    bind = next(a for a in args if a.startswith("--metrics-bind-address="))
-    port = int(bind.rsplit(":", 1)[1])
-    assert c["ports"] == [{"name": "http-metrics", "containerPort": port, "protocol": "TCP"}]
-    assert c["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "http-metrics"}
-    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http-metrics"}
+    # HTTPS on --secure-port (kube-scheduler's 10259), probed over HTTPS on always-allowed paths.
+    assert not any(a.startswith("--metrics-bind-address") for a in args), "no plain HTTP in a cluster"
+    bind = next(a for a in args if a.startswith("--secure-port="))
+    port = int(bind.split("=", 1)[1])
+    assert port == 10259
+    assert c["ports"] == [{"name": "https", "containerPort": port, "protocol": "TCP"}]
+    probe = {"path": "/livez", "port": "https", "scheme": "HTTPS"}
+    assert c["livenessProbe"]["httpGet"] == probe
+    assert c["startupProbe"]["httpGet"] == probe
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
+    allow = next(a for a in args if a.startswith("--authorization-always-allow-paths="))
+    assert {"/livez", "/readyz"} <= set(allow.split("=", 1)[1].split(","))
     mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
     assert mounts["config"] == "/etc/netsched"
     volumes = {v["name"]: v for v in one("Deployment")["spec"]["template"]["spec"]["volumes"]}
@@ -214,9 +224,11 @@ def test_service_selects_the_pods_and_exposes_metrics() -> None:
     service = one("Service")
     labels = one("Deployment")["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= labels.items()
-    assert service["spec"]["ports"][0]["targetPort"] == "http-metrics"
+    assert service["spec"]["ports"][0]["targetPort"] == "https"
     monitor = one("ServiceMonitor", documents(DEPLOY / "optional/servicemonitor/servicemonitor.yaml"))
     assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
+    assert monitor["spec"]["endpoints"][0]["scheme"] == "https"
+    assert monitor["spec"]["endpoints"][0]["bearerTokenFile"]
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
 
 
@@ -239,10 +251,32 @@ def test_rbac_has_no_wildcards_and_no_escalation() -> None:
                 for key in ("apiGroups", "resources", "verbs", "resourceNames"):
                     assert "*" not in rule.get(key, []), f"{obj['metadata']['name']}: wildcard in {key}"
                 assert not {"bind", "escalate", "impersonate"} & set(rule["verbs"])
-                assert "secrets" not in rule["resources"]
+                assert "secrets" not in rule.get("resources", [])
+                assert "*" not in rule.get("nonResourceURLs", [])
             assert "aggregationRule" not in obj
         if obj["kind"] in ("RoleBinding", "ClusterRoleBinding"):
             assert obj["roleRef"]["name"] not in ("cluster-admin", "admin", "edit"), obj["metadata"]["name"]
+
+
+def test_metrics_reader_may_get_only_metrics() -> None:
+    reader = next(o for o in base() if o["metadata"]["name"] == "netsched-metrics-reader")
+    assert reader["kind"] == "ClusterRole"
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    binding = one("ClusterRoleBinding", documents(DEPLOY / "examples/prometheus-scrape.yaml"))
+    assert binding["roleRef"]["name"] == "netsched-metrics-reader"
+    scrape = one("ConfigMap", documents(DEPLOY / "examples/prometheus-scrape.yaml"))
+    job = yaml.safe_load(scrape["data"]["netsched-job.yml"])["scrape_configs"][0]
+    assert job["scheme"] == "https" and job["authorization"]["type"] == "Bearer"
+
+
+def test_auth_delegator_is_bound_to_the_service_account() -> None:
+    binding = next(o for o in base() if o["metadata"]["name"] == "netsched:auth-delegator")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "system:auth-delegator",
+    }
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "netsched", "namespace": NAMESPACE}]
 
 
 def test_cluster_role_grants_exactly_what_netsched_uses() -> None:
