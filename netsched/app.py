@@ -187,6 +187,7 @@ class SchedulerApp:
         cannot be built, leaving everything as it was.
         """
         assert self._build_frameworks is not None
+        generation = self.hub.new_generation()
         try:
             frameworks = self._build_frameworks(cfg)
         except FrameworkBuildError as e:
@@ -198,6 +199,9 @@ class SchedulerApp:
             self.scheduler.replace_frameworks(frameworks)
             if not self._loop_running():
                 self.scheduler.swap_frameworks()  # no cycle can be running: swap now
+        # Prometheus settings that changed: the old pollers stop (a last cycle of the old
+        # plugins may still read their final values, never a closed client's).
+        self.hub.prune_before(generation)
 
     def _loop_running(self) -> bool:
         return self._loop_thread is not None and self._loop_thread.is_alive()

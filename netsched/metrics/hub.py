@@ -59,6 +59,9 @@ class MetricsHub:
         self._lock = threading.RLock()
         self._pollers: dict[ConnectionKey, Poller] = {}
         self._sources: dict[PrometheusArgs, MetricSource] = {}
+        # The generation in which each source was last asked for (hot reload: see prune_before).
+        self._generation = 0
+        self._asked: dict[PrometheusArgs, int] = {}
         self._directory: NodeResolver | None = None
         self._scheduler: BackgroundScheduler | None = None
         self._jobs: dict[str, Job] = {}
@@ -68,11 +71,40 @@ class MetricsHub:
     def source(self, args: PrometheusArgs) -> MetricSource:
         """The shared source for these args (the same object for equal args)."""
         with self._lock:
+            self._asked[args] = self._generation
             src = self._sources.get(args)
             if src is None:
                 poller = self._poller(args)
                 src = self._sources[args] = MetricSource(args, poller, self.clock.wall, len(self._sources))
             return src
+
+    def new_generation(self) -> int:
+        """Start a generation of plugins (a config reload builds new ones); returns its number."""
+        with self._lock:
+            self._generation += 1
+            return self._generation
+
+    def prune_before(self, generation: int) -> list[str]:
+        """Drop the sources no plugin of `generation` or later asked for, and stop the pollers
+        (their scheduled jobs and clients) that no remaining source uses. Returns their names.
+
+        After a reload swaps in the new plugins, a Prometheus whose settings changed
+        is polled with the new ones only: the old poller does not poll on unseen."""
+        with self._lock:
+            for args in [a for a, gen in self._asked.items() if gen < generation]:
+                del self._asked[args]
+                self._sources.pop(args, None)
+            used = {src.poller.conn for src in self._sources.values()}
+            gone = [p for conn, p in self._pollers.items() if conn not in used]
+            for p in gone:
+                del self._pollers[p.conn]
+                job = self._jobs.pop(p.name, None)
+                if job is not None:
+                    job.remove()
+        for p in gone:
+            p.close()
+            log.info("Metrics source no longer used, stopped polling source=%s", p.name)
+        return [p.name for p in gone]
 
     def _poller(self, args: PrometheusArgs) -> Poller:
         conn = args.connection

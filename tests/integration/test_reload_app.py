@@ -73,3 +73,47 @@ def test_weights_and_percentage_apply_without_a_restart(tmp_path: Path) -> None:
             assert sample("netsched_config_info", {"hash": reloader.digest}) == 1
         finally:
             app.shutdown(timeout=5)
+
+
+def metrics_config(address: str) -> str:
+    return f"""\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: netsched
+  plugins:
+    score:
+      enabled:
+      - name: NetworkTraffic
+        weight: 1
+  pluginConfig:
+  - name: NetworkTraffic
+    args:
+      prometheus:
+        prometheusAddress: {address}
+"""
+
+
+def test_a_new_prometheus_address_replaces_the_old_poller(tmp_path: Path) -> None:
+    registry = build_registry()
+    path = tmp_path / "config.yaml"
+    path.write_text(metrics_config("http://127.0.0.1:1"))
+    with FakeAPIServer(watch_timeout=5.0) as server:
+        kubeconfig = str(server.write_kubeconfig(tmp_path / "kubeconfig"))
+        cfg = load_config(path, registry)
+        app = SchedulerApp(
+            cfg, registry, KubeAPI(build_api_client(kubeconfig)), options=AppOptions(watch_timeout=5)
+        )
+        reloader = ConfigReloader(
+            str(path), cfg, lambda t: load_config(t, registry), app.apply_config, metrics=app.metrics
+        )
+        try:
+            assert [p.conn.address for p in app.hub.pollers] == ["http://127.0.0.1:1"]
+            path.write_text(metrics_config("http://127.0.0.1:2"))
+            assert reloader.reload("test").result == SUCCESS
+            # Only the new address is polled from now on: the old poller was stopped, not leaked.
+            assert [p.conn.address for p in app.hub.pollers] == ["http://127.0.0.1:2"]
+        finally:
+            app.shutdown(timeout=5)

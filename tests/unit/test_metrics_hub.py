@@ -80,3 +80,22 @@ def test_update_nodes_accepts_node_infos_refs_and_tuples() -> None:
     hub.update_nodes([make_node("a").info(), ("b", [("InternalIP", "10.0.0.2")], {})])
     assert src.poller.directory is not None and src.poller.directory.names == ["a", "b"]
     assert hub.self_check()[0].nodes == 2
+
+
+def test_prune_before_stops_the_pollers_a_reload_no_longer_uses() -> None:
+    hub, _fake = fake_hub()
+    old = hub.source(PrometheusArgs(prometheus_address="http://old:9090"))
+    kept = hub.source(PrometheusArgs())
+    hub.start(first_poll_timeout=10)
+    try:
+        gen = hub.new_generation()
+        # The reloaded plugins ask again for the unchanged source, and for a new one.
+        assert hub.source(PrometheusArgs()) is kept
+        new = hub.source(PrometheusArgs(prometheus_address="http://new:9090"))
+        assert hub.prune_before(gen) == [old.poller.name]
+        assert {p.name for p in hub.pollers} == {kept.poller.name, new.poller.name}
+        assert set(hub.sources) == {kept, new}
+        assert hub.trigger(timeout=10)  # the removed job is gone from the running scheduler
+        assert hub.prune_before(gen) == []  # nothing else to drop
+    finally:
+        hub.stop()
