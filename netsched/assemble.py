@@ -25,6 +25,7 @@ from netsched.framework.interfaces import EventRecorder, Plugin
 from netsched.framework.runtime import Framework
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
+from netsched.framework.waiting import WaitingPodImpl
 from netsched.kube.resources import OBJECT_KINDS
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.queue import Nominator, SchedulingQueue
@@ -63,17 +64,38 @@ class Parts:
 
 
 class InlineBinder:
-    """Runs the real binding cycle on the calling thread (deterministic, no pool)."""
+    """Runs the real binding cycle on the calling thread (deterministic, no pool).
+
+    A pod held at Permit is parked until its wait is decided (allowed, rejected or
+    timed out on the clock); every submit and drain binds the decided ones."""
 
     def __init__(self, binder: Binder) -> None:
         self._binder = binder
-        self.inflight = 0
+        self._parked: list[BindRequest] = []
+
+    @property
+    def inflight(self) -> int:
+        return len(self._parked)
 
     def submit(self, req: BindRequest) -> None:
-        self._binder.bind(req)
+        self._parked.append(req)
+        self._settle()
+
+    def _settle(self) -> None:
+        progress = True
+        while progress:
+            progress = False
+            for req in list(self._parked):
+                wp = req.framework.get_waiting_pod(req.pod.uid)
+                if isinstance(wp, WaitingPodImpl) and wp.poll() is None:
+                    continue
+                self._parked.remove(req)
+                self._binder.bind(req)
+                progress = True
 
     def drain(self, timeout: float | None = None) -> bool:
-        return True
+        self._settle()
+        return not self._parked
 
     def shutdown(self, timeout: float | None = None) -> bool:
         return True
@@ -87,7 +109,16 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
     nominator = Nominator()
     recorders = {p.scheduler_name: edges.recorder(p.scheduler_name) for p in cfg.profiles}
     objects = edges.objects if edges.objects is not None else ObjectStore()
-    frameworks = _frameworks(cfg, registry, edges, nominator, recorders, objects)
+    pod_lister: list[Callable[[str], list[PodInfo]]] = []  # set once the handlers exist
+    frameworks = _frameworks(
+        cfg,
+        registry,
+        edges,
+        nominator,
+        recorders,
+        objects,
+        lambda ns: pod_lister[0](ns) if pod_lister else [],
+    )
     if edges.shadow_of is not None:
         frameworks = {edges.shadow_of: next(iter(frameworks.values()))}
 
@@ -114,6 +145,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
         on_malformed=(lambda _pod, _err: metrics.malformed_pods.inc()) if metrics is not None else None,
         on_assigned=edges.on_assigned,
     )
+    pod_lister.append(handlers.pods_in_namespace)
     scheduler = Scheduler(
         frameworks=frameworks,
         queue=queue,
@@ -140,6 +172,7 @@ def _frameworks(
     nominator: Nominator,
     recorders: Mapping[str, EventRecorder],
     objects: ObjectStore,
+    pods: Callable[[str], list[PodInfo]],
 ) -> dict[str, Framework]:
     """One framework per profile; all share one waiting-pods map (Permit is process-wide)."""
     out: dict[str, Framework] = {}
@@ -157,6 +190,7 @@ def _frameworks(
             nominated_node_names=nominator.node_names,
             objects=objects,
             observe=edges.metrics,
+            pods=pods,
         )
         if waiting is not None:
             services.waiting_pods = waiting

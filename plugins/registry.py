@@ -7,6 +7,7 @@ from netsched.framework import Plugin
 
 
 def in_tree_plugins() -> list[type[Plugin]]:
+    from plugins.coscheduling import Coscheduling
     from plugins.default_binder import DefaultBinder
     from plugins.default_preemption import DefaultPreemption
     from plugins.image_locality import ImageLocality
@@ -46,4 +47,6 @@ def in_tree_plugins() -> list[type[Plugin]]:
         NetworkTraffic,
         LoadAware,
         LoadThreshold,
+        # Gang scheduling over PodGroups (scheduler-plugins' Coscheduling).
+        Coscheduling,
     ]

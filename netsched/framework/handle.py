@@ -60,6 +60,8 @@ class Services:
     # PDBs, namespaces and every other watched kind besides pods and nodes.
     objects: ObjectReader = field(default_factory=lambda: _NoObjects())
     observe: RuntimeMetrics | None = None
+    # Non-terminal pods of a namespace: pending ones of these profiles and assigned ones.
+    pods: Callable[[str], Iterable[PodInfo]] = lambda _ns: ()
 
 
 class FrameworkHandle:
@@ -124,6 +126,12 @@ class FrameworkHandle:
     @property
     def objects(self) -> ObjectReader:
         return self._services.objects
+
+    def list_pods(self, namespace: str, where: Callable[[PodInfo], bool] | None = None) -> list[PodInfo]:
+        """Pods of `namespace` (kube's pod lister): pending ones of this scheduler and assigned
+        ones (bound or assumed, node_name set), those for which `where` is true."""
+        pods = self._services.pods(namespace)
+        return [p for p in pods if where(p)] if where is not None else list(pods)
 
     def list_pdbs(self) -> list[Mapping[str, Any]]:
         return self._services.objects.list(PDBS_KEY)

@@ -233,7 +233,7 @@ def _drain(
 
 def _waiting(cluster: InMemoryCluster) -> bool:
     counts = cluster.pending()
-    return bool(counts.get(ACTIVE) or counts.get(BACKOFF))
+    return bool(counts.get(ACTIVE) or counts.get(BACKOFF) or cluster.scheduler.binder.inflight)
 
 
 def _key(raw: Mapping[str, Any]) -> str:
