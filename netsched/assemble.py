@@ -11,7 +11,7 @@ the parts exists in one place.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,6 +118,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
         recorders,
         objects,
         lambda ns: pod_lister[0](ns) if pod_lister else [],
+        lambda pods: queue.activate(pods),
     )
     if edges.shadow_of is not None:
         frameworks = {edges.shadow_of: next(iter(frameworks.values()))}
@@ -173,6 +174,7 @@ def _frameworks(
     recorders: Mapping[str, EventRecorder],
     objects: ObjectStore,
     pods: Callable[[str], list[PodInfo]],
+    activate: Callable[[Iterable[PodInfo]], int],
 ) -> dict[str, Framework]:
     """One framework per profile; all share one waiting-pods map (Permit is process-wide)."""
     out: dict[str, Framework] = {}
@@ -191,6 +193,7 @@ def _frameworks(
             objects=objects,
             observe=edges.metrics,
             pods=pods,
+            activate=activate,
         )
         if waiting is not None:
             services.waiting_pods = waiting

@@ -62,6 +62,8 @@ class Services:
     observe: RuntimeMetrics | None = None
     # Non-terminal pods of a namespace: pending ones of these profiles and assigned ones.
     pods: Callable[[str], Iterable[PodInfo]] = lambda _ns: ()
+    # Move pods from backoff / unschedulable to the active queue now (kube's PodsToActivate).
+    activate: Callable[[Iterable[PodInfo]], int] = lambda _pods: 0
 
 
 class FrameworkHandle:
@@ -126,6 +128,10 @@ class FrameworkHandle:
     @property
     def objects(self) -> ObjectReader:
         return self._services.objects
+
+    def activate(self, pods: Iterable[PodInfo]) -> int:
+        """Move these pending pods to the active queue now (kube's PodsToActivate); how many moved."""
+        return self._services.activate(pods)
 
     def list_pods(self, namespace: str, where: Callable[[PodInfo], bool] | None = None) -> list[PodInfo]:
         """Pods of `namespace` (kube's pod lister): pending ones of this scheduler and assigned

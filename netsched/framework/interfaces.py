@@ -509,6 +509,11 @@ class Handle(Protocol):
         """Watched objects of the kinds besides pods and nodes (PVCs, PodGroups, ...)."""
         ...
 
+    def activate(self, pods: Iterable[PodInfo]) -> int:
+        """Move these pending pods from backoff or unschedulable to the active queue now (kube's
+        PodsToActivate: a gang member waiting at Permit wakes its siblings); how many moved."""
+        ...
+
     def list_pods(self, namespace: str, where: Callable[[PodInfo], bool] | None = None) -> list[PodInfo]:
         """Pods of `namespace`: pending ones of this scheduler and assigned ones (bound or
         assumed: node_name set), filtered by `where` (kube's pod lister)."""

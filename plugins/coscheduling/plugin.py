@@ -215,7 +215,8 @@ class Coscheduling(
             return Status.unschedulable("PodGroup not found"), 0.0
         group = pg.full_name
         # The cache already counts this pod (assumed) among the group's placed members.
-        assigned = sum(1 for p in self.members(pg) if p.node_name)
+        members = self.members(pg)
+        assigned = sum(1 for p in members if p.node_name)
         if assigned >= pg.min_member:
             for wp in self._waiting(group):
                 wp.allow(self.name)
@@ -231,6 +232,9 @@ class Coscheduling(
             if group not in self._attempts:
                 self._attempts[group] = _Attempt(self.handle.clock.now(), timeout)
             self._observe_waiting()
+        # Wake the siblings that were turned away (too few members then, or backed off), as
+        # upstream's ActivateSiblings: the gang is now being placed, they should follow at once.
+        self.handle.activate([p for p in members if not p.node_name and p.uid != pod.uid])
         more = pg.min_member - assigned
         msg = f"waiting for {more} more pod{'s' if more != 1 else ''} of group {pg.name}"
         self.handle.events.event(pod, "Normal", "WaitingForGang", "Permit", msg)

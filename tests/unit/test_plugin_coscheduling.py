@@ -227,3 +227,14 @@ def test_queue_sort_keeps_a_gang_together_after_priority() -> None:
     assert p.less(qp("x", "early", ts=50), qp("y", "late", ts=1))
     assert p.less(qp("y", "late", prio=10), qp("x", "early"))
     assert not p.less(qp("x", "early"), qp("z", "early")) and not p.less(qp("z", "early"), qp("x", "early"))
+
+
+def test_members_arriving_one_by_one_are_woken_when_the_gang_can_start() -> None:
+    c = cluster()
+    c.add_object(PG, podgroup("a", 3))
+    for i in range(3):
+        c.add_pod(make_pod(f"a{i}").label(POD_GROUP_LABEL, "a").req(cpu="2").obj())
+        c.schedule_pending()  # a0, a1: too few members yet, parked as unschedulable
+    # a2 passes PreFilter and waits at Permit, waking a0 and a1 (no time passes, no flush).
+    assert sorted(c.placements) == ["default/a0", "default/a1", "default/a2"]
+    assert held(c) == (0, 0)
