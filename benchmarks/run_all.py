@@ -13,6 +13,9 @@
    through netsched.testing's FakePrometheus (the pipeline's own cost: no
    HTTP), and the queries made while scheduling pods (must be 0).
 4. Placement quality (benchmarks.quality).
+5. Gang scheduling (benchmarks.bench_gang): 100 gangs of 8 on 500 nodes with
+   Coscheduling (and with GangTopology), pods/s, last member -> gang bound
+   p50/p99, and reservations held after failed / timed-out gangs (must be none).
 
 Figures are printed, never asserted: timings depend on the machine.
 """
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any
 
-from benchmarks import bench_e2e, quality
+from benchmarks import bench_e2e, bench_gang, quality
 from benchmarks.bench_inprocess import METRICS_PROFILE, static_metrics_hub
 from benchmarks.bench_inprocess import run as inprocess_run
 from benchmarks.common import config, nodes, out, pods, table
@@ -153,6 +156,10 @@ def main() -> None:
 
     out("\n4. Placement quality (netsched/examples/config.yaml vs kube's default profile)")
     out(quality.render(quality.run()))
+    out("\n5. Gang scheduling (Coscheduling, 100 gangs of 8 on 500 nodes, 10 failing, 10 timing out)")
+    for profile in ("coscheduling", "topology"):
+        g = _isolated(bench_gang.run, 500, 100, 8, 10, 10, profile)
+        out(bench_gang.render(g))
     out(f"\nall benchmarks: {time.perf_counter() - started:.0f} s")
 
 

@@ -216,7 +216,10 @@ class SchedulerApp:
             NODES: self.handlers.on_node_event,
             PODS: self.handlers.on_pod_event,
         }
+        enabled = {name for fwk in self.frameworks.values() for name in fwk.plugins}
         for kind in OBJECT_KINDS:
+            if kind.needed_by and not enabled.intersection(kind.needed_by):
+                continue  # only its plugins read it (and only they ship its RBAC)
             handlers[kind] = self.objects.handler(kind.key)
         wt = self.options.watch_timeout
         self.reflectors = [self.kube.reflector(kind, on, watch_timeout=wt) for kind, on in handlers.items()]

@@ -11,7 +11,7 @@ the parts exists in one place.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from netsched.framework.interfaces import EventRecorder, Plugin
 from netsched.framework.runtime import Framework
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
-from netsched.framework.waiting import WaitingPods
+from netsched.framework.waiting import WaitingPodImpl, WaitingPods
 from netsched.kube.resources import OBJECT_KINDS
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.queue import Nominator, SchedulingQueue
@@ -67,17 +67,38 @@ class Parts:
 
 
 class InlineBinder:
-    """Runs the real binding cycle on the calling thread (deterministic, no pool)."""
+    """Runs the real binding cycle on the calling thread (deterministic, no pool).
+
+    A pod held at Permit is parked until its wait is decided (allowed, rejected or
+    timed out on the clock); every submit and drain binds the decided ones."""
 
     def __init__(self, binder: Binder) -> None:
         self._binder = binder
-        self.inflight = 0
+        self._parked: list[BindRequest] = []
+
+    @property
+    def inflight(self) -> int:
+        return len(self._parked)
 
     def submit(self, req: BindRequest) -> None:
-        self._binder.bind(req)
+        self._parked.append(req)
+        self._settle()
+
+    def _settle(self) -> None:
+        progress = True
+        while progress:
+            progress = False
+            for req in list(self._parked):
+                wp = req.framework.get_waiting_pod(req.pod.uid)
+                if isinstance(wp, WaitingPodImpl) and wp.poll() is None:
+                    continue
+                self._parked.remove(req)
+                self._binder.bind(req)
+                progress = True
 
     def drain(self, timeout: float | None = None) -> bool:
-        return True
+        self._settle()
+        return not self._parked
 
     def shutdown(self, timeout: float | None = None) -> bool:
         return True
@@ -92,9 +113,20 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
     recorders = {p.scheduler_name: edges.recorder(p.scheduler_name) for p in cfg.profiles}
     objects = edges.objects if edges.objects is not None else ObjectStore()
     waiting = WaitingPods()
+    pod_lister: list[Callable[[str], list[PodInfo]]] = []  # set once the handlers exist
 
     def build_frameworks(new: SchedulerConfig) -> dict[str, Framework]:
-        built = _frameworks(new, registry, edges, nominator, recorders, objects, waiting)
+        built = _frameworks(
+            new,
+            registry,
+            edges,
+            nominator,
+            recorders,
+            objects,
+            waiting,
+            lambda ns: pod_lister[0](ns) if pod_lister else [],
+            lambda pods: queue.activate(pods),
+        )
         if edges.shadow_of is not None:
             built = {edges.shadow_of: next(iter(built.values()))}
         return built
@@ -124,6 +156,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
         on_malformed=(lambda _pod, _err: metrics.malformed_pods.inc()) if metrics is not None else None,
         on_assigned=edges.on_assigned,
     )
+    pod_lister.append(handlers.pods_in_namespace)
     scheduler = Scheduler(
         frameworks=frameworks,
         queue=queue,
@@ -151,6 +184,8 @@ def _frameworks(
     recorders: Mapping[str, EventRecorder],
     objects: ObjectStore,
     waiting: WaitingPods,
+    pods: Callable[[str], list[PodInfo]],
+    activate: Callable[[Iterable[PodInfo]], int],
 ) -> dict[str, Framework]:
     """One framework per profile; all share one waiting-pods map (Permit is process-wide)."""
     out: dict[str, Framework] = {}
@@ -168,6 +203,8 @@ def _frameworks(
             objects=objects,
             observe=edges.metrics,
             waiting_pods=waiting,
+            pods=pods,
+            activate=activate,
         )
         out[profile.scheduler_name] = Framework(profile, registry, services)
     return out

@@ -51,9 +51,16 @@ class Binder:
         self._inflight = 0
         self._cond = threading.Condition()
 
-    def submit(self, req: BindRequest) -> Future[None]:
+    def submit(self, req: BindRequest) -> Future[None] | None:
         with self._cond:
             self._inflight += 1
+        if req.framework.get_waiting_pod(req.pod.uid) is not None:
+            # Held at Permit (a gang member): a thread of its own, as kube's goroutine, so
+            # waiting members never hold the pool's threads that other bindings need.
+            threading.Thread(
+                target=self._run, args=(req,), name=f"permit-{req.pod.name}", daemon=True
+            ).start()
+            return None
         return self._pool.submit(self._run, req)
 
     @property

@@ -78,6 +78,15 @@ class EventHandlers:
         with self._lock:
             return next((p for p in self._pending.values() if p.key == key), None)
 
+    def pods_in_namespace(self, namespace: str) -> list[PodInfo]:
+        """Pending pods of ours and assigned pods of `namespace`; an assigned (or assumed) copy
+        replaces the pending record of the same pod."""
+        assigned = self.cache.pods_in_namespace(namespace)
+        uids = {p.uid for p in assigned}
+        with self._lock:
+            pending = [p for p in self._pending.values() if p.namespace == namespace and p.uid not in uids]
+        return pending + assigned
+
     def pending_count(self) -> int:
         with self._lock:
             return len(self._pending)

@@ -37,6 +37,8 @@ class MemoryAPI:
     bound: list[tuple[str, str]] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    # Writes are local and cheap: plugins may make them inline (deterministic simulations).
+    synchronous = True
 
     def bind(self, pod: PodInfo, node_name: str) -> None:
         self.bound.append((pod.key, node_name))
@@ -179,10 +181,12 @@ class InMemoryCluster:
     def schedule_pending(self, limit: int | None = None) -> int:
         """Schedule until the active queue is empty (or limit attempts); returns attempts made."""
         n = 0
+        self.scheduler.binder.drain()  # pods held at Permit whose wait ended (time moved)
         while limit is None or n < limit:
             if not self.scheduler.schedule_one(timeout=0):
                 break
             n += 1
+            self.scheduler.binder.drain()  # ... or that a plugin allowed or rejected meanwhile
         return n
 
     def pending(self) -> dict[str, int]:

@@ -7,8 +7,10 @@ from netsched.framework import Plugin
 
 
 def in_tree_plugins() -> list[type[Plugin]]:
+    from plugins.coscheduling import Coscheduling
     from plugins.default_binder import DefaultBinder
     from plugins.default_preemption import DefaultPreemption
+    from plugins.gang_topology import GangTopology
     from plugins.image_locality import ImageLocality
     from plugins.inter_pod_affinity import InterPodAffinity
     from plugins.load_aware import LoadAware
@@ -46,4 +48,7 @@ def in_tree_plugins() -> list[type[Plugin]]:
         NetworkTraffic,
         LoadAware,
         LoadThreshold,
+        # Gang scheduling over PodGroups (scheduler-plugins' Coscheduling).
+        Coscheduling,
+        GangTopology,
     ]

@@ -198,6 +198,11 @@ class ClusterCache:
         with self._lock:
             return self._pods.get(uid)
 
+    def pods_in_namespace(self, namespace: str) -> list[PodInfo]:
+        """Assigned pods (bound or assumed) of one namespace."""
+        with self._lock:
+            return [p for p in self._pods.values() if p.namespace == namespace]
+
     def pod_count(self) -> int:
         with self._lock:
             return len(self._pods)

@@ -65,6 +65,9 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
         "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True, has_status=True
     ),
+    ResourceType(
+        "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True, has_status=True
+    ),
 )
 NAMESPACES = RESOURCES[0]
 PODS = RESOURCES[2]

@@ -60,6 +60,10 @@ class Services:
     # PDBs, namespaces and every other watched kind besides pods and nodes.
     objects: ObjectReader = field(default_factory=lambda: _NoObjects())
     observe: RuntimeMetrics | None = None
+    # Non-terminal pods of a namespace: pending ones of these profiles and assigned ones.
+    pods: Callable[[str], Iterable[PodInfo]] = lambda _ns: ()
+    # Move pods from backoff / unschedulable to the active queue now (kube's PodsToActivate).
+    activate: Callable[[Iterable[PodInfo]], int] = lambda _pods: 0
 
 
 class FrameworkHandle:
@@ -124,6 +128,16 @@ class FrameworkHandle:
     @property
     def objects(self) -> ObjectReader:
         return self._services.objects
+
+    def activate(self, pods: Iterable[PodInfo]) -> int:
+        """Move these pending pods to the active queue now (kube's PodsToActivate); how many moved."""
+        return self._services.activate(pods)
+
+    def list_pods(self, namespace: str, where: Callable[[PodInfo], bool] | None = None) -> list[PodInfo]:
+        """Pods of `namespace` (kube's pod lister): pending ones of this scheduler and assigned
+        ones (bound or assumed, node_name set), those for which `where` is true."""
+        pods = self._services.pods(namespace)
+        return [p for p in pods if where(p)] if where is not None else list(pods)
 
     def list_pdbs(self) -> list[Mapping[str, Any]]:
         return self._services.objects.list(PDBS_KEY)

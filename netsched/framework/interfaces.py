@@ -15,7 +15,7 @@ default loops over the per-node form.  In-tree plugins implement both.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
@@ -507,6 +507,16 @@ class Handle(Protocol):
     @property
     def objects(self) -> ObjectReader:
         """Watched objects of the kinds besides pods and nodes (PVCs, PodGroups, ...)."""
+        ...
+
+    def activate(self, pods: Iterable[PodInfo]) -> int:
+        """Move these pending pods from backoff or unschedulable to the active queue now (kube's
+        PodsToActivate: a gang member waiting at Permit wakes its siblings); how many moved."""
+        ...
+
+    def list_pods(self, namespace: str, where: Callable[[PodInfo], bool] | None = None) -> list[PodInfo]:
+        """Pods of `namespace`: pending ones of this scheduler and assigned ones (bound or
+        assumed: node_name set), filtered by `where` (kube's pod lister)."""
         ...
 
     def list_pdbs(self) -> list[Mapping[str, Any]]:

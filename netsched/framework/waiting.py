@@ -59,22 +59,26 @@ class WaitingPodImpl:
             self._result = Status(Code.UNSCHEDULABLE, [message], plugin)
         self._done.set()
 
+    def poll(self) -> Status | None:
+        """The outcome if decided (timing out a pod whose earliest deadline passed), else None."""
+        with self._lock:
+            if self._result is not None:
+                return self._result
+            deadline, plugin = min((self._deadlines[p], p) for p in self._pending)
+        if deadline - self._clock.now() > 0:
+            return None
+        self.reject(
+            plugin, f"rejected due to timeout after waiting {self._timeouts[plugin]:g}s at plugin {plugin}"
+        )
+        return self._result
+
     def wait(self) -> Status:
         """Block until allowed, rejected or timed out (the earliest pending plugin's deadline)."""
-        while True:
+        while (st := self.poll()) is None:
             with self._lock:
-                if self._result is not None:
-                    return self._result
-                pending = [(self._deadlines[p], p) for p in self._pending]
-            deadline, plugin = min(pending)
-            remaining = deadline - self._clock.now()
-            if remaining <= 0:
-                self.reject(
-                    plugin,
-                    f"rejected due to timeout after waiting {self._timeouts[plugin]:g}s at plugin {plugin}",
-                )
-                continue
-            self._done.wait(min(remaining, 0.5))
+                deadline = min(self._deadlines[p] for p in self._pending)
+            self._done.wait(min(max(deadline - self._clock.now(), 0.0), 0.5))
+        return st
 
 
 class WaitingPods:

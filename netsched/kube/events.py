@@ -125,6 +125,8 @@ class _Occurrence:
     action: str
     message: str
     wall: float
+    kind: str = "Pod"
+    api_version: str = "v1"
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -185,8 +187,12 @@ class EventRecorder:
         self.scheduler_name = scheduler_name
 
     def event(self, pod: PodInfo, type_: str, reason: str, action: str, message: str) -> None:
-        """Queue an event about `pod` (type_ Normal|Warning). Never blocks, never raises."""
+        """Queue an event about `pod` (type_ Normal|Warning). Never blocks, never raises.
+
+        A record standing for another object (a PodGroup: `raw` with its kind and
+        apiVersion, netsched.framework.object_ref) is referenced as that kind."""
         try:
+            raw = pod.raw
             occ = _Occurrence(
                 self.scheduler_name,
                 pod.namespace,
@@ -198,6 +204,8 @@ class EventRecorder:
                 action,
                 message,
                 self._broadcaster.clock.wall(),
+                str(raw.get("kind") or "Pod"),
+                str(raw.get("apiVersion") or "v1"),
             )
             self._broadcaster.submit(occ)
         except Exception:  # pragma: no cover - defensive: recording must never fail scheduling
@@ -368,7 +376,12 @@ class EventBroadcaster:
         )
 
     def _body(self, api: str, name: str, occ: _Occurrence) -> JsonObj:
-        ref: JsonObj = {"apiVersion": "v1", "kind": "Pod", "namespace": occ.namespace, "name": occ.name}
+        ref: JsonObj = {
+            "apiVersion": occ.api_version,
+            "kind": occ.kind,
+            "namespace": occ.namespace,
+            "name": occ.name,
+        }
         if occ.uid:
             ref["uid"] = occ.uid
         if occ.resource_version:

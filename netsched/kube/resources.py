@@ -30,6 +30,8 @@ class Resource:
     `kind` names it in queue events ("PersistentVolumeClaimAdd"); `requeue`
     says a change to one of its objects can make an unschedulable pod
     schedulable, so it moves them back to the queue (see netsched.assemble).
+    `needed_by` names the plugins that read the kind: when set, it is listed and
+    watched only if a profile enables one of them (its RBAC ships with them).
     """
 
     plural: str
@@ -42,6 +44,7 @@ class Resource:
     optional: bool = False
     kind: str = ""
     requeue: bool = False
+    needed_by: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.namespace and not self.namespaced:
@@ -89,10 +92,21 @@ PODDISRUPTIONBUDGETS = Resource(
 )
 # Labels for InterPodAffinity's namespaceSelector; optional like PDBs.
 NAMESPACES = Resource("namespaces", optional=True, kind="Namespace")
+# Coscheduling's gangs (scheduler-plugins' CRD); watched only when a profile enables it.
+PODGROUPS = Resource(
+    "podgroups",
+    group="scheduling.x-k8s.io",
+    version="v1alpha1",
+    namespaced=True,
+    optional=True,
+    kind="PodGroup",
+    requeue=True,
+    needed_by=("Coscheduling",),
+)
 
 # Watched into netsched.cache.ObjectStore (by Resource.key) and read by plugins through
 # Handle.objects; a new kind a plugin needs is one entry here (and its RBAC list/watch).
-OBJECT_KINDS: tuple[Resource, ...] = (PODDISRUPTIONBUDGETS, NAMESPACES)
+OBJECT_KINDS: tuple[Resource, ...] = (PODDISRUPTIONBUDGETS, NAMESPACES, PODGROUPS)
 
 RESOURCES: tuple[Resource, ...] = (NODES, PODS, *OBJECT_KINDS)
 
@@ -102,6 +116,7 @@ __all__ = [
     "NODES",
     "OBJECT_KINDS",
     "PODDISRUPTIONBUDGETS",
+    "PODGROUPS",
     "PODS",
     "RESOURCES",
     "Resource",

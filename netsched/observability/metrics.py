@@ -108,6 +108,20 @@ class SchedulerMetrics:
             ["profile", "agrees"],
             registry=r,
         )
+        # Coscheduling (plugins/coscheduling): gangs held at Permit and how their attempts end.
+        self.gangs_waiting = Gauge(
+            "netsched_gangs_waiting",
+            "Pod groups with members waiting at Permit for the rest of their gang.",
+            ["profile"],
+            registry=r,
+        )
+        self.gang_outcomes = Counter(
+            "netsched_gang_outcomes",
+            "Gang attempts by outcome: scheduled (minMember reached), rejected (a member fit nowhere), "
+            "timed_out (members released after the wait).",
+            ["outcome", "profile"],
+            registry=r,
+        )
         self.events_dropped = Counter(
             "netsched_events_dropped",
             "Kubernetes Events dropped unwritten: queue full, recorded after stop, or still failing at shutdown.",

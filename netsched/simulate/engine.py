@@ -35,6 +35,7 @@ from netsched.inmemory import InMemoryCluster
 from netsched.metrics import MetricsHub
 from netsched.metrics.args import ConnectionKey
 from netsched.queue import ACTIVE, BACKOFF
+from netsched.simulate.gangs import PODGROUPS_KEY
 from netsched.simulate.model import LoadModel, Loads, SimulatedPrometheus, promql_index
 from netsched.simulate.scenario import Scenario
 
@@ -60,6 +61,8 @@ class Run:
     explanation: Explanation | None = None
     explained_at: float = 0.0  # simulated second of the explained cycle
     wall_seconds: float = 0.0
+    arrived_at: dict[str, float] = field(default_factory=dict)  # pod key -> simulated second created
+    bound_at: dict[str, float] = field(default_factory=dict)  # pod key -> simulated second bound
 
 
 class _Explainer:
@@ -167,6 +170,9 @@ def simulate(
     if explain_pod:
         cluster.scheduler.queue = _Explainer(cluster, explain_pod, now, run)
     cluster.on_bound.append(lambda pod, node: model.place(pod, node, now()))
+    cluster.on_bound.append(lambda pod, node: run.bound_at.__setitem__(pod.key, now()))
+    for group in scenario.pod_groups:
+        cluster.add_object(PODGROUPS_KEY, copy.deepcopy(group))
     cluster.add_nodes(copy.deepcopy(scenario.nodes))
     cluster.add_pods(copy.deepcopy(scenario.existing_pods))
     run.before = model.loads(0.0)
@@ -177,6 +183,7 @@ def simulate(
         t = scenario.timing.arrival(i)
         run.polls += polls.run_due(t, move_to)
         move_to(t)
+        run.arrived_at[_key(raw)] = t
         cluster.add_pod(raw)
         _schedule(cluster, run, model)
         if progress is not None:
@@ -233,7 +240,7 @@ def _drain(
 
 def _waiting(cluster: InMemoryCluster) -> bool:
     counts = cluster.pending()
-    return bool(counts.get(ACTIVE) or counts.get(BACKOFF))
+    return bool(counts.get(ACTIVE) or counts.get(BACKOFF) or cluster.scheduler.binder.inflight)
 
 
 def _key(raw: Mapping[str, Any]) -> str:

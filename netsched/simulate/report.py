@@ -28,6 +28,7 @@ from netsched.framework.parse import parse_pod
 from netsched.framework.quantity import CPU, MEMORY
 from netsched.metrics import pod_bandwidth
 from netsched.simulate.engine import Run
+from netsched.simulate.gangs import GangOutcome, gang_outcomes
 from netsched.simulate.model import FloatArray, LoadModel, Loads
 from netsched.simulate.scenario import Scenario
 
@@ -127,14 +128,40 @@ class Report:
     def pods_per_node(self, run: Run) -> Counter[str]:
         return Counter(run.placements.values())
 
+    def gangs(self, run: Run) -> list[GangOutcome]:
+        """Each PodGroup's outcome in `run` (all placed or not, time to full placement)."""
+        s = self.scenario
+        return gang_outcomes(s.pod_groups, s.pods, run.arrived_at, run.placements, run.bound_at)
+
     # ------------------------------------------------------------ text
 
     def text(self, *, placements: bool = True) -> str:
         parts = [self._header()]
         if placements:
             parts.append(self._placements())
+        if self.scenario.pod_groups:
+            parts.append(self._gangs())
         parts += [self._nodes(), self._spread()]
         return "\n\n".join(parts) + "\n"
+
+    def _gangs(self) -> str:
+        head = ["GROUP", "MIN", "MEMBERS"]
+        for r in self.runs:
+            head += [f"{r.label[:8]} placed", "outcome", "to full (s)"]
+        outcomes = [self.gangs(r) for r in self.runs]
+        rows = []
+        for i, g in enumerate(outcomes[0]):
+            row = [g.key, str(g.min_member), str(g.members)]
+            for per_run in outcomes:
+                o = per_run[i]
+                full = "-" if o.seconds_to_full is None else f"{o.seconds_to_full:.2f}"
+                row += [str(o.placed), o.outcome.upper() if o.outcome == "split" else o.outcome, full]
+            rows.append(row)
+        note = (
+            "Pod groups (all: every member placed; started: minMember placed; SPLIT: some placed, "
+            "fewer than minMember; to full: last member's arrival to its gang fully placed)"
+        )
+        return note + "\n" + table(head, rows)
 
     def _header(self) -> str:
         s = self.scenario
@@ -225,6 +252,7 @@ class Report:
                 "nodes": len(s.nodes),
                 "existingPods": len(s.existing_pods),
                 "pods": len(s.pods),
+                "podGroups": len(s.pod_groups),
                 "arrivalRatePerSecond": s.timing.arrival_rate,
                 "durationSeconds": s.end,
                 "prometheusOutages": [[a, b] for a, b in s.outages],
@@ -251,6 +279,7 @@ class Report:
             "queriesWhileScheduling": run.queries_while_scheduling,
             "maxPodsPerNode": max(counts.values(), default=0),
             "spread": {k: v.to_dict() for k, v in self.spread(run).items()},
+            "podGroups": [g.to_dict() for g in self.gangs(run)],
             "nodes": [
                 {
                     "name": name,

@@ -9,6 +9,7 @@
     metrics: "10 hot nodes at 60-80% network"
     timing: {arrivalRatePerSecond: 20, pollIntervalSeconds: 15}
     prometheus: {down: false, outages: [[30, 90]]}
+    podGroups: [{count: 2, namePrefix: train, minMember: 4, pod: {cpu: "2"}}]   # gangs (gangs.py)
 
 Every section also takes the long forms (Kubernetes objects, generator
 mappings); netsched/simulate/README.md describes them all.  Decoding collects
@@ -27,6 +28,7 @@ import numpy as np
 from netsched.config import ConfigError, parse_yaml
 from netsched.framework.fields import ErrorList, Fields, join
 from netsched.simulate.background import Background, decode_background
+from netsched.simulate.gangs import decode_pod_groups
 from netsched.simulate.generators import decode_nodes, decode_pods, node_names
 from netsched.simulate.units import shown
 
@@ -63,6 +65,7 @@ class Scenario:
     config: str = ""  # KubeSchedulerConfiguration reference, relative to the scenario
     description: str = ""
     seed: int = 1
+    pod_groups: list[dict[str, Any]] = field(default_factory=list)  # PodGroup objects (gangs.py)
 
     @property
     def node_names(self) -> list[str]:
@@ -91,7 +94,10 @@ def load_scenario(text: str, label: str = "<string>", *, seed: int | None = None
     nodes = decode_nodes(f.any("nodes"), errs, rng)
     names = node_names(nodes.objects)
     existing = decode_pods(f.any("existingPods"), "existingPods", errs, rng, nodes=names)
-    pods = decode_pods(f.any("pods"), "pods", errs, rng)
+    groups = decode_pod_groups(f.any("podGroups"), errs, rng)
+    # Generated gangs bring their own members: `pods` may then be left out.
+    pods = decode_pods(f.any("pods"), "pods", errs, rng) if f.has("pods") or not groups.pods else []
+    pods += groups.pods
     background, speeds = decode_background(f.any("metrics"), errs, rng, names, nodes.link_speed_bits)
     timing = _timing(f.sub("timing"))
     outages = _prometheus(f.sub("prometheus"))
@@ -100,6 +106,9 @@ def load_scenario(text: str, label: str = "<string>", *, seed: int | None = None
     }
     for key in sorted(clash):
         errs.duplicate("pods", key)
+    placed_keys = [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods]
+    for key in sorted({k for k in placed_keys if placed_keys.count(k) > 1}):
+        errs.duplicate("podGroups", key)
     f.finish()
     if errs:
         raise ConfigError(errs)
@@ -116,6 +125,7 @@ def load_scenario(text: str, label: str = "<string>", *, seed: int | None = None
         config=config,
         description=description,
         seed=use_seed,
+        pod_groups=groups.objects,
     )
 
 

@@ -65,9 +65,12 @@ def load_kustomization(path: str | Path) -> list[Obj]:
     return objects
 
 
-def grants_from_deploy(path: str | Path) -> set[Grant]:
-    """Every grant the deploy/ manifests give the Deployment's ServiceAccount."""
+def grants_from_deploy(path: str | Path, *components: str | Path) -> set[Grant]:
+    """Every grant the deploy/ manifests give the Deployment's ServiceAccount, with the
+    optional kustomize `components` (e.g. deploy/optional/coscheduling) applied too."""
     objects = load_kustomization(path)
+    for component in components:
+        objects += load_kustomization(component)
     subject = _service_account(objects)
     roles = {(o["kind"], _ns(o), o["metadata"]["name"]): o for o in objects if o["kind"] in _ROLE_KINDS}
     grants: set[Grant] = set()
@@ -88,9 +91,9 @@ def grants_from_deploy(path: str | Path) -> set[Grant]:
     return grants
 
 
-def rules_from_deploy(path: str | Path) -> set[tuple[str, str, str]]:
+def rules_from_deploy(path: str | Path, *components: str | Path) -> set[tuple[str, str, str]]:
     """(api_group, resource[/subresource], verb) for everything granted, any namespace or name."""
-    return {(g.api_group, g.resource, g.verb) for g in grants_from_deploy(path)}
+    return {(g.api_group, g.resource, g.verb) for g in grants_from_deploy(path, *components)}
 
 
 def request_rule(request: RequestLike) -> tuple[str, str, str]:

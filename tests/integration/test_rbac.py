@@ -3,10 +3,13 @@
 The scheduler runs against the fake API server through a scenario that
 exercises every path that talks to the API (list/watch, binding, events and
 their series, status patches, preemption, PDBs, leader election, the core/v1
-events fallback) while the server records each request as an RBAC
-(group, resource, verb).  The recorded set must be granted, and every grant
-must be used, except a short list of rare paths named below with the code
-that needs them.
+events fallback, and gang scheduling: PodGroups listed and watched, their status
+patched, events about them) while the server records each request as an RBAC
+(group, resource, verb).  The recorded set must be granted by deploy/ plus the
+optional Coscheduling component, and every grant must be used, except a short
+list of rare paths named below with the code that needs them.  Without the
+PodGroup calls, deploy/ alone must match (PodGroups are watched only when a
+profile enables Coscheduling).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from netsched.testing.wait import wait_until
 pytestmark = pytest.mark.integration
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+COSCHEDULING = DEPLOY / "optional" / "coscheduling"
 
 CONFIG = """
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -47,6 +51,17 @@ podInitialBackoffSeconds: 1
 podMaxBackoffSeconds: 1
 profiles:
 - schedulerName: netsched
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Coscheduling
+    queueSort:
+      enabled: [{name: Coscheduling}]
+      disabled: [{name: "*"}]
+  pluginConfig:
+  - name: Coscheduling
+    args:
+      permitWaitingTimeSeconds: 10
 """
 
 # Granted but not reached by this scenario, each with the code path that needs it.
@@ -126,6 +141,38 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
             lambda: any(r.verb == "patch" and r.api_group == "events.k8s.io" for r in server.requests),
             what="event series patch",
         )
+        # Gang scheduling: PodGroups listed/watched, status patched, events about the PodGroup.
+        server.create(
+            "scheduling.x-k8s.io/podgroups",
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": "gang", "namespace": "default"},
+                "spec": {"minMember": 2, "scheduleTimeoutSeconds": 1},
+            },
+        )
+        server.create(
+            "pods",
+            make_pod("gang-0").scheduler("netsched").label("scheduling.x-k8s.io/pod-group", "gang").obj(),
+        )
+        server.create(
+            "pods",
+            make_pod("gang-1")
+            .scheduler("netsched")
+            .label("scheduling.x-k8s.io/pod-group", "gang")
+            .gate("g")
+            .obj(),
+        )
+        wait_until(
+            lambda: any(e.get("reason") == "GangReleased" for e in server.list("events.k8s.io/events", None)),
+            what="gang released after its timeout",
+        )
+        wait_until(
+            lambda: any(r.resource == "podgroups" and r.subresource == "status" for r in server.requests),
+            what="PodGroup status patch",
+        )
+        server.delete("pods", "gang-0")
+        server.delete("pods", "gang-1")
         # Preemption: deletes a low-priority victim, then the preemptor binds.
         server.create("pods", make_pod("vip").scheduler("netsched").priority(1000).req(cpu="2").obj())
         wait_until(lambda: node_of("vip"), timeout=20, what="preemptor bound")
@@ -158,10 +205,21 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
         app.shutdown(timeout=5)
 
     recorded = {request_rule(r) for r in server.requests}
-    granted = rules_from_deploy(DEPLOY)
-    assert recorded - granted == set(), f"calls made but not granted by deploy/: {sorted(recorded - granted)}"
+    granted = rules_from_deploy(DEPLOY, COSCHEDULING)
+    missing = recorded - granted
+    assert missing == set(), f"calls made but not granted by deploy/ + coscheduling: {sorted(missing)}"
     unused = granted - recorded - set(RARE_PATHS)
-    assert unused == set(), f"granted by deploy/ but never used: {sorted(unused)}"
+    assert unused == set(), f"granted by deploy/ + coscheduling but never used: {sorted(unused)}"
+    # The base deploy/ alone covers everything but the PodGroup calls, and nothing more.
+    podgroup_calls = {r for r in recorded if r[0] == "scheduling.x-k8s.io"}
+    assert podgroup_calls == {
+        ("scheduling.x-k8s.io", "podgroups", "list"),
+        ("scheduling.x-k8s.io", "podgroups", "watch"),
+        ("scheduling.x-k8s.io", "podgroups/status", "patch"),
+    }
+    base = rules_from_deploy(DEPLOY)
+    assert recorded - podgroup_calls - base == set()
+    assert base - (recorded - podgroup_calls) - set(RARE_PATHS) == set()
     assert {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")} <= recorded
 
 

@@ -1,0 +1,163 @@
+"""PodGroups as Coscheduling reads them: parsed once per resourceVersion, and who is in one.
+
+A pod joins a gang with the `scheduling.x-k8s.io/pod-group` label (the older
+`pod-group.scheduling.sigs.k8s.io` is accepted too) naming a PodGroup of its
+namespace.  The PodGroup (CRD scheduling.x-k8s.io/v1alpha1) says how many
+members must start together (`spec.minMember`), what they need in total
+(`spec.minResources`) and how long members wait for each other
+(`spec.scheduleTimeoutSeconds`).  A malformed PodGroup is a GroupError naming
+the field at fault, never a crash.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from netsched.framework import PodInfo
+from netsched.framework.quantity import to_canonical
+from netsched.kube.resources import PODGROUPS
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+LEGACY_POD_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"
+PODGROUPS_KEY = PODGROUPS.key
+PODGROUP_API_VERSION = f"{PODGROUPS.group}/{PODGROUPS.version}"
+
+
+def group_name(pod: PodInfo) -> str:
+    """The PodGroup a pod belongs to ("" when none)."""
+    labels = pod.labels
+    return labels.get(POD_GROUP_LABEL) or labels.get(LEGACY_POD_GROUP_LABEL) or ""
+
+
+def full_name(pod: PodInfo) -> str:
+    """ "namespace/group" of the pod's gang ("" when none)."""
+    name = group_name(pod)
+    return f"{pod.namespace}/{name}" if name else ""
+
+
+class GroupError(ValueError):
+    """A PodGroup the plugin cannot use; the message names the object and field."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    namespace: str
+    name: str
+    min_member: int
+    min_resources: dict[str, int] = field(default_factory=dict)  # canonical units
+    schedule_timeout: int | None = None
+    created: float = 0.0  # epoch seconds of metadata.creationTimestamp (0 when unknown)
+    resource_version: str = ""
+    uid: str = ""
+    status: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def ref(self) -> PodInfo:
+        """A record the event recorder references as this PodGroup."""
+        return PodInfo(
+            uid=self.uid,
+            namespace=self.namespace,
+            name=self.name,
+            resource_version=self.resource_version,
+            raw={"kind": "PodGroup", "apiVersion": PODGROUP_API_VERSION},
+        )
+
+
+def parse_group(raw: Mapping[str, Any]) -> PodGroup:
+    meta = raw.get("metadata") or {}
+    ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+    where = f"PodGroup {ns}/{name}"
+    spec = raw.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        raise GroupError(f"{where}: spec must be an object")
+    mm = spec.get("minMember", 0)
+    if isinstance(mm, bool) or not isinstance(mm, int) or mm < 0:
+        raise GroupError(f"{where}: spec.minMember must be a non-negative integer, got {mm!r}")
+    timeout = spec.get("scheduleTimeoutSeconds")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0):
+        raise GroupError(f"{where}: spec.scheduleTimeoutSeconds must be a positive integer, got {timeout!r}")
+    res: dict[str, int] = {}
+    for rname, q in (spec.get("minResources") or {}).items():
+        try:
+            res[str(rname)] = to_canonical(str(rname), q)
+        except (ValueError, ArithmeticError) as e:
+            raise GroupError(f"{where}: spec.minResources.{rname}: invalid quantity {q!r}") from e
+    status = raw.get("status") or {}
+    return PodGroup(
+        ns,
+        name,
+        mm,
+        res,
+        timeout,
+        _epoch(meta.get("creationTimestamp")),
+        str(meta.get("resourceVersion") or ""),
+        str(meta.get("uid") or ""),
+        status if isinstance(status, Mapping) else {},
+    )
+
+
+def _epoch(stamp: Any) -> float:
+    if not stamp:
+        return 0.0
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+class GroupCache:
+    """Parsed PodGroups by (namespace, name, resourceVersion): the queue sort asks often."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[tuple[str, str], tuple[str, PodGroup | GroupError]] = {}
+        self._lock = threading.Lock()
+
+    def parse(self, raw: Mapping[str, Any]) -> PodGroup:
+        meta = raw.get("metadata") or {}
+        key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+        rv = str(meta.get("resourceVersion") or "")
+        with self._lock:
+            got = self._parsed.get(key)
+        if got is None or got[0] != rv or not rv:
+            try:
+                value: PodGroup | GroupError = parse_group(raw)
+            except GroupError as e:
+                value = e
+            got = (rv, value)
+            with self._lock:
+                if len(self._parsed) > 10_000:
+                    self._parsed.clear()
+                self._parsed[key] = got
+        if isinstance(got[1], GroupError):
+            raise got[1]
+        return got[1]
+
+
+class Backoff:
+    """Gangs that failed recently, until when (podGroupBackoffSeconds)."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def add(self, group: str, now: float, seconds: float) -> None:
+        if seconds > 0:
+            with self._lock:
+                self._until[group] = now + seconds
+
+    def remaining(self, group: str, now: float) -> float:
+        with self._lock:
+            until = self._until.get(group)
+            if until is None:
+                return 0.0
+            if until <= now:
+                del self._until[group]
+                return 0.0
+            return until - now

@@ -1,0 +1,109 @@
+"""GangTopology: a gang's pods close together, on cold links.
+
+For a pod of a gang (a PodGroup member, plugins/coscheduling), the members
+already reserved or bound pull it into their topology domain, and measured
+link load (the metrics cache NetworkTraffic reads) pushes it off busy links:
+
+    share_zone(n) = members placed in n's topologyKey domain / members placed
+    share_rack(n) = the same for rackKey (only when rackKey is set)
+    locality(n)   = share_zone(n), or (share_zone(n) + share_rack(n)) / 2 with a rack key;
+                    1 on every node while no member is placed (nothing to be near yet)
+    link(n)       = 1 - min(u, 1), u as NetworkTraffic computes it (load over link speed,
+                    or relative to the busiest fresh candidate without one); stale
+                    nodes get the fresh candidates' mean (failOpen) or 0 (failClosed)
+    score         = round(100 x ((1 - linkLoadWeight) x locality + linkLoadWeight x link))
+
+Pods without a gang skip the plugin (PreScore Skip).  Members are found among
+the snapshot's pods (bound and assumed, i.e. reserved), so a member waiting at
+Permit already pulls the next one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from netsched.framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    IntArray,
+    PluginArgs,
+    PodInfo,
+    Snapshot,
+    Status,
+)
+from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
+from netsched.metrics.mapping import FloatArray
+from netsched.metrics.scoring import MetricScorePlugin
+from netsched.metrics.utilisation import fill_stale, network_load, source_for, to_int_scores
+from plugins.coscheduling.groups import group_name
+from plugins.gang_topology.args import GangTopologyArgs
+
+
+class GangTopology(MetricScorePlugin):
+    name = "GangTopology"
+    Args = GangTopologyArgs
+
+    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.cfg = self.args_as(GangTopologyArgs)
+        self.source = source_for(handle, self.cfg.prometheus, self.name)
+        self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
+
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
+        if not group_name(pod):
+            return Status.skip()
+        return super().pre_score(state, pod, snapshot, idx)
+
+    def candidate_scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        w = self.cfg.link_load_weight
+        raw = MAX_NODE_SCORE * ((1.0 - w) * self.locality(pod, snapshot, idx) + w * self.link(snapshot, idx))
+        return to_int_scores(raw)
+
+    # ------------------------------------------------------------ locality
+
+    def placed_members(self, pod: PodInfo, snapshot: Snapshot) -> list[int]:
+        """Snapshot rows of the gang's other members (bound or reserved), one entry per member."""
+        group = group_name(pod)
+        return [
+            row
+            for row, node in enumerate(snapshot.nodes)
+            for p in node.pods.values()
+            if p.uid != pod.uid and p.namespace == pod.namespace and group_name(p) == group
+        ]
+
+    def locality(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> FloatArray:
+        rows = self.placed_members(pod, snapshot)
+        if not rows:
+            return np.ones(len(idx))
+        out = self._share(snapshot, self.cfg.topology_key, rows, idx)
+        if self.cfg.rack_key:
+            out = (out + self._share(snapshot, self.cfg.rack_key, rows, idx)) / 2.0
+        return out
+
+    @staticmethod
+    def _share(snapshot: Snapshot, key: str, rows: list[int], idx: IntArray) -> FloatArray:
+        """Per candidate: the share of placed members in its domain of label `key` (0 unlabelled)."""
+        column = snapshot.label_column(key)
+        per_domain = Counter(column[r] for r in rows if column[r] is not None)
+        return np.array(
+            [per_domain.get(d, 0) if d is not None else 0 for d in column[idx]], dtype=float
+        ) / len(rows)
+
+    # ------------------------------------------------------------ link load
+
+    def link(self, snapshot: Snapshot, idx: IntArray) -> FloatArray:
+        """1 - link utilisation per candidate, in [0, 1] (NetworkTraffic's u)."""
+        net = network_load(self.source, snapshot)
+        busy, speed, fresh = net.busy[idx], net.speed[idx], net.fresh[idx]
+        has_speed = np.isfinite(speed) & (speed > 0)
+        relative = fresh & ~has_speed
+        ref = float(busy[relative].max()) if relative.any() else 0.0
+        u = np.zeros(len(idx))
+        np.divide(busy, speed, out=u, where=has_speed)
+        if ref > 0:
+            np.divide(busy, ref, out=u, where=~has_speed)
+        cold = MAX_NODE_SCORE * (1.0 - np.clip(np.nan_to_num(u, nan=0.0), 0.0, 1.0))
+        return fill_stale(cold, fresh, self.source.fail_closed) / MAX_NODE_SCORE

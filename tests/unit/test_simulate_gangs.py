@@ -1,0 +1,147 @@
+"""Gangs in `netsched simulate`: PodGroups in YAML and generator form, per-group outcomes, and the
+shipped example where kube's default profile splits two gangs and Coscheduling places one whole."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from netsched.app import build_registry
+from netsched.config import ConfigError, load_config
+from netsched.simulate import load_scenario, simulate
+from netsched.simulate.cli import main
+from netsched.simulate.configs import default_profile, example_text, examples
+from netsched.simulate.gangs import GROUP_LABEL
+from netsched.simulate.report import Report, lower_bounds
+
+REGISTRY = build_registry()
+EXAMPLE = "gangs-scenario.yaml"
+
+GANG_CONFIG = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 2
+profiles:
+- schedulerName: netsched
+  plugins:
+    multiPoint:
+      enabled: [{name: Coscheduling}]
+    queueSort:
+      enabled: [{name: Coscheduling}]
+      disabled: [{name: "*"}]
+"""
+
+WRITTEN = f"""
+nodes: "2 nodes, 4 cpu, 8Gi"
+podGroups:
+  - apiVersion: scheduling.x-k8s.io/v1alpha1
+    kind: PodGroup
+    metadata: {{name: pair}}
+    spec: {{minMember: 2}}
+  - kind: PodGroup
+    metadata: {{name: trio, namespace: ml}}
+    spec: {{minMember: 3, scheduleTimeoutSeconds: 5}}
+pods:
+  - {{count: 2, namePrefix: p, cpu: "1", labels: {{"{GROUP_LABEL}": pair}}}}
+  - {{count: 2, namePrefix: t, namespace: ml, cpu: "1", labels: {{"{GROUP_LABEL}": trio}}}}
+  - {{count: 1, namePrefix: solo, cpu: "1"}}
+"""
+
+
+def test_podgroups_as_written_and_their_members() -> None:
+    s = load_scenario(WRITTEN, "written.yaml")
+    assert [g["metadata"]["name"] for g in s.pod_groups] == ["pair", "trio"]
+    trio = s.pod_groups[1]
+    assert trio["metadata"]["namespace"] == "ml" and trio["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
+    # Listed order is creation order (Coscheduling's queue sort reads it).
+    stamps = [g["metadata"]["creationTimestamp"] for g in s.pod_groups]
+    assert stamps == sorted(stamps) and len(set(stamps)) == 2
+    run = simulate(s, load_config(GANG_CONFIG, REGISTRY), REGISTRY)
+    report = Report(s, [run], ["gangs"], lower_bounds(s))
+    by = {g.key: g for g in report.gangs(run)}
+    assert (by["default/pair"].outcome, by["default/pair"].placed) == ("all", 2)
+    assert by["default/pair"].seconds_to_full is not None and by["default/pair"].seconds_to_full >= 0
+    # Two of three members exist: the gang never starts and holds nothing.
+    assert (by["ml/trio"].outcome, by["ml/trio"].placed, by["ml/trio"].seconds_to_full) == ("none", 0, None)
+    assert "minMember of group: 3" in run.unscheduled["ml/t-00"]
+    assert "default/solo-00" in run.placements
+    assert "Pod groups" in report.text() and "ml/trio" in report.text()
+
+
+def test_generated_gangs_grouped_and_interleaved() -> None:
+    s = load_scenario(
+        """
+nodes: "1 node"
+podGroups:
+  - {count: 2, namePrefix: g, minMember: 2, members: 3, scheduleTimeoutSeconds: 7, pod: {cpu: 100m}}
+  - {count: 2, namePrefix: i, minMember: 2, arrival: interleaved, pod: {cpu: 100m, labels: {app: x}}}
+pods: "1 pod"
+""",
+        "gen.yaml",
+    )
+    assert [g["metadata"]["name"] for g in s.pod_groups] == ["g-00", "g-01", "i-00", "i-01"]
+    assert s.pod_groups[0]["spec"] == {"minMember": 2, "scheduleTimeoutSeconds": 7}
+    names = [p["metadata"]["name"] for p in s.pods]
+    assert names == [
+        "pod-00",
+        "g-00-00", "g-00-01", "g-00-02", "g-01-00", "g-01-01", "g-01-02",
+        "i-00-00", "i-01-00", "i-00-01", "i-01-01",
+    ]  # fmt: skip
+    member = s.pods[-1]["metadata"]["labels"]
+    assert member == {"app": "x", GROUP_LABEL: "i-01"}
+
+
+def test_generated_gangs_need_no_pods_section() -> None:
+    s = load_scenario('nodes: "1 node"\npodGroups: {count: 1, minMember: 2, pod: {cpu: 100m}}', "x.yaml")
+    assert len(s.pods) == 2 and s.pod_groups[0]["metadata"]["name"] == "gang-00"
+
+
+def test_podgroup_errors_name_their_field() -> None:
+    with pytest.raises(ConfigError) as e:
+        load_scenario(
+            """
+nodes: "1 node"
+pods: "1 pod"
+podGroups:
+  - {kind: PodGroup, metadata: {name: a}, spec: {minMember: 0}}
+  - {kind: Deployment, metadata: {name: b}}
+  - {minMember: 2, pod: {count: 3}, arrival: sideways}
+  - {kind: PodGroup, metadata: {name: a}, spec: {minMember: 1}}
+  - {kind: PodGroup, metadata: {name: a}, spec: {minMember: 1}}
+""",
+            "bad.yaml",
+        )
+    text = str(e.value)
+    assert "podGroups[0].spec.minMember" in text
+    assert "podGroups[1].kind" in text
+    assert "podGroups[2].pod.count" in text and "podGroups[2].arrival" in text
+    assert "podGroups[4].metadata.name" in text
+
+
+def test_shipped_example_default_splits_both_gangs_netsched_places_one_whole() -> None:
+    s = load_scenario(example_text(EXAMPLE), EXAMPLE)
+    cfg = load_config(examples().joinpath(s.config).read_text("utf-8"), REGISTRY)
+    ours = simulate(s, cfg, REGISTRY)
+    theirs = simulate(s, default_profile("netsched", REGISTRY), REGISTRY, label="default")
+    report = Report(s, [ours, theirs], ["gangs", "default"], lower_bounds(s))
+    netsched_outcomes = sorted(g.outcome for g in report.gangs(ours))
+    assert netsched_outcomes == ["all", "none"]
+    whole = next(g for g in report.gangs(ours) if g.outcome == "all")
+    assert whole.placed == 6 and whole.seconds_to_full is not None
+    assert [g.outcome for g in report.gangs(theirs)] == ["split", "split"]
+    assert sum(g.placed for g in report.gangs(theirs)) == 8
+    doc = report.to_dict()
+    assert [g["outcome"] for g in doc["runs"][1]["podGroups"]] == ["split", "split"]
+    assert "SPLIT" in report.text(placements=False)
+
+
+def test_simulate_explain_shows_the_gang_topology_score(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(examples().joinpath(EXAMPLE))
+    assert main([path, "--compare-config", "none", "--explain", "default/train-00-03", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ex = doc["explain"]
+    assert ex["weights"]["GangTopology"] == 2
+    assert any("GangTopology" in n["scores"] for n in ex["nodes"] if n["feasible"])
+    assert [g["outcome"] for g in doc["runs"][0]["podGroups"]].count("all") == 1
