@@ -106,3 +106,64 @@ def run_score(
     if normalize:
         plugin.normalize_scores(state, pi, raw)
     return {n.name: int(s) for n, s in zip(snap.nodes, raw.tolist(), strict=True)}
+
+
+# ---------------------------------------------------------------- kube's st.MakePod / st.MakeNode
+
+_seq = iter(range(1, 1_000_000))
+
+
+def _requests(req: Mapping[str, Any]) -> dict[str, Any]:
+    return {"resources": {"requests": {k: str(v) for k, v in req.items()}}} if req else {"resources": {}}
+
+
+def kpod(
+    *containers: Mapping[str, Any],
+    init: Sequence[Mapping[str, Any]] = (),
+    sidecars: Sequence[Mapping[str, Any]] = (),
+    overhead: Mapping[str, Any] | None = None,
+    node: str = "",
+    name: str = "",
+    namespace: str = "default",
+    labels: Mapping[str, str] | None = None,
+    **spec: Any,
+) -> PodInfo:
+    """A pod as kube's tests build it: one container per requests mapping (none at all when
+    no mapping is given: such a pod gets no scoring defaults), init containers, overhead."""
+    n = next(_seq)
+    raw: dict[str, Any] = {
+        "metadata": {
+            "name": name or f"pod-{n}",
+            "namespace": namespace,
+            "uid": f"kube-case-{n}",
+            "labels": dict(labels or {}),
+        },
+        "spec": {"containers": [{"name": f"c{i}", **_requests(c)} for i, c in enumerate(containers)], **spec},
+    }
+    inits = [{"name": f"i{i}", **_requests(c)} for i, c in enumerate(init)]
+    inits += [{"name": f"s{i}", "restartPolicy": "Always", **_requests(c)} for i, c in enumerate(sidecars)]
+    if inits:
+        raw["spec"]["initContainers"] = inits
+    if overhead:
+        raw["spec"]["overhead"] = {k: str(v) for k, v in overhead.items()}
+    if node:
+        raw["spec"]["nodeName"] = node
+    from netsched.framework.parse import parse_pod
+
+    return parse_pod(raw)
+
+
+def knode(
+    name: str, capacity: Mapping[str, Any] | None = None, labels: Mapping[str, str] | None = None, **spec: Any
+) -> NodeInfo:
+    """A node whose capacity and allocatable are exactly `capacity` (kube's MakeNode().Capacity())."""
+    from netsched.framework.parse import parse_node
+
+    status = {"capacity": {k: str(v) for k, v in (capacity or {}).items()}}
+    status["allocatable"] = dict(status["capacity"])
+    raw = {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": spec,
+        "status": status if capacity else {},
+    }
+    return parse_node(raw)
