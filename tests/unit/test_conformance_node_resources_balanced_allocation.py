@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kube_cases import knode, kpod, run_score
 
-from kube_cases import kpod, knode, run_score
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import Snapshot
 from netsched.testing.builders import node_infos
