@@ -126,6 +126,8 @@ def kpod(
     name: str = "",
     namespace: str = "default",
     labels: Mapping[str, str] | None = None,
+    terminating: bool = False,
+    priority: int | None = None,
     **spec: Any,
 ) -> PodInfo:
     """A pod as kube's tests build it: one container per requests mapping (none at all when
@@ -148,21 +150,34 @@ def kpod(
         raw["spec"]["overhead"] = {k: str(v) for k, v in overhead.items()}
     if node:
         raw["spec"]["nodeName"] = node
+    if terminating:
+        raw["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    if priority is not None:
+        raw["spec"]["priority"] = priority
     from netsched.framework.parse import parse_pod
 
     return parse_pod(raw)
 
 
 def knode(
-    name: str, capacity: Mapping[str, Any] | None = None, labels: Mapping[str, str] | None = None, **spec: Any
+    name: str,
+    capacity: Mapping[str, Any] | None = None,
+    labels: Mapping[str, str] | None = None,
+    *,
+    hostname_label: bool = True,
+    **spec: Any,
 ) -> NodeInfo:
-    """A node whose capacity and allocatable are exactly `capacity` (kube's MakeNode().Capacity())."""
+    """A node whose capacity and allocatable are exactly `capacity` (kube's MakeNode().Capacity());
+    it carries kubernetes.io/hostname unless hostname_label=False (kube's MakeNode() sets no labels)."""
     from netsched.framework.parse import parse_node
 
     status = {"capacity": {k: str(v) for k, v in (capacity or {}).items()}}
     status["allocatable"] = dict(status["capacity"])
     raw = {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "metadata": {
+            "name": name,
+            "labels": {**({"kubernetes.io/hostname": name} if hostname_label else {}), **(labels or {})},
+        },
         "spec": spec,
         "status": status if capacity else {},
     }

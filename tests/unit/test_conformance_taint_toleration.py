@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kube_cases import UNRES, knode, kpod, run_filter, run_score
 
-from kube_cases import UNRES, kpod, knode, run_filter, run_score
 from plugins.taint_toleration import TaintToleration
 
 
