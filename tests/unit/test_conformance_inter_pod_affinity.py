@@ -6,7 +6,8 @@ pkg/scheduler/framework/plugins/interpodaffinity/filtering_test.go
 existing pods on machine1 unless noted.  kube's older versions add the generic
 reason "node(s) didn't match pod affinity/anti-affinity rules" before the
 specific one; newer versions report only the specific reason, as netsched does,
-so the tables assert the code and the specific reason.
+so the tables assert the code and the specific reason.  Where kube's versions
+disagree (symmetry checks b1/b2) the newest test is followed.
 Two kube cases give a term no topologyKey, which the API server has rejected
 since required terms need one; they use topologyKey "region" here (same outcome:
 no pod in any domain matches).
@@ -181,6 +182,57 @@ CASES: list[
         [(S1, "machine1", affinity(None, [term("zone", req("security", "Exists"))]), "default")],
         (UNSCHED, REASON_ANTI_AFFINITY),
     ),
+    (
+        "PodAntiAffinity symmetry check a1: incoming pod and existing pod partially match each other on AffinityTerms",
+        SCAN,
+        affinity(None, [term("zone", req("service", "Exists")), term("zone", req("security", "Exists"))]),
+        [(S1, "machine1", affinity(None, [term("zone", req("security", "Exists"))]), "default")],
+        (UNSCHED, REASON_ANTI_AFFINITY),
+    ),
+    (
+        "PodAntiAffinity symmetry check a2: incoming pod and existing pod partially match each other on AffinityTerms",
+        S1,
+        affinity(None, [term("zone", req("security", "Exists"))]),
+        [
+            (
+                SCAN,
+                "machine1",
+                affinity(
+                    None, [term("zone", req("service", "Exists")), term("zone", req("security", "Exists"))]
+                ),
+                "default",
+            )
+        ],
+        (UNSCHED, REASON_EXISTING_ANTI_AFFINITY),
+    ),
+    (
+        "PodAntiAffinity symmetry check b1: incoming pod and existing pod partially match each other on AffinityTerms",
+        {"abc": "", "xyz": ""},
+        affinity(None, [term("zone", req("abc", "Exists")), term("zone", req("def", "Exists"))]),
+        [
+            (
+                {"def": "", "xyz": ""},
+                "machine1",
+                affinity(None, [term("zone", req("abc", "Exists")), term("zone", req("def", "Exists"))]),
+                "default",
+            )
+        ],
+        (UNSCHED, REASON_ANTI_AFFINITY),  # newest kube; older: existing,
+    ),
+    (
+        "PodAntiAffinity symmetry check b2: incoming pod and existing pod partially match each other on AffinityTerms",
+        {"def": "", "xyz": ""},
+        affinity(None, [term("zone", req("abc", "Exists")), term("zone", req("def", "Exists"))]),
+        [
+            (
+                {"abc": "", "xyz": ""},
+                "machine1",
+                affinity(None, [term("zone", req("abc", "Exists")), term("zone", req("def", "Exists"))]),
+                "default",
+            )
+        ],
+        (UNSCHED, REASON_ANTI_AFFINITY),  # newest kube; older: existing,
+    ),
 ]
 
 
@@ -200,3 +252,209 @@ def test_required_affinity_single_node(labels: Any, aff: Any, existing: Any, wan
         assert got is None
     else:
         assert got is not None and got[0] == want[0] and want[1] in got[1], got
+
+
+# ---------------------------------------------------------------- TestRequiredAffinityMultipleNodes
+
+CHINA = {"region": "China"}
+CHINA_AZ1 = {"region": "China", "az": "az1"}
+INDIA = {"region": "India"}
+ANTI = (UNSCHED, REASON_ANTI_AFFINITY)
+
+# (name, pod (labels, namespace, affinity), existing [(labels, node, affinity, namespace)], nodes [(name, labels)], wants)
+MULTI: list[
+    tuple[
+        str,
+        tuple[dict[str, str], str, dict[str, Any]],
+        list[Any],
+        list[tuple[str, dict[str, str]]],
+        list[Any],
+    ]
+] = [
+    (
+        "A pod can be scheduled onto all the nodes that have the same topology key & label value with one of them has an existing pod that matches the affinity rules",
+        ({}, "default", affinity([term("region", req("foo", "In", "bar"))])),
+        [({"foo": "bar"}, "machine1", {}, "default")],
+        [("machine1", CHINA), ("machine2", CHINA_AZ1), ("machine3", INDIA)],
+        [None, None, (UNRES, REASON_AFFINITY)],
+    ),
+    (
+        "The affinity rule is to schedule all of the pods of this collection to the same zone. The first pod of the collection should not be blocked from being scheduled onto any node, even there's no existing pod that matches the rule anywhere.",
+        (
+            {"foo": "bar", "service": "securityscan"},
+            "default",
+            affinity(
+                [term("zone", req("foo", "In", "bar")), term("zone", req("service", "In", "securityscan"))]
+            ),
+        ),
+        [({"foo": "bar"}, "nodeA", {}, "default")],
+        [("nodeA", {"zone": "az1", "hostname": "h1"}), ("nodeB", {"zone": "az2", "hostname": "h2"})],
+        [None, None],
+    ),
+    (
+        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB.",
+        ({}, "default", affinity(None, [term("region", req("foo", "In", "abc"))])),
+        [({"foo": "abc"}, "nodeA", {}, "default")],
+        [("nodeA", {"region": "r1", "hostname": "nodeA"}), ("nodeB", {"region": "r1", "hostname": "nodeB"})],
+        [ANTI, ANTI],
+    ),
+    (
+        "This test ensures that anti-affinity matches a pod when any term of the anti-affinity rule matches a pod.",
+        (
+            {},
+            "default",
+            affinity(
+                None,
+                [term("region", req("foo", "In", "abc")), term("zone", req("service", "In", "securityscan"))],
+            ),
+        ),
+        [({"foo": "abc", "service": "securityscan"}, "nodeA", {}, "default")],
+        [
+            ("nodeA", {"region": "r1", "zone": "z1", "hostname": "nodeA"}),
+            ("nodeB", {"region": "r1", "zone": "z2", "hostname": "nodeB"}),
+        ],
+        [ANTI, ANTI],
+    ),
+    (
+        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB but can be scheduled onto nodeC",
+        ({}, "default", affinity(None, [term("region", req("foo", "In", "abc"))])),
+        [({"foo": "abc"}, "nodeA", {}, "default")],
+        [("nodeA", CHINA), ("nodeB", CHINA_AZ1), ("nodeC", INDIA)],
+        [ANTI, ANTI, None],
+    ),
+    (
+        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter pod affinity rule. The pod can not be scheduled onto nodeA, nodeB, but can be scheduled onto nodeC (NodeC has an existing pod that match the inter pod affinity rule but in different namespace)",
+        ({"foo": "123"}, "NS1", affinity(None, [term("region", req("foo", "In", "bar"))])),
+        [
+            ({"foo": "bar"}, "nodeA", {}, "NS1"),
+            ({}, "nodeC", affinity(None, [term("region", req("foo", "In", "123"))]), "NS2"),
+        ],
+        [("nodeA", CHINA), ("nodeB", CHINA_AZ1), ("nodeC", INDIA)],
+        [ANTI, ANTI, None],
+    ),
+    (
+        "The first pod of the collection can only be scheduled on nodes labelled with the requested topology keys",
+        (
+            {"foo": "bar", "service": "securityscan"},
+            "default",
+            affinity(
+                [term("zone", req("foo", "In", "bar")), term("zone", req("service", "In", "securityscan"))]
+            ),
+        ),
+        [({"foo": "bar"}, "nodeA", {}, "default")],
+        [
+            ("nodeA", {"zoneLabel": "az1", "hostname": "h1"}),
+            ("nodeB", {"zoneLabel": "az2", "hostname": "h2"}),
+        ],
+        [(UNRES, REASON_AFFINITY), (UNRES, REASON_AFFINITY)],
+    ),
+    (
+        "existing pod's anti-affinity term with a topology key no node has matches nothing",
+        ({"foo": ""}, "default", {}),
+        [({}, "nodeA", affinity(None, [term("invalid-node-label", req("foo", "Exists"))]), "default")],
+        [
+            ("nodeA", {"region": "r1", "zone": "z1", "hostname": "nodeA"}),
+            ("nodeB", {"region": "r1", "zone": "z1", "hostname": "nodeB"}),
+        ],
+        [None, None],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "existing", "nodes", "wants"), [c[1:] for c in MULTI], ids=[c[0] for c in MULTI]
+)
+def test_required_affinity_multiple_nodes(pod: Any, existing: Any, nodes: Any, wants: list[Any]) -> None:
+    infos = [knode(n, labels=ls, hostname_label=False) for n, ls in nodes]
+    pods = [
+        kpod(labels=ls, node=n, namespace=ns, **({"affinity": a} if a else {})) for ls, n, a, ns in existing
+    ]
+    labels, ns, aff = pod
+    got = run_filter(
+        InterPodAffinity, kpod(labels=labels, namespace=ns, **({"affinity": aff} if aff else {})), infos, pods
+    )
+    for (name, _), want in zip(nodes, wants, strict=True):
+        if want is None:
+            assert got[name] is None, name
+        else:
+            assert got[name] is not None and got[name][0] == want[0] and want[1] in got[name][1], (
+                name,
+                got[name],
+            )
+
+
+# ---------------------------------------------------------------- namespaceSelector and label syntax (newest test)
+
+NAMESPACES = {
+    "subteam1.team1": {"team": "team1"},
+    "subteam2.team1": {"team": "team1"},
+    "subteam1.team2": {"team": "team2"},
+}
+TEAM1 = {"matchExpressions": [req("team", "In", "team1")]}
+
+NS_CASES = [
+    (
+        "affinity with NamespaceSelector",
+        "default",
+        affinity([{**term("region", IN_SCAN), "namespaceSelector": TEAM1}]),
+        "subteam1.team1",
+        None,
+    ),
+    (
+        "affinity with non-matching NamespaceSelector",
+        "default",
+        affinity([{**term("region", IN_SCAN), "namespaceSelector": TEAM1}]),
+        "subteam1.team2",
+        (UNRES, REASON_AFFINITY),
+    ),
+    (
+        "anti-affinity with matching NamespaceSelector",
+        "subteam1.team1",
+        affinity(None, [{**term("zone", IN_SCAN), "namespaceSelector": TEAM1}]),
+        "subteam2.team1",
+        (UNSCHED, REASON_ANTI_AFFINITY),
+    ),
+    (
+        "anti-affinity with matching all NamespaceSelector",
+        "subteam1.team1",
+        affinity(None, [{**term("zone", IN_SCAN), "namespaceSelector": {}}]),
+        "subteam2.team1",
+        (UNSCHED, REASON_ANTI_AFFINITY),
+    ),
+    (
+        "anti-affinity with non-matching NamespaceSelector",
+        "subteam1.team1",
+        affinity(None, [{**term("zone", IN_SCAN), "namespaceSelector": TEAM1}]),
+        "subteam1.team2",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("ns", "aff", "existing_ns", "want"), [c[1:] for c in NS_CASES], ids=[c[0] for c in NS_CASES]
+)
+def test_namespace_selector(ns: str, aff: Any, existing_ns: str, want: Any) -> None:
+    nodes = [knode("node1", labels={"region": "r1", "zone": "z11"})]
+    pods = [kpod(labels=SCAN, node="node1", namespace=existing_ns)]
+    got = run_filter(
+        InterPodAffinity, kpod(labels=S1, namespace=ns, affinity=aff), nodes, pods, namespaces=NAMESPACES
+    )["node1"]
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None and got[0] == want[0] and want[1] in got[1], got
+
+
+def test_invalid_label_value_in_affinity_term_is_unresolvable() -> None:
+    """kube: "PodAffinity fails PreFilter with an invalid affinity label syntax" -> PreFilter
+    UnschedulableAndUnresolvable.  MARKED DIFFERENCE: netsched accepts the term and it matches
+    no pod, so Filter rejects every node UnschedulableAndUnresolvable; the outcome for the pod
+    (unschedulable, preemption skipped) is the same, the reason text differs."""
+    nodes = [knode("node1", labels={"region": "r1", "zone": "z11"})]
+    pod = kpod(
+        labels=SCAN,
+        affinity=affinity([term("region", req("service", "In", "{{.bad-value.}}")), term("node", IN_AV)]),
+    )
+    got = run_filter(InterPodAffinity, pod, nodes, [kpod(labels=SCAN, node="node1")])["node1"]
+    assert got is not None and got[0] == UNRES
