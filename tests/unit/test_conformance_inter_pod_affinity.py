@@ -458,3 +458,222 @@ def test_invalid_label_value_in_affinity_term_is_unresolvable() -> None:
     )
     got = run_filter(InterPodAffinity, pod, nodes, [kpod(labels=SCAN, node="node1")])["node1"]
     assert got is not None and got[0] == UNRES
+
+
+# ---------------------------------------------------------------- scoring_test.go (TestPreferredAffinity)
+
+
+def weighted(weight: int, t: dict[str, Any]) -> dict[str, Any]:
+    return {"weight": weight, "podAffinityTerm": t}
+
+
+def preferred(
+    aff: list[dict[str, Any]] | None = None, anti: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if aff:
+        out["podAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": aff}
+    if anti:
+        out["podAntiAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": anti}
+    return out
+
+
+S1_ = {"security": "S1"}
+S2_ = {"security": "S2"}
+RG_CHINA, RG_INDIA = {"region": "China"}, {"region": "India"}
+AZ1, AZ2 = {"az": "az1"}, {"az": "az2"}
+RG_CHINA_AZ1 = {"region": "China", "az": "az1"}
+STAY_S1_REGION = preferred([weighted(5, term("region", req("security", "In", "S1")))])
+STAY_S2_REGION = preferred([weighted(6, term("region", req("security", "In", "S2")))])
+AFFINITY3 = preferred(
+    [
+        weighted(8, term("region", req("security", "NotIn", "S1"), req("security", "In", "S2"))),
+        weighted(2, term("region", req("security", "Exists"), req("wrongkey", "DoesNotExist"))),
+    ]
+)
+HARD = affinity(
+    [
+        term("region", req("security", "In", "S1", "value2")),
+        term("region", req("security", "Exists"), req("wrongkey", "DoesNotExist")),
+    ]
+)
+AWAY_S1_AZ = preferred(None, [weighted(5, term("az", req("security", "In", "S1")))])
+AWAY_S2_AZ = preferred(None, [weighted(5, term("az", req("security", "In", "S2")))])
+STAY_S1_AWAY_S2 = {
+    **preferred([weighted(8, term("region", req("security", "In", "S1")))]),
+    **preferred(None, [weighted(5, term("az", req("security", "In", "S2")))]),
+}
+NS_SEL = {"namespaces": ["subteam2.team2"], "namespaceSelector": TEAM1}
+AFF_NS = preferred([weighted(5, {**term("region", req("security", "In", "S1")), **NS_SEL})])
+ANTI_NS = preferred(None, [weighted(5, {**term("region", req("security", "In", "S1")), **NS_SEL})])
+NAMESPACES_ALL = {**NAMESPACES, "subteam2.team2": {"team": "team2"}}
+
+# (name, pod (labels, affinity, namespace), existing [(labels, node, affinity, namespace)], nodes, want)
+PREFERRED: list[
+    tuple[
+        str,
+        tuple[dict[str, str], dict[str, Any], str],
+        list[Any],
+        list[tuple[str, dict[str, str]]],
+        list[int],
+    ]
+] = [
+    (
+        "Affinity: pod that matches topology key & pods in nodes will get high score comparing to others which doesn't match either pods in nodes or in topology key",
+        (S1_, STAY_S1_REGION, "default"),
+        [(S1_, "node1", {}, "default"), (S2_, "node2", {}, "default"), (S1_, "node3", {}, "default")],
+        [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)],
+        [100, 0, 0],
+    ),
+    (
+        "All the nodes that have the same topology key & label value with one of them has an existing pod that match the affinity rules, have the same score",
+        ({}, STAY_S1_REGION, "default"),
+        [(S1_, "node1", {}, "default")],
+        [("node1", RG_CHINA), ("node2", RG_CHINA_AZ1), ("node3", RG_INDIA)],
+        [100, 100, 0],
+    ),
+    (
+        "Affinity: nodes in one region has more matching pods comparing to other region, so the region which has more matches will get high score",
+        (S1_, STAY_S2_REGION, "default"),
+        [(S2_, n, {}, "default") for n in ("node1", "node1", "node2", "node3", "node4", "node5")],
+        [
+            ("node1", RG_CHINA),
+            ("node2", RG_INDIA),
+            ("node3", RG_CHINA),
+            ("node4", RG_CHINA),
+            ("node5", RG_INDIA),
+        ],
+        [100, 0, 100, 100, 0],
+    ),
+    (
+        "Affinity: different Label operators and values for pod affinity scheduling preference, including some match failures",
+        (S1_, AFFINITY3, "default"),
+        [(S1_, "node1", {}, "default"), (S2_, "node2", {}, "default"), (S1_, "node3", {}, "default")],
+        [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)],
+        [20, 100, 0],
+    ),
+    (
+        "Affinity symmetry: considered only the preferredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry",
+        (S2_, {}, "default"),
+        [(S1_, "node1", STAY_S1_REGION, "default"), (S2_, "node2", STAY_S2_REGION, "default")],
+        [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)],
+        [0, 100, 0],
+    ),
+    (
+        "Affinity symmetry with namespace selector",
+        (S1_, {}, "subteam1.team1"),
+        [(S1_, "node1", AFF_NS, "default"), (S2_, "node2", STAY_S2_REGION, "default")],
+        [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)],
+        [100, 0, 0],
+    ),
+    (
+        "AntiAffinity symmetry with namespace selector",
+        (S1_, {}, "subteam1.team1"),
+        [(S1_, "node1", ANTI_NS, "default"), (S2_, "node2", STAY_S2_REGION, "default")],
+        [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)],
+        [0, 100, 100],
+    ),
+    (
+        "Affinity symmetry: considered RequiredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry",
+        (S1_, {}, "default"),
+        [(S1_, "node1", HARD, "default"), (S2_, "node2", HARD, "default")],
+        [("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", AZ1)],
+        [100, 100, 0],
+    ),
+    (
+        "Anti Affinity: pod that does not match existing pods in node will get high score",
+        (S1_, AWAY_S1_AZ, "default"),
+        [(S1_, "node1", {}, "default"), (S2_, "node2", {}, "default")],
+        [("node1", AZ1), ("node2", RG_CHINA)],
+        [0, 100],
+    ),
+    (
+        "Anti Affinity: pod that does not match topology key & match the pods in nodes will get higher score comparing to others",
+        (S1_, AWAY_S1_AZ, "default"),
+        [(S1_, "node1", {}, "default"), (S1_, "node2", {}, "default")],
+        [("node1", AZ1), ("node2", RG_CHINA)],
+        [0, 100],
+    ),
+    (
+        "Anti Affinity: one node has more matching pods comparing to other node, so the node which has more unmatches will get high score",
+        (S1_, AWAY_S1_AZ, "default"),
+        [(S1_, "node1", {}, "default"), (S1_, "node1", {}, "default"), (S2_, "node2", {}, "default")],
+        [("node1", AZ1), ("node2", RG_INDIA)],
+        [0, 100],
+    ),
+    (
+        "Anti Affinity symmetry: the existing pods in node which has anti affinity match will get high score",
+        (S2_, {}, "default"),
+        [(S1_, "node1", AWAY_S2_AZ, "default"), (S2_, "node2", AWAY_S1_AZ, "default")],
+        [("node1", AZ1), ("node2", AZ2)],
+        [0, 100],
+    ),
+    (
+        "Affinity and Anti Affinity: considered only preferredDuringSchedulingIgnoredDuringExecution in both pod affinity & anti affinity",
+        (S1_, STAY_S1_AWAY_S2, "default"),
+        [(S1_, "node1", {}, "default"), (S1_, "node2", {}, "default")],
+        [("node1", RG_CHINA), ("node2", AZ1)],
+        [100, 0],
+    ),
+    (
+        "Affinity and Anti Affinity: considering both affinity and anti-affinity, the pod to schedule and existing pods have the same labels",
+        (S1_, STAY_S1_AWAY_S2, "default"),
+        [(S1_, n, {}, "default") for n in ("node1", "node1", "node2", "node3", "node3", "node4", "node5")],
+        [
+            ("node1", RG_CHINA_AZ1),
+            ("node2", RG_INDIA),
+            ("node3", RG_CHINA),
+            ("node4", RG_CHINA),
+            ("node5", RG_INDIA),
+        ],
+        [100, 0, 100, 100, 0],
+    ),
+    (
+        "Affinity and Anti Affinity and symmetry: considered only preferredDuringSchedulingIgnoredDuringExecution in both pod affinity & anti affinity & symmetry",
+        (S1_, STAY_S1_AWAY_S2, "default"),
+        [
+            (S1_, "node1", {}, "default"),
+            (S2_, "node2", {}, "default"),
+            ({}, "node3", STAY_S1_AWAY_S2, "default"),
+            ({}, "node4", AWAY_S1_AZ, "default"),
+        ],
+        [("node1", RG_CHINA), ("node2", AZ1), ("node3", RG_INDIA), ("node4", AZ2)],
+        [100, 0, 100, 0],
+    ),
+    (
+        "Avoid panic when partial nodes in a topology don't have pods with affinity",
+        (S1_, {}, "default"),
+        [(S1_, "node1", {}, "default"), ({}, "node2", STAY_S1_AWAY_S2, "default")],
+        [("node1", RG_CHINA), ("node2", RG_CHINA)],
+        [0, 0],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "existing", "nodes", "want"), [c[1:] for c in PREFERRED], ids=[c[0] for c in PREFERRED]
+)
+def test_preferred_affinity(pod: Any, existing: Any, nodes: Any, want: list[int]) -> None:
+    from kube_cases import run_score
+
+    infos = [knode(n, labels=ls, hostname_label=False) for n, ls in nodes]
+    pods = [
+        kpod(labels=ls, node=n, namespace=ns, **({"affinity": a} if a else {})) for ls, n, a, ns in existing
+    ]
+    labels, aff, ns = pod
+    incoming = kpod(labels=labels, namespace=ns, **({"affinity": aff} if aff else {}))
+    got = run_score(InterPodAffinity, incoming, infos, pods, namespaces=NAMESPACES_ALL)
+    assert list(got.values()) == want
+
+
+def test_pre_score_skips_without_any_affinity() -> None:
+    """kube: "all nodes are same priority as Affinity is nil" -> PreScore Skip."""
+    from kube_cases import snapshot
+    from netsched.framework.cycle_state import CycleState
+    from netsched.testing.framework import build_plugin
+
+    snap = snapshot(
+        [knode("node1", labels=RG_CHINA), knode("node2", labels=RG_INDIA), knode("node3", labels=AZ1)]
+    )
+    plugin = build_plugin(InterPodAffinity, snapshot=snap)
+    assert plugin.pre_score(CycleState(), kpod(labels=S1_), snap, snap.all_rows).is_skip
