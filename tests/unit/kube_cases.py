@@ -128,6 +128,7 @@ def kpod(
     labels: Mapping[str, str] | None = None,
     terminating: bool = False,
     priority: int | None = None,
+    start_time: str = "",
     **spec: Any,
 ) -> PodInfo:
     """A pod as kube's tests build it: one container per requests mapping (none at all when
@@ -154,6 +155,8 @@ def kpod(
         raw["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     if priority is not None:
         raw["spec"]["priority"] = priority
+    if start_time:
+        raw["status"] = {"startTime": start_time}
     from netsched.framework.parse import parse_pod
 
     return parse_pod(raw)
