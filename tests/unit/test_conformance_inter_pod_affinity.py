@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kube_cases import UNRES, UNSCHED, knode, kpod, run_filter
 
-from kube_cases import UNRES, UNSCHED, kpod, knode, run_filter
 from plugins.inter_pod_affinity import InterPodAffinity
 from plugins.inter_pod_affinity.filtering import (
     REASON_AFFINITY,
@@ -669,6 +669,7 @@ def test_preferred_affinity(pod: Any, existing: Any, nodes: Any, want: list[int]
 def test_pre_score_skips_without_any_affinity() -> None:
     """kube: "all nodes are same priority as Affinity is nil" -> PreScore Skip."""
     from kube_cases import snapshot
+
     from netsched.framework.cycle_state import CycleState
     from netsched.testing.framework import build_plugin
 
