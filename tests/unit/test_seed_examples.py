@@ -161,7 +161,8 @@ class MyLvmVolumeCapacity(FilterPlugin):
 
 
 def seed_profile(*extra: Any) -> tuple[Any, Any]:
-    registry = build_registry([CSIStorageCapacityStandIn, *extra])
+    stand_in = [] if "CheckCSIStorageCapacity" in build_registry() else [CSIStorageCapacityStandIn]
+    registry = build_registry([*stand_in, *extra])
     return load_config(seed_text("sample_scheduler.yaml"), registry).profiles[0], registry
 
 
