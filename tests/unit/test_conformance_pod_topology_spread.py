@@ -207,6 +207,68 @@ SINGLE: list[
         [*SPREAD_2103, *foo_pods(("p-y4", "node-y"))],
         {"node-a": UNSCHED, "node-b": UNSCHED, "node-x": UNSCHED, "node-y": UNSCHED},
     ),
+    (
+        "Constraints hold different labelSelectors, spreads = [1/0, 1/0/0/1]",
+        {"foo": "", "bar": ""},
+        [spread(1, "zone", exists("foo")), spread(1, "node", exists("bar"))],
+        {},
+        nodes4(),
+        [
+            {"name": "p-a1", "node": "node-a", "labels": {"foo": ""}},
+            {"name": "p-y1", "node": "node-y", "labels": {"bar": ""}},
+        ],
+        {"node-a": UNSCHED, "node-b": UNSCHED, "node-x": OK, "node-y": UNSCHED},
+    ),
+    (
+        "Constraints hold different labelSelectors, spreads = [1/0, 0/0/1/1]",
+        {"foo": "", "bar": ""},
+        [spread(1, "zone", exists("foo")), spread(1, "node", exists("bar"))],
+        {},
+        nodes4(),
+        [
+            {"name": "p-a1", "node": "node-a", "labels": {"foo": ""}},
+            {"name": "p-x1", "node": "node-x", "labels": {"bar": ""}},
+            {"name": "p-y1", "node": "node-y", "labels": {"bar": ""}},
+        ],
+        {"node-a": UNSCHED, "node-b": UNSCHED, "node-x": UNSCHED, "node-y": UNSCHED},
+    ),
+    (
+        "Constraints hold different labelSelectors, spreads = [2/3, 1/0/0/1]",
+        {"foo": "", "bar": ""},
+        [spread(1, "zone", exists("foo")), spread(1, "node", exists("bar"))],
+        {},
+        nodes4(),
+        [
+            {"name": "p-a1", "node": "node-a", "labels": {"foo": ""}},
+            {"name": "p-a2", "node": "node-a", "labels": {"foo": "", "bar": ""}},
+            {"name": "p-y1", "node": "node-y", "labels": {"foo": ""}},
+            {"name": "p-y2", "node": "node-y", "labels": {"foo": "", "bar": ""}},
+            {"name": "p-y3", "node": "node-y", "labels": {"foo": ""}},
+        ],
+        {"node-a": UNSCHED, "node-b": OK, "node-x": UNSCHED, "node-y": UNSCHED},
+    ),
+    (
+        "Constraints hold different labelSelectors but pod doesn't match itself on 'zone' constraint",
+        {"bar": ""},
+        [spread(1, "zone", exists("foo")), spread(1, "node", exists("bar"))],
+        {},
+        nodes4(),
+        [
+            {"name": "p-a1", "node": "node-a", "labels": {"foo": ""}},
+            {"name": "p-x1", "node": "node-x", "labels": {"bar": ""}},
+            {"name": "p-y1", "node": "node-y", "labels": {"bar": ""}},
+        ],
+        {"node-a": OK, "node-b": OK, "node-x": UNSCHED, "node-y": UNSCHED},
+    ),
+    (
+        "two Constraints on zone and node, absence of label 'node' on node-x, spreads = [1/1, 1/0/0/1]",
+        {"foo": ""},
+        [spread(1, "zone", exists("foo")), spread(1, "node", exists("foo"))],
+        {},
+        [*nodes4()[:2], ("node-x", {"zone": "zone2"}), nodes4()[3]],
+        foo_pods(("p-a1", "node-a"), ("p-y3", "node-y")),
+        {"node-a": UNSCHED, "node-b": OK, "node-x": UNRES, "node-y": UNSCHED},
+    ),
 ]
 
 
@@ -442,3 +504,189 @@ def test_pod_topology_spread_score(
         [kpod(**p) for p in existing],
     )
     assert got == want
+
+
+# ---------------------------------------------------------------- kube's filter integration table
+# test/integration/scheduler/filters (TestPodTopologySpreadFilter): the feasible nodes once
+# NodeAffinity, TaintToleration and PodTopologySpread have all filtered (here: the nodes every
+# one of those plugins passes).  minDomains, nodeAffinityPolicy and nodeTaintsPolicy cases.
+
+
+def feasible(
+    pod: Any, nodes: list[tuple[str, dict[str, str], list[dict[str, str]]]], existing: list[tuple[str, str]]
+) -> set[str]:
+    from plugins.node_affinity import NodeAffinity
+    from plugins.taint_toleration import TaintToleration
+
+    def infos() -> list[Any]:
+        return [
+            knode(n, labels=ls, hostname_label=False, **({"taints": ts} if ts else {})) for n, ls, ts in nodes
+        ]
+
+    def pods() -> list[Any]:
+        return [kpod(name=name, node=node, labels={"foo": ""}) for name, node in existing]
+
+    ok = {n for n, _, _ in nodes}
+    for plugin in (NodeAffinity, TaintToleration, PodTopologySpread):
+        got = run_filter(plugin, pod, infos(), pods())
+        ok &= {n for n, v in got.items() if v is None}
+    return ok
+
+
+def default_nodes() -> list[tuple[str, dict[str, str], list[dict[str, str]]]]:
+    return [(f"node-{i}", {"node": f"node-{i}", "zone": f"zone-{i // 2}"}, []) for i in range(4)]
+
+
+def policy_nodes(taint_node3: bool = False) -> list[tuple[str, dict[str, str], list[dict[str, str]]]]:
+    taints = [{"key": "foo", "value": "", "effect": "NoSchedule"}] if taint_node3 else []
+    return [
+        ("node-1", {"node": "node-1", "zone": "zone-1", "foo": ""}, []),
+        ("node-2", {"node": "node-2", "zone": "zone-1", "foo": ""}, []),
+        ("node-3", {"node": "node-3", "zone": "zone-2"}, taints),
+        ("node-4", {"node": "node-4", "zone": "zone-2", "foo": ""}, []),
+    ]
+
+
+NOT_NODE0 = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "node", "operator": "NotIn", "values": ["node-0"]}]}
+            ]
+        }
+    }
+}
+
+
+def with_min(c: dict[str, Any], n: int) -> dict[str, Any]:
+    return {**c, "minDomains": n}
+
+
+INTEGRATION: list[tuple[str, dict[str, Any], Any, list[tuple[str, str]], set[str]]] = [
+    (
+        "place pod on a 1/1/0/1 cluster with MaxSkew=1, node-2 is the only fit",
+        {"topologySpreadConstraints": [spread(1, "node", exists("foo"))]},
+        default_nodes(),
+        [("p0", "node-0"), ("p1", "node-1"), ("p3", "node-3")],
+        {"node-2"},
+    ),
+    (
+        "place pod on a 2/0/0/1 cluster with MaxSkew=2, node-{1,2,3} are good fits",
+        {"topologySpreadConstraints": [spread(2, "node", exists("foo"))]},
+        default_nodes(),
+        [("p0a", "node-0"), ("p0b", "node-0"), ("p3", "node-3")],
+        {"node-1", "node-2", "node-3"},
+    ),
+    (
+        "pod is required to be placed on zone0, so only node-1 fits",
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["zone-0"]}]}
+                        ]
+                    }
+                }
+            },
+            "topologySpreadConstraints": [spread(1, "node", exists("foo"))],
+        },
+        default_nodes(),
+        [("p0", "node-0"), ("p3", "node-3")],
+        {"node-1"},
+    ),
+    (
+        "two constraints: pod can only be placed to zone-1/node-2",
+        {"topologySpreadConstraints": [spread(1, "zone", exists("foo")), spread(1, "node", exists("foo"))]},
+        default_nodes(),
+        [("p0", "node-0"), ("p1", "node-1"), ("p3a", "node-3"), ("p3b", "node-3")],
+        {"node-2"},
+    ),
+    (
+        "pod cannot be placed onto any node",
+        {
+            "affinity": NOT_NODE0,
+            "topologySpreadConstraints": [spread(1, "zone", exists("foo")), spread(1, "node", exists("foo"))],
+        },
+        default_nodes(),
+        [("p1a", "node-1"), ("p1b", "node-1"), ("p2a", "node-2"), ("p2b", "node-2"), ("p3", "node-3")],
+        set(),
+    ),
+    (
+        "pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains < minDomains, then the third node fits",
+        {"affinity": NOT_NODE0, "topologySpreadConstraints": [with_min(spread(2, "node", exists("foo")), 4)]},
+        default_nodes(),
+        [("p1a", "node-1"), ("p1b", "node-1"), ("p2a", "node-2"), ("p2b", "node-2"), ("p3", "node-3")],
+        {"node-3"},
+    ),
+    (
+        "pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains > minDomains, then the all nodes fit",
+        {"affinity": NOT_NODE0, "topologySpreadConstraints": [with_min(spread(2, "node", exists("foo")), 2)]},
+        default_nodes(),
+        [("p1a", "node-1"), ("p1b", "node-1"), ("p2a", "node-2"), ("p2b", "node-2"), ("p3", "node-3")],
+        {"node-1", "node-2", "node-3"},
+    ),
+    (
+        "pods spread across zone as 2/1, maxSkew is 2 and the number of domains < minDomains, then the third and fourth nodes fit",
+        {"topologySpreadConstraints": [with_min(spread(2, "zone", exists("foo")), 3)]},
+        default_nodes(),
+        [("p1a", "node-0"), ("p2a", "node-1"), ("p3a", "node-2")],
+        {"node-2", "node-3"},
+    ),
+    (
+        "pods spread across zone as 2/1, maxSkew is 2 and the number of domains < minDomains, then the all nodes fit",
+        {"topologySpreadConstraints": [with_min(spread(2, "zone", exists("foo")), 1)]},
+        default_nodes(),
+        [("p1a", "node-1"), ("p2a", "node-2"), ("p3a", "node-3")],
+        {"node-0", "node-1", "node-2", "node-3"},
+    ),
+    (
+        "NodeAffinityPolicy honored with labelSelectors, pods spread across zone as 2/1",
+        {"nodeSelector": {"foo": ""}, "topologySpreadConstraints": [spread(1, "zone", exists("foo"))]},
+        policy_nodes(),
+        [("p1a", "node-1"), ("p2a", "node-2"), ("p3a", "node-3"), ("p4a", "node-4")],
+        {"node-4"},
+    ),
+    (
+        "NodeAffinityPolicy ignored with nodeAffinity, pods spread across zone as 1/~2~",
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "foo", "operator": "In", "values": [""]}]}
+                        ]
+                    }
+                }
+            },
+            "topologySpreadConstraints": [
+                {**spread(1, "zone", exists("foo")), "nodeAffinityPolicy": "Ignore"}
+            ],
+        },
+        policy_nodes(),
+        [("p1a", "node-1"), ("p3a", "node-3"), ("p4a", "node-4")],
+        {"node-1", "node-2"},
+    ),
+    (
+        "NodeTaintsPolicy honored, pods spread across zone as 2/1",
+        {"topologySpreadConstraints": [{**spread(1, "zone", exists("foo")), "nodeTaintsPolicy": "Honor"}]},
+        policy_nodes(taint_node3=True),
+        [("p1a", "node-1"), ("p2a", "node-2"), ("p3a", "node-3"), ("p4a", "node-4")],
+        {"node-4"},
+    ),
+    (
+        "NodeTaintsPolicy ignored, pods spread across zone as 2/2",
+        {"topologySpreadConstraints": [spread(1, "zone", exists("foo"))]},
+        policy_nodes(taint_node3=True),
+        [("p1a", "node-1"), ("p2a", "node-2"), ("p3a", "node-3"), ("p4a", "node-4")],
+        {"node-1", "node-2", "node-4"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("spec", "nodes", "existing", "want"), [c[1:] for c in INTEGRATION], ids=[c[0] for c in INTEGRATION]
+)
+def test_filter_integration_cases(spec: Any, nodes: Any, existing: Any, want: set[str]) -> None:
+    pod = kpod(name="p", labels={"foo": ""}, **spec)
+    assert feasible(pod, nodes, existing) == want
