@@ -708,3 +708,67 @@ def test_kube_v1_defaulting_cases(strategy: str) -> None:
     assert list(errs) == [] and [(r.name, r.weight) for r in args.resources] == [("memory", 1), ("cpu", 1)]
     args = NodeResourcesFitArgs.decode(Fields({"scoringStrategy": {"type": strategy}}, "args", errs))
     assert list(errs) == [] and [(r.name, r.weight) for r in args.resources] == [("cpu", 1), ("memory", 1)]
+
+
+# ---------------------------------------------------------------- TestFitScore and TestRestartableInitContainers
+
+FIT_SCORE = [
+    (
+        "RequestedToCapacityRatio case1",
+        [{"cpu": "3000", "memory": "5000"}],
+        rtcr(DEFAULT, LEAST_SHAPE),
+        [10, 32],
+    ),
+    (
+        "RequestedToCapacityRatio case2",
+        [{"cpu": "3000", "memory": "5000"}],
+        rtcr(DEFAULT, [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]),
+        [95, 68],
+    ),
+    (
+        "MostAllocated",
+        [{"cpu": "1000", "memory": "2000"}],
+        {"scoringStrategy": {"type": "MostAllocated", "resources": DEFAULT}},
+        [67, 36],
+    ),
+    (
+        "LeastAllocated",
+        [{"cpu": "1000", "memory": "2000"}],
+        {"scoringStrategy": {"type": "LeastAllocated", "resources": DEFAULT}},
+        [32, 63],
+    ),
+]
+
+
+@pytest.mark.parametrize("pre_score", [True, False], ids=["PreScore", "PreScore not called"])
+@pytest.mark.parametrize(("pod", "args", "want"), [c[1:] for c in FIT_SCORE], ids=[c[0] for c in FIT_SCORE])
+def test_fit_score(pod: Any, args: Any, want: list[int], pre_score: bool) -> None:
+    from kube_cases import decode_args, snapshot
+
+    from netsched.framework.cycle_state import CycleState
+    from netsched.testing.framework import build_plugin
+
+    nodes = [knode("node1", cap("4000", "10000")), knode("node2", cap("6000", "10000"))]
+    existing = [
+        kpod({"cpu": "2000", "memory": "4000"}, node="node1"),
+        kpod({"cpu": "1000", "memory": "2000"}, node="node2"),
+    ]
+    if pre_score:
+        got = run_score(NodeResourcesFit, kpod(*pod), nodes, existing, args=args, normalize=False)
+        assert list(got.values()) == want
+        return
+    snap = snapshot(nodes, existing)
+    plugin = build_plugin(NodeResourcesFit, decode_args(NodeResourcesFit, args), snapshot=snap)
+    assert [plugin.score(CycleState(), kpod(*pod), n) for n in snap.nodes] == want
+
+
+@pytest.mark.parametrize(
+    "sidecar", [False, True], ids=["without restartable init containers", "with restartable init containers"]
+)
+def test_restartable_init_containers(sidecar: bool) -> None:
+    """kube (SidecarContainers enabled, the default since v1.29): both pods pass PreFilter and Filter
+    on a node with room for one pod.  netsched has no switch to disable sidecars, so kube's two
+    "feature disabled" cases do not apply."""
+    pod = kpod({}, sidecars=[{}] if sidecar else [])
+    node = knode("n", {"cpu": "0", "memory": "0", "pods": "1"})
+    assert run_filter(NodeResourcesFit, pod, [node]) == {"n": None}
