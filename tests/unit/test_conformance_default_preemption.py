@@ -522,3 +522,117 @@ def test_post_filter_min_highest_priority_node_with_pdbs() -> None:
 )
 def test_post_filter_not_applicable(name: str) -> None:
     raise AssertionError(name)
+
+
+# ---------------------------------------------------------------- TestPodEligibleToPreemptOthers
+
+PREEMPTION_CONDITION = [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]
+
+
+def eligible(pod: Any, existing: list[Any], nodes: list[str], nominated_code: Any = None) -> bool:
+    import numpy as np
+    from kube_cases import snapshot
+
+    from netsched.framework.interfaces import Diagnosis
+    from netsched.framework.status import Code
+    from netsched.testing.framework import build_plugin
+
+    snap = snapshot([knode(n) for n in nodes], existing)
+    plugin = build_plugin(DefaultPreemption, snapshot=snap)
+    codes = np.full(
+        len(snap), Code.UNSCHEDULABLE if nominated_code is None else nominated_code, dtype=np.int8
+    )
+    ok, _ = plugin.eligible(pod, snap, Diagnosis(len(snap), codes))
+    return ok
+
+
+def victim(terminating: bool = True, preempted: bool = False) -> Any:
+    pod = kpod(name="p1", node="node1", priority=LOW, terminating=terminating)
+    if preempted:
+        pod.raw.setdefault("status", {})["conditions"] = PREEMPTION_CONDITION
+    return pod
+
+
+def test_pod_with_nominated_node_whose_status_is_unresolvable_is_eligible() -> None:
+    pod = kpod(name="p", priority=HIGH)
+    pod.nominated_node_name = "node1"
+    assert eligible(pod, [victim()], ["node1"], unres())
+
+
+def test_pod_without_nominated_node_is_eligible() -> None:
+    assert eligible(kpod(name="p", priority=HIGH), [], [])
+
+
+def test_pod_with_preempt_never_policy_is_not_eligible() -> None:
+    assert not eligible(kpod(name="p", priority=HIGH, preemptionPolicy="Never"), [], [])
+
+
+def test_preemption_victim_terminating_with_the_disruption_target_condition() -> None:
+    pod = kpod(name="p", priority=HIGH)
+    pod.nominated_node_name = "node1"
+    assert not eligible(pod, [victim(preempted=True)], ["node1"])
+
+
+def test_non_victim_pods_terminating() -> None:
+    """kube (PodDisruptionConditions on, GA in v1.31): a terminating lower-priority pod WITHOUT the
+    DisruptionTarget condition is not a preemption victim, so the pod is eligible (True).
+    MARKED DIFFERENCE (plugins/default_preemption/README.md): netsched takes such a pod to be a
+    victim, because a ClusterAPI without update_pod_condition cannot mark victims; the pod waits."""
+    pod = kpod(name="p", priority=HIGH)
+    pod.nominated_node_name = "node1"
+    assert not eligible(pod, [victim()], ["node1"])
+
+
+# ---------------------------------------------------------------- TestPreempt (no extenders)
+
+
+@pytest.mark.parametrize(
+    ("policy", "want"),
+    [
+        ("PreemptLowerPriority", ("node1", ["p1.1", "p1.2"], True)),
+        (None, ("node1", ["p1.1", "p1.2"], True)),  # "PreemptionPolicy is nil"
+        ("Never", ("", [], True)),  # "no preempting in pod"
+    ],
+    ids=["basic preemption logic", "PreemptionPolicy is nil", "no preempting in pod"],
+)
+def test_preempt(policy: str | None, want: tuple[str, list[str], bool]) -> None:
+    existing = [
+        p("p1.1", "node1", LOW, SMALL),
+        p("p1.2", "node1", LOW, SMALL),
+        p("p2.1", "node2", HIGH, LARGE),
+        p("p3.1", "node3", MID, MEDIUM),
+    ]
+    nodes = [knode(f"node{i}", {**VERY_LARGE, "pods": "32"}) for i in (1, 2, 3)]
+    assert (
+        run(HIGH, VERY_LARGE, existing, nodes, pod_kw={"preemptionPolicy": policy} if policy else None)
+        == want
+    )
+
+
+def test_preempt_for_topology_spread_constraints() -> None:
+    nodes = [
+        knode(n, {**VERY_LARGE, "pods": "32"}, labels={"hostname": n, "zone": z}, hostname_label=False)
+        for n, z in (("node-a", "zone1"), ("node-b", "zone1"), ("node-x", "zone2"))
+    ]
+    foo = {"foo": ""}
+    existing = [
+        p("p-a1", "node-a", HIGH, {}, labels=foo),
+        p("p-a2", "node-a", HIGH, {}, labels=foo),
+        p("p-b1", "node-b", LOW, {}, labels=foo),
+        p("p-x1", "node-x", HIGH, {}, labels=foo),
+        p("p-x2", "node-x", HIGH, {}, labels=foo),
+    ]
+    selector = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+    spread = [
+        {"maxSkew": 1, "topologyKey": k, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector}
+        for k in ("zone", "hostname")
+    ]
+    got = run(
+        HIGH,
+        {},
+        existing,
+        nodes,
+        plugins=(NodeResourcesFit, PodTopologySpread),
+        pod_kw={"labels": foo, "topologySpreadConstraints": spread},
+    )
+    assert got == ("node-b", ["p-b1"], True)
