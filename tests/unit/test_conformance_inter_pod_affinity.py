@@ -678,3 +678,30 @@ def test_pre_score_skips_without_any_affinity() -> None:
     )
     plugin = build_plugin(InterPodAffinity, snapshot=snap)
     assert plugin.pre_score(CycleState(), kpod(labels=S1_), snap, snap.all_rows).is_skip
+
+
+@pytest.mark.parametrize(
+    "anti", [False, True], ids=["invalid Affinity fails PreScore", "invalid AntiAffinity fails PreScore"]
+)
+def test_invalid_preferred_term(anti: bool) -> None:
+    """kube: PreScore returns Error `Invalid value: "{{.bad-value.}}"`.  MARKED DIFFERENCE
+    (plugins/inter_pod_affinity/README.md): netsched scores the term as matching nothing."""
+    from kube_cases import run_score
+
+    bad = weighted(
+        8 if not anti else 5, term("region" if not anti else "az", req("security", "In", "{{.bad-value.}}"))
+    )
+    aff = preferred(None, [bad]) if anti else preferred([bad])
+    nodes = [
+        knode("node1", labels=RG_CHINA, hostname_label=False),
+        knode("node2", labels=RG_CHINA, hostname_label=False),
+    ]
+    assert run_score(
+        InterPodAffinity,
+        kpod(affinity=aff),
+        nodes,
+        [kpod(labels=S1_, node="node1")],
+    ) == {
+        "node1": 0,
+        "node2": 0,
+    }
