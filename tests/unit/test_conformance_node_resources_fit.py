@@ -8,10 +8,10 @@ TestResourceBinPackingSingleExtended/MultipleExtended).  Same clusters, pods
 and expected results; kube's test quantities are kept as written ("4000" cpu
 is 4000 cores, "10000" memory is 10000 bytes).
 
-Version note: kube <= 1.31 reports every Fit rejection as Unschedulable; since
-1.32 (kubernetes#127964 area, "UnschedulableAndUnresolvable when the request
-exceeds the node's allocatable") a request larger than the node's whole
-allocatable is UnschedulableAndUnresolvable.  netsched follows the newer rule;
+Version note: kube <= 1.33 reports every Fit rejection as Unschedulable; since
+v1.34 (kubernetes#131345, "return UnschedulableAndUnresolvable when node capacity
+is insufficient") a request larger than the node's whole allocatable is
+UnschedulableAndUnresolvable.  netsched follows the newer rule;
 the cases where the two differ are marked NEW (see plugins/node_resources_fit/README.md).
 """
 
@@ -30,7 +30,7 @@ EXT_B = "example.com/bbb"
 K8S_A = "kubernetes.io/something"
 K8S_B = "subdomain.kubernetes.io/something"
 HUGE_A = "hugepages-2Mi"
-NEW = UNRES  # kube >= 1.32: the request exceeds the node's allocatable (kube <= 1.31: Unschedulable)
+NEW = UNRES  # kube >= 1.34: the request exceeds the node's allocatable (kube <= 1.33: Unschedulable)
 
 
 def reason(r: str) -> str:
