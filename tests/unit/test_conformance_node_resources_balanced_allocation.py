@@ -6,9 +6,9 @@ pkg/scheduler/framework/plugins/noderesources/balanced_allocation_test.go
 best-effort PreScore skip and DRA cases).  kube's makeNode(name, milliCPU,
 memory, extended) gives 100 pods; pods carry spec.nodeName as in kube's specs.
 
-Version notes: the best-effort skip is kube's fix for kubernetes#129138 (after
-v1.32); the two DRA extended-resource cases are NOT APPLICABLE (netsched has no
-DRA) and are listed, not run.
+Version notes: the best-effort skip is kube v1.33 (kubernetes#130260, the fix for
+issue #129138); the two DRA extended-resource cases are NOT APPLICABLE (netsched
+has no DRA) and are listed as skipped, not run.
 """
 
 from __future__ import annotations
