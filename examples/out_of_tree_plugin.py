@@ -24,7 +24,7 @@ class FewestPods(ScorePlugin):
     name = "FewestPods"
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        capacity = max(1, node.allocatable.get("pods", 110))
+        capacity = max(1, node.allocatable.get("pods", 0))  # 0 when the kubelet posted no status yet
         return MAX_NODE_SCORE - MAX_NODE_SCORE * len(node.pods) // capacity
 
 

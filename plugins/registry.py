@@ -7,6 +7,8 @@ from netsched.framework import Plugin
 
 
 def in_tree_plugins() -> list[type[Plugin]]:
+    from plugins.check_pod_count_limit import CheckPodCountLimit
+    from plugins.check_pod_limit_resources import CheckPodLimitResources
     from plugins.coscheduling import Coscheduling
     from plugins.default_binder import DefaultBinder
     from plugins.default_preemption import DefaultPreemption
@@ -15,6 +17,7 @@ def in_tree_plugins() -> list[type[Plugin]]:
     from plugins.inter_pod_affinity import InterPodAffinity
     from plugins.load_aware import LoadAware
     from plugins.load_threshold import LoadThreshold
+    from plugins.lvm_volume_capacity import LvmVolumeCapacity
     from plugins.network_traffic import NetworkTraffic
     from plugins.node_affinity import NodeAffinity
     from plugins.node_name import NodeName
@@ -51,4 +54,8 @@ def in_tree_plugins() -> list[type[Plugin]]:
         # Gang scheduling over PodGroups (scheduler-plugins' Coscheduling).
         Coscheduling,
         GangTopology,
+        # The seed articles' example filters, in-tree (not in the default set).
+        CheckPodCountLimit,
+        CheckPodLimitResources,
+        LvmVolumeCapacity,  # a refusal: an out-of-tree plugin of this name replaces it
     ]

@@ -26,6 +26,7 @@ from netsched.framework.selectors import (
     Requirement,
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
+    label_value_error,
 )
 from netsched.framework.types import (
     DEFAULT_MEMORY_REQUEST,
@@ -108,11 +109,12 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
 
 
 def _with_scoring_defaults(req: dict[str, int]) -> dict[str, int]:
-    out = {
-        CPU: req.get(CPU, 0) or DEFAULT_MILLI_CPU_REQUEST,
-        MEMORY: req.get(MEMORY, 0) or DEFAULT_MEMORY_REQUEST,
+    """cpu/memory as scoring sees them: kube's defaults fill only a request that is absent;
+    one set explicitly to 0 stays 0 (kube's NonMissingContainerRequests)."""
+    return {
+        CPU: req.get(CPU, DEFAULT_MILLI_CPU_REQUEST),
+        MEMORY: req.get(MEMORY, DEFAULT_MEMORY_REQUEST),
     }
-    return out
 
 
 def _effective(containers: list[dict[str, int]], inits: list[tuple[dict[str, int], bool]]) -> dict[str, int]:
@@ -146,7 +148,10 @@ def parse_label_selector(obj: Any, path: str) -> LabelSelector | None:
     return LabelSelector(tuple(sorted(labels.items())), tuple(exprs))
 
 
-def _requirement(obj: Any, path: str, operators: tuple[str, ...]) -> Requirement:
+def _requirement(obj: Any, path: str, operators: tuple[str, ...], *, node: bool = False) -> Requirement:
+    """One selector clause.  With node=True (node-selector terms) a clause kube's scheduler
+    cannot turn into a selector (invalid label value, non-integer Gt/Lt) is kept but marked
+    invalid, so its term matches no node, as in kube; elsewhere such input is the pod's fault."""
     d = _dict(obj, path)
     key = d.get("key")
     if not isinstance(key, str) or not key:
@@ -163,20 +168,25 @@ def _requirement(obj: Any, path: str, operators: tuple[str, ...]) -> Requirement
         raise PodParseError(f"{path}.values", f"must be specified when operator is {op}")
     if op in ("Exists", "DoesNotExist") and values:
         raise PodParseError(f"{path}.values", f"may not be specified when operator is {op}")
+    valid = True
     if op in ("Gt", "Lt"):
         if len(values) != 1:
             raise PodParseError(f"{path}.values", f"must have one element when operator is {op}")
         try:
             int(values[0])
         except ValueError as e:
-            raise PodParseError(f"{path}.values[0]", f"must be an integer, got {values[0]!r}") from e
-    return Requirement(key, op, tuple(values))
+            if not node:
+                raise PodParseError(f"{path}.values[0]", f"must be an integer, got {values[0]!r}") from e
+            valid = False
+    elif node and any(label_value_error(v) for v in values):
+        valid = False
+    return Requirement(key, op, tuple(values), valid)
 
 
 def _node_selector_term(obj: Any, path: str) -> NodeSelectorTerm:
     d = _dict(obj, path)
     exprs = tuple(
-        _requirement(e, f"{path}.matchExpressions[{i}]", NODE_OPERATORS)
+        _requirement(e, f"{path}.matchExpressions[{i}]", NODE_OPERATORS, node=True)
         for i, e in enumerate(_list(d.get("matchExpressions"), f"{path}.matchExpressions"))
     )
     fields = []
@@ -187,6 +197,8 @@ def _node_selector_term(obj: Any, path: str) -> NodeSelectorTerm:
                 f"{path}.matchFields[{i}].key",
                 f'Unsupported value: {r.key!r}: supported values: "metadata.name"',
             )
+        if len(r.values) != 1:  # kube's field selector takes exactly one value: the term is void
+            r = Requirement(r.key, r.operator, r.values, valid=False)
         fields.append(r)
     return NodeSelectorTerm(exprs, tuple(fields))
 
@@ -480,7 +492,8 @@ def parse_node(raw: dict[str, Any]) -> NodeInfo:
             log.warning(
                 "Ignoring unparsable node allocatable node=%r resource=%r value=%r err=%s", name, res, q, e
             )
-    allocatable.setdefault(PODS, 110 if not alloc_raw else 0)
+    # No allocatable (kubelet has not posted status yet) means room for nothing, pods included.
+    allocatable.setdefault(PODS, 0)
     taints = []
     for t in spec.get("taints") or ():
         if isinstance(t, dict) and t.get("key") and t.get("effect") in TAINT_EFFECTS:

@@ -2,7 +2,9 @@
 
 Out-of-tree plugins are added with one call, `with_plugin(MyPlugin)`, and
 handed to `netsched.main(...)`.  A name registered twice is an error at
-start-up rather than a silent override.
+start-up rather than a silent override, except over an in-tree plugin marked
+`replaceable` (a refusal that stands in for a vendor plugin netsched does not
+ship): an out-of-tree plugin of that name takes its place.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ class Registry(Mapping[str, PluginFactory]):
             raise RegistryError(f"{plugin!r} is not a Plugin subclass")
         if not plugin.name:
             raise RegistryError(f"plugin class {plugin.__qualname__} has no name")
-        if plugin.name in self._plugins:
+        existing = self._plugins.get(plugin.name)
+        if existing is not None and not getattr(existing, "replaceable", False):
             raise RegistryError(f"a plugin named {plugin.name!r} already exists")
         self._plugins[plugin.name] = plugin
 

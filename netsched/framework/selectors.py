@@ -8,11 +8,25 @@ never has to deal with malformed input.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def label_value_error(value: str) -> str:
+    """Why `value` is not a valid label value (kube's IsValidLabelValue), or "" if it is."""
+    if len(value) > 63:
+        return "must be no more than 63 characters"
+    if not _LABEL_VALUE.match(value):
+        return (
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+            "or '.', and must start and end with an alphanumeric character"
+        )
+    return ""
 
 
 @dataclass(slots=True, frozen=True)
@@ -22,8 +36,14 @@ class Requirement:
     key: str
     operator: str
     values: tuple[str, ...] = ()
+    # False when kube's labels.NewRequirement would refuse the clause (e.g. a value that is
+    # not a valid label value): the API server accepts such node-affinity terms, and kube's
+    # scheduler then lets the whole term match no node.  Set by the parser.
+    valid: bool = True
 
     def matches(self, labels: Mapping[str, str]) -> bool:
+        if not self.valid:
+            return False
         op = self.operator
         if op == "Exists":
             return self.key in labels

@@ -166,6 +166,8 @@ class _Evaluator:
             return got
         if is_field:
             mask = np.zeros(self.n, dtype=bool)
+            if not req.valid:
+                return mask
             index = self.snapshot.index
             mask[np.array([index[v] for v in req.values if v in index], dtype=np.int64)] = True
             return ~mask if req.operator == "NotIn" else mask

@@ -4,7 +4,7 @@ Filter compares the pod's effective requests with allocatable minus what is
 already requested on the node: one "Insufficient <resource>" reason per short
 resource (plus "Too many pods" when the pod count is at the node's limit).
 A node that could never hold the request, even empty, is marked
-UnschedulableAndUnresolvable so preemption does not try it (kube >= 1.32).
+UnschedulableAndUnresolvable so preemption does not try it (kube >= 1.34, kubernetes#131345).
 
 Score applies the configured strategy (see scoring.py) to cpu/memory
 (non-zero requests, so pods without requests still spread) and any other
