@@ -225,3 +225,85 @@ def provision(claim: Obj, name: str, node_labels: Mapping[str, str], *, key: str
         claim=claim,
     )
     return out
+
+
+class FakePVController:
+    """The PV controller and an external provisioner, for a FakeAPIServer (nothing else runs them).
+
+    It watches claims and volumes through the server's store (no HTTP): a claim
+    given `volume.kubernetes.io/selected-node` gets a PV provisioned in the
+    node's zone and is bound to it; a PV whose claimRef the scheduler set binds
+    its claim.  `provision=False` / `bind=False` switch a half off (to test
+    PreBind's timeout).  Use as a context manager.
+    """
+
+    def __init__(self, server: Any, *, provision: bool = True, bind: bool = True) -> None:
+        from netsched.fakeapi.selection import match_all
+        from netsched.fakeapi.store import resolve_resource
+
+        self.server = server
+        self.provision, self.bind = provision, bind
+        self.provisioned: list[str] = []
+        self._watchers = [
+            server.store.watch(resolve_resource(key), None, match_all, None) for key in (PVCS, PVS)
+        ]
+        self._stop = False
+        self._threads: list[Any] = []
+
+    def __enter__(self) -> FakePVController:
+        import threading
+
+        for w in self._watchers:
+            t = threading.Thread(target=self._run, args=(w,), name="fake-pv-controller", daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop = True
+        for w in self._watchers:
+            self.server.store.unwatch(w)
+            w.queue.put(None)
+        for t in self._threads:
+            t.join(timeout=5)
+
+    def _run(self, watcher: Any) -> None:
+        while not self._stop:
+            event = watcher.queue.get()
+            if event is None:
+                return
+            if event.type == "DELETED":
+                continue
+            try:
+                if event.key == PVCS:
+                    self._on_claim(event.obj)
+                else:
+                    self._on_volume(event.obj)
+            except Exception:  # the object changed under us: the next event retries
+                continue
+
+    def _on_claim(self, claim: Obj) -> None:
+        meta, spec = claim["metadata"], claim.get("spec") or {}
+        node = (meta.get("annotations") or {}).get(SELECTED_NODE)
+        if not self.provision or not node or spec.get("volumeName"):
+            return
+        labels = self.server.get("nodes", node)["metadata"].get("labels") or {}
+        name = f"pvc-{meta.get('uid') or meta['name']}"
+        self.server.create(PVS, provision(claim, name, labels))
+        self.provisioned.append(name)
+        self._bind(meta["namespace"], meta["name"], name)
+
+    def _on_volume(self, volume: Obj) -> None:
+        ref = (volume.get("spec") or {}).get("claimRef")
+        if not self.bind or not ref or (volume.get("status") or {}).get("phase") == "Bound":
+            return
+        self.server.patch(PVS, volume["metadata"]["name"], {"status": {"phase": "Bound"}})
+        self._bind(ref["namespace"], ref["name"], volume["metadata"]["name"])
+
+    def _bind(self, namespace: str, name: str, volume: str) -> None:
+        patch = {
+            "metadata": {"annotations": {BIND_COMPLETED: "yes"}},
+            "spec": {"volumeName": volume},
+            "status": {"phase": "Bound"},
+        }
+        self.server.patch(PVCS, name, patch, namespace)
