@@ -37,6 +37,7 @@ from netsched.metrics.args import ConnectionKey
 from netsched.queue import ACTIVE, BACKOFF
 from netsched.simulate.model import LoadModel, Loads, SimulatedPrometheus, promql_index
 from netsched.simulate.scenario import Scenario
+from netsched.simulate.volumes import SimulatedPVController
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +169,12 @@ def simulate(
         cluster.scheduler.queue = _Explainer(cluster, explain_pod, now, run)
     cluster.on_bound.append(lambda pod, node: model.place(pod, node, now()))
     cluster.add_nodes(copy.deepcopy(scenario.nodes))
+    if scenario.volumes:
+        labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in scenario.nodes}
+        SimulatedPVController(cluster.objects, labels)
+        for key, objs in scenario.volumes.objects.items():
+            for obj in copy.deepcopy(objs):
+                cluster.add_object(key, obj)
     cluster.add_pods(copy.deepcopy(scenario.existing_pods))
     run.before = model.loads(0.0)
 
