@@ -15,22 +15,27 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
 
 from netsched.framework import (
+    Code,
     CycleState,
     FilterPlugin,
     Handle,
+    IntArray,
     NodeInfo,
     PluginArgs,
     PodInfo,
     PreFilterPlugin,
     PreFilterResult,
+    Rejection,
     Snapshot,
     Status,
 )
 from plugins.volumes import (
     Claim,
-    CSINodeInfo,
     VolumeObjectError,
     VolumeReader,
     csi_attach_limit_key,
@@ -42,11 +47,16 @@ from plugins.volumes import (
 NAME = "NodeVolumeLimits"
 STATE_KEY = "PreFilter" + NAME
 ERR_REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
-ATTACHABLE_PREFIX = "attachable-volumes-"
 _MEMO_LIMIT = 50_000
 
 # unique volume name ("driver/handle") -> limit key ("attachable-volumes-csi-<driver>")
 Attachments = dict[str, str]
+
+
+@dataclass(slots=True)
+class LimitsState:
+    new: Attachments  # the pod's CSI volumes
+    csi_limits: dict[str, dict[str, int]]  # node -> limit key -> CSINode count, for those drivers
 
 
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
@@ -75,8 +85,22 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             return None, Status.unresolvable(problem, plugin=self.name)
         if not new:
             return None, Status.skip()
-        state.write(STATE_KEY, new)
+        state.write(STATE_KEY, LimitsState(new, self._csi_limits(set(new.values()))))
         return None, Status.success()
+
+    def _csi_limits(self, keys: set[str]) -> dict[str, dict[str, int]]:
+        """Per node, the CSINode counts of the drivers in `keys` (read once per cycle; a CSINode
+        that does not parse is left out, so that node's own allocatable applies, as in kube)."""
+        out: dict[str, dict[str, int]] = {}
+        for csi_node in self.reader.csi_nodes():
+            limits = {}
+            for driver, count in csi_node.limits.items():
+                key = csi_attach_limit_key(driver)
+                if count is not None and key in keys:
+                    limits[key] = count
+            if limits:
+                out[csi_node.name] = limits
+        return out
 
     def _attachments(self, pod: PodInfo, out: Attachments, *, new_pod: bool) -> str:
         """kube's filterAttachableVolumes: adds the pod's CSI volumes to `out`; a problem that
@@ -129,27 +153,46 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         self._existing[pod.uid] = (pod.resource_version, out)
         return out
 
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
+    ) -> list[Rejection]:
+        """Batch Filter: only nodes with a limit for the pod's drivers can fail, and those are
+        the nodes whose CSINode gives one (nodes advertising attachable-volumes-csi-* in their
+        allocatable, the pre-CSINode way, make every node a candidate)."""
+        s: LimitsState | None = state.get(STATE_KEY)
+        if s is None:
+            return []
+        keys = set(s.new.values())
+        nodes = snapshot.nodes
+        rows = idx.tolist()
+        if not any(k in snapshot.col for k in keys):
+            if not s.csi_limits:
+                return []
+            rows = [i for i in rows if nodes[i].name in s.csi_limits]
+        failed = [i for i in rows if not self.filter(state, pod, nodes[i]).ok]
+        if not failed:
+            return []
+        mask = np.isin(idx, np.asarray(failed, dtype=idx.dtype))
+        return [Rejection(mask, (ERR_REASON_MAX_VOLUME_COUNT,), Code.UNSCHEDULABLE)]
+
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        new: Attachments | None = state.get(STATE_KEY)
-        if not new:
+        s: LimitsState | None = state.get(STATE_KEY)
+        if s is None:
             return Status.success()
-        try:
-            csi_node = self.reader.csi_node(node.name)
-        except VolumeObjectError:
-            csi_node = None  # kube reads the Node's limits when it cannot use the CSINode
-        limits = volume_limits(node.allocatable, csi_node)
+        new = s.new
+        limits = node_limits(node.allocatable, s.csi_limits.get(node.name), set(new.values()))
         if not limits:
-            return Status.success()
+            return Status.success()  # no limit for the drivers this pod needs
         existing: Attachments = {}
         for other in node.pods.values():
             existing.update(self._existing_attachments(other))
-        new = {u: k for u, k in new.items() if u not in existing}  # already attached: counts once
+        wanted: dict[str, int] = {}
+        for unique, key in new.items():
+            if unique not in existing:  # already attached: counts once
+                wanted[key] = wanted.get(key, 0) + 1
         attached: dict[str, int] = {}
         for key in existing.values():
             attached[key] = attached.get(key, 0) + 1
-        wanted: dict[str, int] = {}
-        for key in new.values():
-            wanted[key] = wanted.get(key, 0) + 1
         for key, count in wanted.items():
             limit = limits.get(key)
             if limit is not None and attached.get(key, 0) + count > limit:
@@ -157,12 +200,12 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         return Status.success()
 
 
-def volume_limits(allocatable: Mapping[str, int], csi_node: CSINodeInfo | None) -> dict[str, int]:
-    """kube's getVolumeLimits: the node's attachable-volumes-* allocatable, overridden by the
-    CSINode's per-driver counts."""
-    out = {k: v for k, v in allocatable.items() if k.startswith(ATTACHABLE_PREFIX)}
-    if csi_node is not None:
-        for driver, count in csi_node.limits.items():
-            if count is not None:
-                out[csi_attach_limit_key(driver)] = count
+def node_limits(
+    allocatable: Mapping[str, int], csi_limits: Mapping[str, int] | None, keys: set[str]
+) -> dict[str, int]:
+    """kube's getVolumeLimits, for the limit keys a pod needs: the node's allocatable
+    attachable-volumes-csi-<driver>, overridden by its CSINode's per-driver counts."""
+    out = {k: allocatable[k] for k in keys if k in allocatable}
+    if csi_limits:
+        out.update(csi_limits)
     return out

@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from plugins.volumes import (
     ANN_SELECTED_NODE,
     NO_PROVISIONER,
+    Capacity,
     Claim,
     ClaimRef,
+    StorageClassInfo,
     Volume,
     VolumeObjectError,
     VolumeReader,
@@ -55,6 +57,12 @@ class PodClaims:
     immediate: list[Claim] = field(default_factory=list)  # unbound, Immediate (the PV controller's job)
     pvs_by_class: dict[str, list[Volume]] = field(default_factory=dict)
     bound_pvs: dict[str, Volume | None] = field(default_factory=dict)
+    # Read once per cycle for the per-node provisioning checks.
+    labels: tuple[str, ...] | None = None
+    labels_known: bool = False
+    classes: dict[str, StorageClassInfo | None] = field(default_factory=dict)
+    capacity_drivers: dict[str, bool] = field(default_factory=dict)
+    capacities: list[Capacity] | None = None
 
 
 @dataclass(slots=True)
@@ -130,11 +138,20 @@ class VolumeBinder:
         got = self.reader.volume(name)
         return None if got is None else self.assumed.pv(got)
 
-    def volumes_by_class(self, classes: set[str], errors: list[VolumeObjectError]) -> dict[str, list[Volume]]:
-        out: dict[str, list[Volume]] = {c: [] for c in classes}
-        for pv in self.reader.volumes(errors):
-            if pv.storage_class in out:
-                out[pv.storage_class].append(self.assumed.pv(pv))
+    def volumes_by_class(
+        self, claims: list[Claim], errors: list[VolumeObjectError]
+    ) -> dict[str, list[Volume]]:
+        """The PVs `claims` could bind, by class: kube's unboundVolumesDelayBinding, without the
+        ones no node could give them (claimed by another claim, terminating), which
+        FindMatchingVolume would skip on every node anyway."""
+        out: dict[str, list[Volume]] = {c.storage_class: [] for c in claims}
+        for stored in self.reader.volumes(errors):
+            if stored.storage_class not in out:
+                continue
+            pv = self.assumed.pv(stored)
+            if pv.deleting or (pv.claim_ref is not None and not any(pv.bound_to(c) for c in claims)):
+                continue
+            out[pv.storage_class].append(pv)
         return out
 
     # ------------------------------------------------------------ PreFilter
@@ -157,6 +174,42 @@ class VolumeBinder:
         return eligible
 
     # ------------------------------------------------------------ Filter
+
+    def relevant_labels(self, claims: PodClaims) -> tuple[str, ...] | None:
+        """The node labels the answer of find_pod_volumes depends on, or None when it also
+        depends on the node's name (matchFields, a claim's selected-node)."""
+        if claims.labels_known:
+            return claims.labels
+        claims.labels_known = True
+        keys: set[str] = set()
+        volumes = [pv for pv in claims.bound_pvs.values() if pv is not None]
+        volumes += [pv for pvs in claims.pvs_by_class.values() for pv in pvs]
+        for pv in volumes:
+            for term in pv.node_affinity.terms if pv.node_affinity is not None else ():
+                if term.match_fields:
+                    return None
+                keys.update(r.key for r in term.match_expressions)
+        for claim in claims.delayed:
+            if claim.selected_node is not None:
+                return None
+            if not claim.storage_class:
+                continue
+            if claim.storage_class not in claims.classes:
+                claims.classes[claim.storage_class] = self.reader.storage_class(claim.storage_class)
+            cls = claims.classes[claim.storage_class]
+            if cls is None:
+                continue
+            keys.update(k for term in cls.allowed_topologies for k, _ in term)
+            driver = self.reader.csi_driver(cls.provisioner) if cls.provisioner else None
+            if driver is not None and driver.storage_capacity:
+                if claims.capacities is None:
+                    claims.capacities = self.reader.capacities()
+                for c in claims.capacities:
+                    if c.node_topology is not None:
+                        keys.update(k for k, _ in c.node_topology.match_labels)
+                        keys.update(r.key for r in c.node_topology.match_expressions)
+        claims.labels = tuple(sorted(keys))
+        return claims.labels
 
     def find_pod_volumes(self, claims: PodClaims, node_name: str, labels: Mapping[str, str]) -> NodeFit:
         """kube's FindPodVolumes for one node: the reasons it cannot hold the pod's volumes, or
@@ -188,7 +241,7 @@ class VolumeBinder:
                     unbound_ok, volumes.static, left = _find_matching(to_match, claims, node_name, labels)
                     to_provision.extend(left)
                 if to_provision:
-                    unbound_ok, enough_space = self._check_provisions(to_provision, node_name, labels)
+                    unbound_ok, enough_space = self._check_provisions(claims, to_provision, labels)
                     volumes.provision = to_provision
         reasons = []
         if not bound_ok:
@@ -202,34 +255,43 @@ class VolumeBinder:
         return NodeFit(reasons, None if reasons else volumes)
 
     def _check_provisions(
-        self, claims: list[Claim], node_name: str, labels: Mapping[str, str]
+        self, pod_claims: PodClaims, claims: list[Claim], labels: Mapping[str, str]
     ) -> tuple[bool, bool]:
         """kube's checkVolumeProvisions: (provisioning possible, enough storage)."""
         for claim in claims:
             if not claim.storage_class:
                 raise BindingError(f'no class for claim "{claim.key}"')
-            cls = self.reader.storage_class(claim.storage_class)
+            if claim.storage_class not in pod_claims.classes:
+                pod_claims.classes[claim.storage_class] = self.reader.storage_class(claim.storage_class)
+            cls = pod_claims.classes[claim.storage_class]
             if cls is None:
                 raise BindingError(f'failed to find storage class "{claim.storage_class}"')
             if not cls.provisioner or cls.provisioner == NO_PROVISIONER:
                 return False, True
             if not cls.topology_allows(labels):
                 return False, True
-            if not self.has_enough_capacity(cls.provisioner, claim, labels):
+            if not self._enough_capacity(pod_claims, cls.provisioner, claim, labels):
                 return True, False
         return True, True
 
-    def has_enough_capacity(self, provisioner: str, claim: Claim, labels: Mapping[str, str]) -> bool:
-        """kube's hasEnoughCapacity: only for CSI drivers with storageCapacity: true."""
+    def _enough_capacity(
+        self, pod_claims: PodClaims, provisioner: str, claim: Claim, labels: Mapping[str, str]
+    ) -> bool:
+        """kube's hasEnoughCapacity (only for CSI drivers with storageCapacity: true), with the
+        driver and the capacities read once per cycle."""
         if claim.request is None:
             return True
-        driver = self.reader.csi_driver(provisioner)
-        if driver is None or not driver.storage_capacity:
+        tracked = pod_claims.capacity_drivers.get(provisioner)
+        if tracked is None:
+            driver = self.reader.csi_driver(provisioner)
+            tracked = pod_claims.capacity_drivers[provisioner] = (
+                driver is not None and driver.storage_capacity
+            )
+        if not tracked:
             return True
-        return any(
-            c.storage_class == claim.storage_class and c.fits(claim.request) and c.reaches(labels)
-            for c in self.reader.capacities()
-        )
+        if pod_claims.capacities is None:
+            pod_claims.capacities = self.reader.capacities()
+        return _capacity_fits(pod_claims.capacities, claim, labels)
 
     # ------------------------------------------------------------ Reserve / Unreserve
 
@@ -305,6 +367,13 @@ class VolumeBinder:
         return True
 
 
+def _capacity_fits(capacities: list[Capacity], claim: Claim, labels: Mapping[str, str]) -> bool:
+    size = claim.request or 0
+    return any(
+        c.storage_class == claim.storage_class and c.fits(size) and c.reaches(labels) for c in capacities
+    )
+
+
 def _older(stored: str, written: str | None) -> bool:
     """The informer's copy predates our write (kube's CompareResourceVersion > 0)."""
     if not written:
@@ -338,7 +407,7 @@ def _find_matching(
     chosen: set[str] = set()
     bindings: list[tuple[Volume, Claim]] = []
     left: list[Claim] = []
-    for claim in sorted(to_match, key=lambda c: c.request or 0):
+    for claim in to_match:  # PreFilter sorted the delayed claims by request
         pv = find_matching_volume(
             claim, claims.pvs_by_class.get(claim.storage_class, []), node_name, labels, chosen
         )

@@ -5,7 +5,7 @@ meaning is exactly one part of kube's VolumeBinding Filter: a claim that
 will be provisioned (unbound, WaitForFirstConsumer, no static PV chosen for it)
 needs a CSIStorageCapacity of its class, reaching the node, that holds the
 request, when the class's CSI driver has `storageCapacity: true`.  So this
-filter-only plugin runs that same check (VolumeBinder.has_enough_capacity)
+filter-only plugin runs that same check (kube's hasEnoughCapacity)
 with kube's reason "node(s) did not have enough free storage".
 
 When VolumeBinding runs in the same profile (the default set), it already
@@ -19,7 +19,15 @@ from __future__ import annotations
 from netsched.framework import CycleState, FilterPlugin, Handle, NodeInfo, PluginArgs, PodInfo, Status
 from plugins.volume_binding.binder import ERR_REASON_NOT_ENOUGH_SPACE, VolumeBinder
 from plugins.volume_binding.plugin import STATE_KEY as VOLUME_BINDING_STATE
-from plugins.volumes import NO_PROVISIONER, Claim, VolumeObjectError, VolumeReader, pod_claims, pod_has_claims
+from plugins.volumes import (
+    NO_PROVISIONER,
+    Capacity,
+    Claim,
+    VolumeObjectError,
+    VolumeReader,
+    pod_claims,
+    pod_has_claims,
+)
 
 NAME = "CheckCSIStorageCapacity"
 STATE_KEY = NAME + "/claims"
@@ -32,8 +40,9 @@ class CheckCSIStorageCapacity(FilterPlugin):
         super().__init__(args, handle)
         self.binder = VolumeBinder(VolumeReader(handle))
 
-    def _to_provision(self, pod: PodInfo) -> list[tuple[str, Claim]]:
-        """(provisioner, claim) for each claim that dynamic provisioning will create."""
+    def _to_check(self, pod: PodInfo) -> tuple[list[Claim], list[Capacity]]:
+        """The claims dynamic provisioning will create through a driver that tracks capacity,
+        and the capacities (read once per cycle)."""
         out = []
         for ref in pod_claims(pod):
             try:
@@ -45,21 +54,29 @@ class CheckCSIStorageCapacity(FilterPlugin):
             cls = self.binder.reader.storage_class(claim.storage_class)
             if cls is None or not cls.wait_for_first_consumer:
                 continue
-            if cls.provisioner and cls.provisioner != NO_PROVISIONER:
-                out.append((cls.provisioner, claim))
-        return out
+            if not cls.provisioner or cls.provisioner == NO_PROVISIONER:
+                continue
+            driver = self.binder.reader.csi_driver(cls.provisioner)
+            if driver is not None and driver.storage_capacity:
+                out.append(claim)
+        return out, self.binder.reader.capacities() if out else []
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if not pod_has_claims(pod) or state.get(VOLUME_BINDING_STATE) is not None:
             return Status.success()
-        claims: list[tuple[str, Claim]] | None = state.get(STATE_KEY)
-        if claims is None:
-            claims = self._to_provision(pod)
-            state.write(STATE_KEY, claims)
-        for provisioner, claim in claims:
+        got: tuple[list[Claim], list[Capacity]] | None = state.get(STATE_KEY)
+        if got is None:
+            got = self._to_check(pod)
+            state.write(STATE_KEY, got)
+        claims, capacities = got
+        for claim in claims:
             selected = claim.selected_node
             if selected is not None and selected != node.name:
                 continue  # provisioning elsewhere already started: VolumeBinding's concern
-            if not self.binder.has_enough_capacity(provisioner, claim, node.labels):
+            size = claim.request or 0
+            if not any(
+                c.storage_class == claim.storage_class and c.fits(size) and c.reaches(node.labels)
+                for c in capacities
+            ):
                 return Status.unresolvable(ERR_REASON_NOT_ENOUGH_SPACE, plugin=self.name)
         return Status.success()

@@ -16,23 +16,30 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from netsched.framework import (
+    BoolArray,
+    Code,
     CycleState,
     FilterPlugin,
     Handle,
+    IntArray,
     NodeInfo,
     PluginArgs,
+    PluginError,
     PodInfo,
     PreBindPlugin,
     PreFilterPlugin,
     PreFilterResult,
+    Rejection,
     ReservePlugin,
     Snapshot,
     Status,
 )
 from netsched.kube.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES
 from plugins.volume_binding.args import VolumeBindingArgs
-from plugins.volume_binding.binder import BindingError, PodClaims, PodVolumes, VolumeBinder
+from plugins.volume_binding.binder import BindingError, NodeFit, PodClaims, PodVolumes, VolumeBinder
 from plugins.volumes import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
@@ -97,7 +104,6 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
     def _claims(self, pod: PodInfo) -> tuple[PodClaims, str]:
         """kube's podHasPVCs + GetPodVolumeClaims: the sorted claims, or the reason they cannot be."""
         out = PodClaims()
-        delayed_classes: set[str] = set()
         for ref in pod_claims(pod):
             claim = self.binder.claim(pod.namespace, ref.name)
             if claim is None:
@@ -120,12 +126,12 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
                 )
             if self.binder.is_delayed(claim) and not claim.volume_name:
                 out.delayed.append(claim)
-                delayed_classes.add(claim.storage_class)
             else:
                 out.immediate.append(claim)
-        if delayed_classes and not out.immediate:
+        out.delayed.sort(key=lambda c: c.request or 0)  # kube matches the smallest request first
+        if out.delayed and not out.immediate:
             errors: list[VolumeObjectError] = []
-            out.pvs_by_class = self.binder.volumes_by_class(delayed_classes, errors)
+            out.pvs_by_class = self.binder.volumes_by_class(out.delayed, errors)
             for e in errors:
                 report_bad_object(self.handle, pod, self.name, e)
         return out, ""
@@ -145,6 +151,42 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
         if fit.volumes is not None:
             vs.by_node[node.name] = fit.volumes
         return Status.success()
+
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
+    ) -> list[Rejection]:
+        """Batch Filter: nodes that agree on every label the pod's volumes look at (PV node
+        affinity, allowedTopologies, CSIStorageCapacity topology) share one answer, so a
+        StatefulSet replica on 5000 nodes is decided once per zone, not once per node."""
+        vs: VolumeState | None = state.get(STATE_KEY)
+        if vs is None:
+            return []
+        keys = self.binder.relevant_labels(vs.claims)
+        memo: dict[tuple[str | None, ...], NodeFit] = {}
+        rejected: dict[tuple[str, ...], BoolArray] = {}
+        nodes = snapshot.nodes
+        for j, i in enumerate(idx.tolist()):
+            node = nodes[i]
+            try:
+                if keys is None:
+                    fit = self.binder.find_pod_volumes(vs.claims, node.name, node.labels)
+                else:
+                    k = tuple(node.labels.get(key) for key in keys)
+                    got = memo.get(k)
+                    if got is None:
+                        got = memo[k] = self.binder.find_pod_volumes(vs.claims, node.name, node.labels)
+                    fit = got
+            except (BindingError, VolumeObjectError) as e:
+                raise PluginError(str(e), e) from e
+            if fit.reasons:
+                mask = rejected.get(tuple(fit.reasons))
+                if mask is None:
+                    mask = rejected[tuple(fit.reasons)] = np.zeros(len(idx), dtype=bool)
+                mask[j] = True
+            elif fit.volumes is not None:
+                v = fit.volumes
+                vs.by_node[node.name] = PodVolumes(list(v.static), list(v.provision), node.labels)
+        return [Rejection(m, r, Code.UNSCHEDULABLE_AND_UNRESOLVABLE) for r, m in rejected.items()]
 
     # ------------------------------------------------------------ Reserve / Unreserve
 

@@ -90,3 +90,38 @@ def test_limit_key_is_hashed_when_long() -> None:
     assert csi_attach_limit_key(DRIVER) == "attachable-volumes-csi-ebs.csi.aws.com"
     long = csi_attach_limit_key("a" * 60)
     assert len(long) == 23 + 23 + 16 and long.startswith("attachable-volumes-csi-" + "a" * 23)
+
+
+def test_batch_filter_agrees_with_the_per_node_filter() -> None:
+    import numpy as np
+
+    from netsched.testing.framework import plugin_of
+
+    objs = claims(3)
+    existing = [make_pod(f"old{i}").pvc(f"c{i}").node(f"n{i}") for i in range(3)]
+    nodes = [make_node(f"n{i}") for i in range(4)] + [
+        make_node("legacy").capacity_named(csi_attach_limit_key(DRIVER), 0)
+    ]
+    objs["csi_nodes"] = [
+        csi_node("n0", {DRIVER: 1}),
+        csi_node("n1", {DRIVER: 2}),
+        csi_node("n3", {DRIVER: 0}),
+    ]
+    fwk = build_framework([NodeVolumeLimits], objects=volume_objects(**objs))
+    pod = make_pod("p").pvc("new").info()
+    state = fwk.new_cycle_state()
+    snap = Snapshot.of(node_infos(nodes, existing))
+    fwk.run_pre_filter(state, pod, snap)
+    per_node = {n.name for n in snap.nodes if not fwk.run_filter_plugins(state, pod, n).ok}
+    assert per_node == {"n0", "n3", "legacy"}
+    rows = snap.all_rows
+    rejections = plugin_of(fwk, NodeVolumeLimits).filter_nodes(state, pod, snap, rows)
+    batch = {snap.nodes[i].name for r in rejections for i in rows[r.mask].tolist()}
+    assert batch == per_node
+    # Without the legacy allocatable column, only CSINode nodes are looked at.
+    snap = Snapshot.of(node_infos(nodes[:4], existing))
+    rows = snap.all_rows
+    rejections = plugin_of(fwk, NodeVolumeLimits).filter_nodes(state, pod, snap, rows)
+    assert {snap.nodes[i].name for r in rejections for i in rows[r.mask].tolist()} == {"n0", "n3"}
+    assert all(r.code == Code.UNSCHEDULABLE and r.reasons == tuple(EXCEEDED) for r in rejections)
+    assert np.all(rows == np.arange(4))

@@ -542,3 +542,82 @@ def test_check_csi_storage_capacity_alone_and_next_to_volume_binding() -> None:
     both.run_pre_filter(state, POD.info(), snap)
     alias = plugin_of(both, CheckCSIStorageCapacity)
     assert all(alias.filter(state, POD.info(), n).ok for n in snap.nodes)
+
+
+# ---------------------------------------------------------------- batch form
+
+
+def batch_reasons(fwk: Framework, pod: Any, nodes: list[Any]) -> dict[str, list[str]]:
+    """The batch Filter's verdicts, per node name (what the node search uses)."""
+    state = fwk.new_cycle_state()
+    info = pod.info()
+    snap = Snapshot.of(node_infos(nodes))
+    _, st = fwk.run_pre_filter(state, info, snap)
+    assert st.ok
+    out: dict[str, list[str]] = {}
+    rows = snap.all_rows
+    for rej in plugin_of(fwk, VolumeBinding).filter_nodes(state, info, snap, rows):
+        assert rej.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        for i in rows[rej.mask].tolist():
+            out[snap.nodes[i].name] = list(rej.reasons)
+    return out
+
+
+MANY = [
+    make_node(f"m-{i}").label(ZONE, "abc"[i % 3]).label(HOSTNAME, f"m-{i}").label("rack", str(i % 2))
+    for i in range(12)
+]
+CASES: dict[str, dict[str, Any]] = {
+    "dynamic, topology": {
+        "pvcs": [pvc("data", storage_class="fast")],
+        "classes": [storage_class("fast", topologies={ZONE: ["b"]})],
+    },
+    "dynamic, capacity": {
+        "pvcs": [pvc("data", storage_class="fast", size="10Gi")],
+        "classes": [FAST],
+        "csi_drivers": [csi_driver("csi.example.com")],
+        "capacities": [capacity("r1", "fast", "20Gi", topology={"rack": "1"})],
+    },
+    "static by zone and rack": {
+        "pvcs": [pvc("data", storage_class="local")],
+        "classes": [LOCAL],
+        "pvs": [
+            pv("z-a", storage_class="local", affinity=node_affinity(ZONE, "a")),
+            pv("rack-0", storage_class="local", affinity=node_affinity("rack", "0")),
+        ],
+    },
+    "static by node name": {
+        "pvcs": [pvc("data", storage_class="local")],
+        "classes": [LOCAL],
+        "pvs": [
+            pv(
+                "pinned",
+                storage_class="local",
+                affinity={
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["m-4"]}]}
+                        ]
+                    }
+                },
+            )
+        ],
+    },
+    "selected elsewhere": {
+        "pvcs": [
+            pvc("data", storage_class="fast", annotations={"volume.kubernetes.io/selected-node": "m-7"})
+        ],
+        "classes": [FAST],
+    },
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_batch_filter_agrees_with_the_per_node_filter(case: str) -> None:
+    fwk, _, _ = framework(**CASES[case])
+    _, st, filtered = run(fwk, POD, MANY)
+    assert st.ok
+    per_node = reasons(filtered)
+    assert per_node, "each case rejects some nodes"
+    assert len(per_node) < len(MANY), "and keeps some"
+    assert batch_reasons(fwk, POD, MANY) == per_node

@@ -1,0 +1,173 @@
+"""Volume scheduling figures: what the volume plugins cost pods without claims, and pods/s for
+pods with one WaitForFirstConsumer claim each.
+
+    python -m benchmarks.bench_volumes [--nodes 1000] [--pods 3000] [--rounds 5] [--skip-e2e]
+
+1. Overhead on pods without claims: kube's default profile, with and without
+   VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone, run in
+   alternating rounds in one process (so load from other processes hits both
+   alike); best round of each, and the difference.
+2. Pods with one WaitForFirstConsumer claim each (a CSI class, provisioning in
+   the node's zone), in process: InMemoryCluster with the simulation's PV
+   controller, which binds each claim inside PreBind's write.
+3. The same end to end over HTTP: the fake API server (and FakePVController,
+   playing the PV controller and the provisioner) in a child process; from the
+   first pod popped to the last binding confirmed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import multiprocessing as mp
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import config, nodes, out, pods
+from netsched.inmemory import InMemoryCluster
+
+NO_VOLUME_PLUGINS = """\
+  plugins:
+    multiPoint:
+      disabled:
+      - name: VolumeRestrictions
+      - name: NodeVolumeLimits
+      - name: VolumeBinding
+      - name: VolumeZone
+"""
+STORAGE_CLASS = {
+    "apiVersion": "storage.k8s.io/v1",
+    "kind": "StorageClass",
+    "metadata": {"name": "fast", "resourceVersion": "1"},
+    "provisioner": "csi.example.com",
+    "volumeBindingMode": "WaitForFirstConsumer",
+}
+
+
+def claimed_pods(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(pods, claims): each pod with its own 10Gi claim of class "fast"."""
+    from netsched.simulate.volumes import give_claims
+
+    raw = pods(n)
+    claims = give_claims(
+        raw,
+        {
+            "storageClassName": "fast",
+            "resources": {"requests": {"storage": "10Gi"}},
+            "accessModes": ["ReadWriteOnce"],
+        },
+    )
+    return raw, claims
+
+
+def inprocess(n_nodes: int, n_pods: int, extra: str = "", with_claims: bool = False) -> float:
+    """pods/s of one in-process run."""
+    from netsched.simulate.volumes import PVCS, STORAGECLASSES, SimulatedPVController
+
+    cfg, reg = config(extra)
+    cluster = InMemoryCluster(cfg, reg)
+    node_objs = nodes(n_nodes)
+    cluster.add_nodes(node_objs)
+    if with_claims:
+        raw, claims = claimed_pods(n_pods)
+        SimulatedPVController(
+            cluster.objects, {n["metadata"]["name"]: n["metadata"]["labels"] for n in node_objs}
+        )
+        cluster.add_object(STORAGECLASSES, dict(STORAGE_CLASS))
+        for c in claims:
+            cluster.add_object(PVCS, c)
+    else:
+        raw = pods(n_pods)
+    cluster.add_pods(raw)
+    gc.collect()
+    started = time.perf_counter()
+    cluster.schedule_pending()
+    elapsed = time.perf_counter() - started
+    assert len(cluster.placements) == n_pods, f"{len(cluster.placements)}/{n_pods} bound"
+    return n_pods / elapsed
+
+
+def _serve(n_nodes: int, n_pods: int, kubeconfig: str, ready: Any, stop: Any) -> None:
+    from netsched.testing.fakeapi import FakeAPIServer
+    from netsched.testing.volumes import PVCS, STORAGECLASSES, FakePVController
+
+    with FakeAPIServer(watch_timeout=300) as srv, FakePVController(srv):
+        for n in nodes(n_nodes):
+            srv.create("nodes", n)
+        srv.create(STORAGECLASSES, STORAGE_CLASS)
+        raw, claims = claimed_pods(n_pods)
+        for c in claims:
+            srv.create(PVCS, c)
+        for p in raw:
+            srv.create("pods", p)
+        srv.write_kubeconfig(kubeconfig)
+        ready.set()
+        stop.wait()
+
+
+def end_to_end(n_nodes: int, n_pods: int) -> float:
+    from netsched.app import AppOptions, SchedulerApp
+    from netsched.kube import KubeAPI, build_api_client
+
+    ctx = mp.get_context("spawn")
+    ready, stop = ctx.Event(), ctx.Event()
+    with tempfile.TemporaryDirectory() as tmp:
+        kubeconfig = str(Path(tmp) / "kubeconfig")
+        proc = ctx.Process(target=_serve, args=(n_nodes, n_pods, kubeconfig, ready, stop), daemon=True)
+        proc.start()
+        try:
+            if not ready.wait(180):
+                raise RuntimeError("fake API server did not start")
+            cfg, reg = config()
+            client = build_api_client(kubeconfig, qps=1000, burst=2000, pool_size=cfg.parallelism + 8)
+            app = SchedulerApp(
+                cfg, reg, KubeAPI(client), options=AppOptions(metrics_bind_address="127.0.0.1:0")
+            )
+            app.start_informers(sync_timeout=180)
+            app.start_background()
+            t0 = time.perf_counter()
+            app.start_scheduling()
+            deadline = time.monotonic() + 600
+            while app.scheduler.scheduled < n_pods and time.monotonic() < deadline:
+                time.sleep(0.01)
+            elapsed = time.perf_counter() - t0
+            bound = app.scheduler.scheduled
+            app.shutdown(timeout=10)
+        finally:
+            stop.set()
+        proc.join(10)
+    return bound / elapsed if elapsed else 0.0
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--nodes", type=int, default=1000)
+    p.add_argument("--pods", type=int, default=3000)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--skip-e2e", action="store_true")
+    a = p.parse_args()
+    with_plugins, without = [], []
+    for _ in range(a.rounds):
+        without.append(inprocess(a.nodes, a.pods, NO_VOLUME_PLUGINS))
+        with_plugins.append(inprocess(a.nodes, a.pods))
+    best_on, best_off = max(with_plugins), max(without)
+    out(
+        f"pods without claims, {a.pods} on {a.nodes} nodes, best of {a.rounds}: default profile "
+        f"{best_on:.0f} pods/s, without the 4 volume plugins {best_off:.0f} pods/s "
+        f"({100 * (best_on - best_off) / best_off:+.1f} %)"
+    )
+    rate = max(inprocess(a.nodes, a.pods, with_claims=True) for _ in range(2))
+    out(
+        f"one WaitForFirstConsumer claim per pod, in process: {a.pods} pods on {a.nodes} nodes, {rate:.0f} pods/s"
+    )
+    if not a.skip_e2e:
+        rate = end_to_end(a.nodes, a.pods)
+        out(
+            f"one WaitForFirstConsumer claim per pod, end to end over HTTP: {a.pods} pods on {a.nodes} nodes, {rate:.0f} pods/s"
+        )
+
+
+if __name__ == "__main__":
+    main()
