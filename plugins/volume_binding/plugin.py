@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from netsched.framework import (
-    BoolArray,
     Code,
     CycleState,
     FilterPlugin,
@@ -39,7 +38,7 @@ from netsched.framework import (
 )
 from netsched.kube.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES
 from plugins.volume_binding.args import VolumeBindingArgs
-from plugins.volume_binding.binder import BindingError, NodeFit, PodClaims, PodVolumes, VolumeBinder
+from plugins.volume_binding.binder import BindingError, PodClaims, PodVolumes, VolumeBinder
 from plugins.volumes import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
@@ -65,6 +64,9 @@ POLL_SECONDS = 0.1
 class VolumeState:
     claims: PodClaims
     by_node: dict[str, PodVolumes] = field(default_factory=dict)
+    # The batch Filter's answers, by the values of the labels they depend on.
+    shared: dict[tuple[str | None, ...], PodVolumes] = field(default_factory=dict)
+    shared_keys: tuple[str, ...] | None = None
     reserved: PodVolumes | None = None
     all_bound: bool = True
 
@@ -162,31 +164,50 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
         if vs is None:
             return []
         keys = self.binder.relevant_labels(vs.claims)
-        memo: dict[tuple[str | None, ...], NodeFit] = {}
-        rejected: dict[tuple[str, ...], BoolArray] = {}
-        nodes = snapshot.nodes
-        for j, i in enumerate(idx.tolist()):
-            node = nodes[i]
+        if keys is None:  # the answer depends on the node's name: one node at a time
+            return super().filter_nodes(state, pod, snapshot, idx)
+        if keys:
+            columns = [snapshot.label_column(k)[idx].tolist() for k in keys]
+            row_keys: list[tuple[str | None, ...]] = list(zip(*columns, strict=True))
+        else:
+            row_keys = [()] * len(idx)
+        firsts: dict[tuple[str | None, ...], int] = {}
+        for j, k in enumerate(row_keys):
+            firsts.setdefault(k, j)
+        rejected: dict[tuple[str, ...], list[tuple[str | None, ...]]] = {}
+        for k, j in firsts.items():
+            node = snapshot.nodes[int(idx[j])]
             try:
-                if keys is None:
-                    fit = self.binder.find_pod_volumes(vs.claims, node.name, node.labels)
-                else:
-                    k = tuple(node.labels.get(key) for key in keys)
-                    got = memo.get(k)
-                    if got is None:
-                        got = memo[k] = self.binder.find_pod_volumes(vs.claims, node.name, node.labels)
-                    fit = got
+                fit = self.binder.find_pod_volumes(vs.claims, node.name, node.labels)
             except (BindingError, VolumeObjectError) as e:
                 raise PluginError(str(e), e) from e
             if fit.reasons:
-                mask = rejected.get(tuple(fit.reasons))
-                if mask is None:
-                    mask = rejected[tuple(fit.reasons)] = np.zeros(len(idx), dtype=bool)
-                mask[j] = True
+                rejected.setdefault(tuple(fit.reasons), []).append(k)
             elif fit.volumes is not None:
-                v = fit.volumes
-                vs.by_node[node.name] = PodVolumes(list(v.static), list(v.provision), node.labels)
-        return [Rejection(m, r, Code.UNSCHEDULABLE_AND_UNRESOLVABLE) for r, m in rejected.items()]
+                vs.shared[k] = fit.volumes
+        vs.shared_keys = keys
+        out = []
+        for reasons, group in rejected.items():
+            if len(firsts) == 1:
+                mask = np.ones(len(idx), dtype=bool)
+            else:
+                bad = set(group)
+                mask = np.fromiter((k in bad for k in row_keys), dtype=bool, count=len(row_keys))
+            out.append(Rejection(mask, reasons, Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
+        return out
+
+    def _volumes_for(self, vs: VolumeState, node_name: str) -> PodVolumes | None:
+        """What Filter decided for the node: per node, or shared by its label group."""
+        got = vs.by_node.get(node_name)
+        if got is not None or vs.shared_keys is None:
+            return got
+        node = self.handle.snapshot().get(node_name)
+        if node is None:
+            return None
+        shared = vs.shared.get(tuple(node.labels.get(k) for k in vs.shared_keys))
+        if shared is None:
+            return None
+        return PodVolumes(list(shared.static), list(shared.provision), node.labels)
 
     # ------------------------------------------------------------ Reserve / Unreserve
 
@@ -194,9 +215,13 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
         vs: VolumeState | None = state.get(STATE_KEY)
         if vs is None:
             return Status.success()
-        volumes = vs.by_node.get(node_name)
+        volumes = self._volumes_for(vs, node_name)
         if volumes is None:
-            vs.all_bound = True  # the pod references no claim that needs binding
+            if vs.claims.delayed:  # Filter passed the node, so it must have decided something
+                return Status.as_error(
+                    RuntimeError(f'no pod volumes found for node "{node_name}"'), self.name
+                )
+            vs.all_bound = True  # every claim is bound already
             return Status.success()
         vs.all_bound = self.binder.assume(volumes, node_name)
         vs.reserved = volumes

@@ -621,3 +621,19 @@ def test_batch_filter_agrees_with_the_per_node_filter(case: str) -> None:
     assert per_node, "each case rejects some nodes"
     assert len(per_node) < len(MANY), "and keeps some"
     assert batch_reasons(fwk, POD, MANY) == per_node
+
+
+def test_reserve_after_the_batch_filter_uses_the_shared_answer() -> None:
+    fwk, api, _ = framework(**CASES["static by zone and rack"])
+    state = fwk.new_cycle_state()
+    info = POD.info()
+    snap = Snapshot.of(node_infos(MANY))
+    fwk.set_snapshot(snap)
+    fwk.run_pre_filter(state, info, snap)
+    plugin_of(fwk, VolumeBinding).filter_nodes(state, info, snap, snap.all_rows)
+    assert fwk.run_reserve(state, info, "m-3").ok  # zone a, rack 1: only z-a fits
+    reserved = state.read("PreFilterVolumeBinding").reserved
+    assert [v.name for v, _ in reserved.static] == ["z-a"]
+    assert reserved.node_labels[HOSTNAME] == "m-3"
+    assert fwk.run_pre_bind(state, info, "m-3").code == Code.ERROR  # nobody binds: times out
+    assert [p[1] for p in api.patches] == ["/z-a"]
