@@ -56,8 +56,10 @@ log = logging.getLogger(__name__)
 NAME = "VolumeBinding"
 STATE_KEY = "PreFilter" + NAME
 ERR_REASON_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-# How often PreBind looks at the informer's copies while it waits (kube polls each second).
-POLL_SECONDS = 0.1
+# How often PreBind looks at the informer's copies while it waits: soon at first (a
+# provisioner often answers within milliseconds), then less often, up to kube's one second.
+FIRST_POLL_SECONDS = 0.01
+MAX_POLL_SECONDS = 1.0
 
 
 @dataclass(slots=True)
@@ -273,10 +275,12 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
         """Until every claim is bound, reading the informer's copies (never the API)."""
         clock = self.handle.clock
         deadline = clock.now() + self.bind_timeout
+        poll = FIRST_POLL_SECONDS
         while not self.binder.check_bindings(volumes, node_name, written):
             if clock.now() >= deadline:
                 raise BindingError("binding volumes: context deadline exceeded")
-            clock.sleep(min(POLL_SECONDS, max(0.0, deadline - clock.now())))
+            clock.sleep(min(poll, max(0.0, deadline - clock.now())))
+            poll = min(2 * poll, MAX_POLL_SECONDS)
         log.debug("Volumes bound pod=%s node=%s", pod.key, node_name)
 
 
