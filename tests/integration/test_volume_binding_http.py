@@ -185,6 +185,11 @@ def test_a_claim_nothing_can_satisfy_fails_clearly_and_writes_nothing(
     )
     assert volume_writes(server) == []
     assert node_of(server, "db") == ""
+    # A PV appearing moves the pod back to the queue (PersistentVolumeAdd), and it binds.
+    with FakePVController(server):
+        server.create(PVS, pv("late", storage_class="local", size="10Gi", affinity=node_affinity(ZONE, "c")))
+        wait_until(lambda: node_of(server, "db"), timeout=20, what="db bound after the PV appeared")
+    assert node_of(server, "db") == "n-c"
 
 
 def test_binding_that_times_out(server: FakeAPIServer, app_factory: Any) -> None:
