@@ -27,6 +27,7 @@ from typing import Any
 
 from benchmarks.common import config, nodes, out, pods
 from netsched.inmemory import InMemoryCluster
+from netsched.testing.builders import make_node
 
 NO_VOLUME_PLUGINS = """\
   plugins:
@@ -87,6 +88,38 @@ def inprocess(n_nodes: int, n_pods: int, extra: str = "", with_claims: bool = Fa
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu0
     assert len(cluster.placements) == n_pods, f"{len(cluster.placements)}/{n_pods} bound"
     return n_pods / elapsed, n_pods / cpu
+
+
+def added_cost_us(n_nodes: int, rounds: int, per_round: int = 2000) -> tuple[float, float]:
+    """(µs, µs): PreFilter + Reserve + PreBind for a pod without claims, default profile and
+    without the volume plugins; best round of each (rounds interleaved)."""
+    from netsched.framework import Snapshot
+    from netsched.testing.builders import node_infos
+
+    pod_raw = pods(1)[0]
+    snap = Snapshot.of(
+        node_infos(
+            [make_node(f"node-{i:05d}").capacity(cpu="32", memory="128Gi").info() for i in range(n_nodes)]
+        )
+    )
+    best = {}
+    for label, extra in (("on", ""), ("off", NO_VOLUME_PLUGINS)):
+        cfg, reg = config(extra)
+        cluster = InMemoryCluster(cfg, reg)
+        best[label] = (next(iter(cluster.frameworks.values())), float("inf"))
+    from netsched.framework.parse import parse_pod
+
+    pod = parse_pod(pod_raw)
+    for _ in range(rounds):
+        for label, (fwk, b) in list(best.items()):
+            t0 = time.perf_counter()
+            for _ in range(per_round):
+                state = fwk.new_cycle_state()
+                fwk.run_pre_filter(state, pod, snap)
+                fwk.run_reserve(state, pod, "node-00000")
+                fwk.run_pre_bind(state, pod, "node-00000")
+            best[label] = (fwk, min(b, (time.perf_counter() - t0) / per_round * 1e6))
+    return best["on"][1], best["off"][1]
 
 
 def _serve(n_nodes: int, n_pods: int, kubeconfig: str, ready: Any, stop: Any) -> None:
@@ -158,6 +191,11 @@ def main() -> None:
             f"pods without claims, {a.pods} on {a.nodes} nodes, best of {a.rounds}, {what}: default profile "
             f"{on:.0f}, without the 4 volume plugins {off:.0f} ({100 * (on - off) / off:+.1f} %)"
         )
+    on_us, off_us = added_cost_us(a.nodes, a.rounds)
+    out(
+        f"pods without claims, PreFilter + Reserve + PreBind per pod: {on_us:.1f} µs with the volume plugins, "
+        f"{off_us:.1f} µs without (+{on_us - off_us:.1f} µs per pod)"
+    )
     rate = max(inprocess(a.nodes, a.pods, with_claims=True)[0] for _ in range(2))
     out(
         f"one WaitForFirstConsumer claim per pod, in process: {a.pods} pods on {a.nodes} nodes, {rate:.0f} pods/s"
