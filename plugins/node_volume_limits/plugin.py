@@ -135,7 +135,10 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                 return pv.csi_driver, pv.csi_handle  # in-tree sources: not counted (no CSI migration)
         if not claim.storage_class:
             return "", ""
-        cls = self.reader.storage_class(claim.storage_class)
+        try:
+            cls = self.reader.storage_class(claim.storage_class)
+        except VolumeObjectError:
+            cls = None  # VolumeBinding reports it on the pod; here it only cannot be counted
         if cls is None:
             return "", ""
         return cls.provisioner, f"{self._prefix}-{claim.namespace}/{claim.name}"

@@ -200,7 +200,10 @@ class VolumeBinder:
             if cls is None:
                 continue
             keys.update(k for term in cls.allowed_topologies for k, _ in term)
-            driver = self.reader.csi_driver(cls.provisioner) if cls.provisioner else None
+            try:
+                driver = self.reader.csi_driver(cls.provisioner) if cls.provisioner else None
+            except VolumeObjectError:
+                return None  # the per-node path reports it
             if driver is not None and driver.storage_capacity:
                 if claims.capacities is None:
                     claims.capacities = self.reader.capacities()

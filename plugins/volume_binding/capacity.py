@@ -46,20 +46,24 @@ class CheckCSIStorageCapacity(FilterPlugin):
         out = []
         for ref in pod_claims(pod):
             try:
-                claim = self.binder.claim(pod.namespace, ref.name)
+                claim = self._needs_check(pod, ref.name)
             except VolumeObjectError:
                 continue  # VolumeBinding (or the pod's event) reports bad objects
-            if claim is None or claim.volume_name or claim.request is None or not claim.storage_class:
-                continue
-            cls = self.binder.reader.storage_class(claim.storage_class)
-            if cls is None or not cls.wait_for_first_consumer:
-                continue
-            if not cls.provisioner or cls.provisioner == NO_PROVISIONER:
-                continue
-            driver = self.binder.reader.csi_driver(cls.provisioner)
-            if driver is not None and driver.storage_capacity:
+            if claim is not None:
                 out.append(claim)
         return out, self.binder.reader.capacities() if out else []
+
+    def _needs_check(self, pod: PodInfo, name: str) -> Claim | None:
+        claim = self.binder.claim(pod.namespace, name)
+        if claim is None or claim.volume_name or claim.request is None or not claim.storage_class:
+            return None
+        cls = self.binder.reader.storage_class(claim.storage_class)
+        if cls is None or not cls.wait_for_first_consumer:
+            return None
+        if not cls.provisioner or cls.provisioner == NO_PROVISIONER:
+            return None
+        driver = self.binder.reader.csi_driver(cls.provisioner)
+        return claim if driver is not None and driver.storage_capacity else None
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if not pod_has_claims(pod) or state.get(VOLUME_BINDING_STATE) is not None:

@@ -637,3 +637,20 @@ def test_reserve_after_the_batch_filter_uses_the_shared_answer() -> None:
     assert reserved.node_labels[HOSTNAME] == "m-3"
     assert fwk.run_pre_bind(state, info, "m-3").code == Code.ERROR  # nobody binds: times out
     assert [p[1] for p in api.patches] == ["/z-a"]
+
+
+def test_malformed_storage_class_is_an_event_and_no_other_volume_plugin_crashes() -> None:
+    from plugins.node_volume_limits import NodeVolumeLimits
+
+    bad = storage_class("fast")
+    bad["volumeBindingMode"] = "Eventually"
+    events = RecordingEvents()
+    fwk = build_framework(
+        [NodeVolumeLimits, VolumeBinding, CheckCSIStorageCapacity],
+        objects=volume_objects(pvcs=[pvc("data", storage_class="fast")], classes=[bad]),
+        events=events,
+    )
+    _, st, _ = run(fwk, POD)
+    assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and st.plugin == "VolumeBinding"
+    assert "StorageClass fast: volumeBindingMode: Unsupported value: 'Eventually'" in st.reasons[0]
+    assert any("StorageClass fast: volumeBindingMode" in e[4] for e in events.events)
