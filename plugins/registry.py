@@ -25,11 +25,14 @@ def in_tree_plugins() -> list[type[Plugin]]:
     from plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
     from plugins.node_resources_fit import NodeResourcesFit
     from plugins.node_unschedulable import NodeUnschedulable
+    from plugins.node_volume_limits import NodeVolumeLimits
     from plugins.pod_topology_spread import PodTopologySpread
     from plugins.priority_sort import PrioritySort
     from plugins.scheduling_gates import SchedulingGates
     from plugins.taint_toleration import TaintToleration
-    from plugins.volume_claim_guard import VolumeClaimGuard
+    from plugins.volume_binding import CheckCSIStorageCapacity, VolumeBinding
+    from plugins.volume_restrictions import VolumeRestrictions
+    from plugins.volume_zone import VolumeZone
 
     return [
         PrioritySort,
@@ -40,7 +43,10 @@ def in_tree_plugins() -> list[type[Plugin]]:
         NodeAffinity,
         NodePorts,
         NodeResourcesFit,
-        VolumeClaimGuard,
+        VolumeRestrictions,
+        NodeVolumeLimits,
+        VolumeBinding,
+        VolumeZone,
         PodTopologySpread,
         InterPodAffinity,
         DefaultPreemption,
@@ -58,4 +64,6 @@ def in_tree_plugins() -> list[type[Plugin]]:
         CheckPodCountLimit,
         CheckPodLimitResources,
         LvmVolumeCapacity,  # a refusal: an out-of-tree plugin of this name replaces it
+        # The seeds' name for VolumeBinding's storage-capacity check (plugins/volume_binding/capacity.py).
+        CheckCSIStorageCapacity,
     ]

@@ -23,11 +23,8 @@ from netsched.config.types import (
 
 _log = logging.getLogger(__name__)
 
-# kube v1's default multiPoint set, in kube's order, with its score weights.
-# netsched does not schedule volumes: VolumeRestrictions, NodeVolumeLimits,
-# VolumeBinding and VolumeZone are left out and VolumeClaimGuard stands in
-# their place, so a pod with PersistentVolumeClaims fails with a clear message
-# instead of being placed where its volume cannot follow.
+# kube v1's default multiPoint set, in kube's order, with its score weights
+# (v1.31 pkg/scheduler/apis/config/v1/default_plugins.go, no feature gates changing it).
 DEFAULT_PLUGINS: tuple[PluginRef, ...] = (
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -37,7 +34,10 @@ DEFAULT_PLUGINS: tuple[PluginRef, ...] = (
     PluginRef("NodeAffinity", 2),
     PluginRef("NodePorts"),
     PluginRef("NodeResourcesFit", 1),
-    PluginRef("VolumeClaimGuard"),
+    PluginRef("VolumeRestrictions"),
+    PluginRef("NodeVolumeLimits"),
+    PluginRef("VolumeBinding"),
+    PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
     PluginRef("DefaultPreemption"),

@@ -68,6 +68,14 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
         "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True, has_status=True
     ),
+    ResourceType("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False, has_status=True),
+    ResourceType(
+        "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True, has_status=True
+    ),
+    ResourceType("storage.k8s.io", "v1", "storageclasses", "StorageClass", namespaced=False),
+    ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", namespaced=False),
+    ResourceType("storage.k8s.io", "v1", "csidrivers", "CSIDriver", namespaced=False),
+    ResourceType("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", namespaced=True),
 )
 NAMESPACES = RESOURCES[0]
 PODS = RESOURCES[2]

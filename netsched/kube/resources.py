@@ -104,20 +104,56 @@ PODGROUPS = Resource(
     needed_by=("Coscheduling",),
 )
 
+# The volume plugins' kinds (plugins/volume_binding and friends). Optional: a cluster that
+# does not serve one (no CSI storage capacity API, say) reads it as empty; every change
+# can make a pod that failed on its volumes schedulable, so all of them requeue.
+PERSISTENTVOLUMES = Resource("persistentvolumes", optional=True, kind="PersistentVolume", requeue=True)
+PERSISTENTVOLUMECLAIMS = Resource(
+    "persistentvolumeclaims", namespaced=True, optional=True, kind="PersistentVolumeClaim", requeue=True
+)
+STORAGECLASSES = Resource(
+    "storageclasses", group="storage.k8s.io", optional=True, kind="StorageClass", requeue=True
+)
+CSINODES = Resource("csinodes", group="storage.k8s.io", optional=True, kind="CSINode", requeue=True)
+CSIDRIVERS = Resource("csidrivers", group="storage.k8s.io", optional=True, kind="CSIDriver", requeue=True)
+CSISTORAGECAPACITIES = Resource(
+    "csistoragecapacities",
+    group="storage.k8s.io",
+    namespaced=True,
+    optional=True,
+    kind="CSIStorageCapacity",
+    requeue=True,
+)
+VOLUME_KINDS: tuple[Resource, ...] = (
+    PERSISTENTVOLUMES,
+    PERSISTENTVOLUMECLAIMS,
+    STORAGECLASSES,
+    CSINODES,
+    CSIDRIVERS,
+    CSISTORAGECAPACITIES,
+)
+
 # Watched into netsched.cache.ObjectStore (by Resource.key) and read by plugins through
 # Handle.objects; a new kind a plugin needs is one entry here (and its RBAC list/watch).
-OBJECT_KINDS: tuple[Resource, ...] = (PODDISRUPTIONBUDGETS, NAMESPACES, PODGROUPS)
+OBJECT_KINDS: tuple[Resource, ...] = (PODDISRUPTIONBUDGETS, NAMESPACES, PODGROUPS, *VOLUME_KINDS)
 
 RESOURCES: tuple[Resource, ...] = (NODES, PODS, *OBJECT_KINDS)
 
 __all__ = [
     "ACTIVE_PODS_SELECTOR",
+    "CSIDRIVERS",
+    "CSINODES",
+    "CSISTORAGECAPACITIES",
     "NAMESPACES",
     "NODES",
     "OBJECT_KINDS",
+    "PERSISTENTVOLUMECLAIMS",
+    "PERSISTENTVOLUMES",
     "PODDISRUPTIONBUDGETS",
     "PODGROUPS",
     "PODS",
     "RESOURCES",
+    "STORAGECLASSES",
+    "VOLUME_KINDS",
     "Resource",
 ]

@@ -38,6 +38,7 @@ from netsched.queue import ACTIVE, BACKOFF
 from netsched.simulate.gangs import PODGROUPS_KEY
 from netsched.simulate.model import LoadModel, Loads, SimulatedPrometheus, promql_index
 from netsched.simulate.scenario import Scenario
+from netsched.simulate.volumes import SimulatedPVController
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +175,12 @@ def simulate(
     for group in scenario.pod_groups:
         cluster.add_object(PODGROUPS_KEY, copy.deepcopy(group))
     cluster.add_nodes(copy.deepcopy(scenario.nodes))
+    if scenario.volumes:
+        labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in scenario.nodes}
+        SimulatedPVController(cluster.objects, labels)
+        for key, objs in scenario.volumes.objects.items():
+            for obj in copy.deepcopy(objs):
+                cluster.add_object(key, obj)
     cluster.add_pods(copy.deepcopy(scenario.existing_pods))
     run.before = model.loads(0.0)
 

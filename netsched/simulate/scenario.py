@@ -10,6 +10,7 @@
     timing: {arrivalRatePerSecond: 20, pollIntervalSeconds: 15}
     prometheus: {down: false, outages: [[30, 90]]}
     podGroups: [{count: 2, namePrefix: train, minMember: 4, pod: {cpu: "2"}}]   # gangs (gangs.py)
+    volumes: {claimPerPod: {storageClass: fast, size: 10Gi}, storageClasses: [...]}
 
 Every section also takes the long forms (Kubernetes objects, generator
 mappings); netsched/simulate/README.md describes them all.  Decoding collects
@@ -31,6 +32,7 @@ from netsched.simulate.background import Background, decode_background
 from netsched.simulate.gangs import decode_pod_groups
 from netsched.simulate.generators import decode_nodes, decode_pods, node_names
 from netsched.simulate.units import shown
+from netsched.simulate.volumes import Volumes, decode_volumes, give_claims
 
 DEFAULT_ARRIVAL_RATE = 20.0
 # A pod's traffic shows in the metrics once it runs, and rate() over the
@@ -63,6 +65,7 @@ class Scenario:
     timing: Timing = field(default_factory=Timing)
     outages: tuple[tuple[float, float], ...] = ()  # simulated seconds Prometheus does not answer
     config: str = ""  # KubeSchedulerConfiguration reference, relative to the scenario
+    volumes: Volumes = field(default_factory=Volumes)  # StorageClasses, PVs, claims (volumes.py)
     description: str = ""
     seed: int = 1
     pod_groups: list[dict[str, Any]] = field(default_factory=list)  # PodGroup objects (gangs.py)
@@ -101,6 +104,11 @@ def load_scenario(text: str, label: str = "<string>", *, seed: int | None = None
     background, speeds = decode_background(f.any("metrics"), errs, rng, names, nodes.link_speed_bits)
     timing = _timing(f.sub("timing"))
     outages = _prometheus(f.sub("prometheus"))
+    volumes = decode_volumes(f.sub("volumes"))
+    if volumes.claim_per_pod is not None:
+        volumes.objects.setdefault("persistentvolumeclaims", []).extend(
+            give_claims(pods, volumes.claim_per_pod)
+        )
     clash = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in existing} & {
         f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods
     }
@@ -126,6 +134,7 @@ def load_scenario(text: str, label: str = "<string>", *, seed: int | None = None
         description=description,
         seed=use_seed,
         pod_groups=groups.objects,
+        volumes=volumes,
     )
 
 

@@ -30,6 +30,7 @@ from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import free_port
 from netsched.testing.rbac import request_rule, rules_from_deploy
+from netsched.testing.volumes import FakePVController, pv, pvc, storage_class
 from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -194,6 +195,23 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
             ),
             what="core event series patch",
         )
+        # Volumes: PreBind patches a static PV's claimRef and a claim's selected-node.
+        server.create("storage.k8s.io/storageclasses", storage_class("fast"))
+        server.create(
+            "storage.k8s.io/storageclasses",
+            storage_class("local", provisioner="kubernetes.io/no-provisioner"),
+        )
+        server.create("persistentvolumes", pv("disk", storage_class="local"))
+        server.create("persistentvolumeclaims", pvc("static", storage_class="local"))
+        server.create("persistentvolumeclaims", pvc("dynamic", storage_class="fast"))
+        with FakePVController(server):
+            for claim in ("static", "dynamic"):
+                server.create("pods", make_pod(f"uses-{claim}").scheduler("netsched").pvc(claim).obj())
+            wait_until(
+                lambda: node_of("uses-static") and node_of("uses-dynamic"),
+                timeout=20,
+                what="volume pods bound",
+            )
         # Let a renewal happen.
         time.sleep(1.2)
     finally:

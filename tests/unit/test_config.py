@@ -159,7 +159,7 @@ def test_default_plugins_expand_like_kube() -> None:
     assert cfg.profiles[0].plugin_config == {}  # no default plugin here takes args
 
 
-def test_default_list_is_kubes_without_volume_plugins() -> None:
+def test_default_list_is_kubes() -> None:
     assert [(r.name, r.weight) for r in DEFAULT_PLUGINS if r.weight] == [
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
@@ -169,9 +169,27 @@ def test_default_list_is_kubes_without_volume_plugins() -> None:
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ]
-    assert not {"VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits"} & {
-        r.name for r in DEFAULT_PLUGINS
-    }
+    # kube v1.31 default_plugins.go, in order.
+    assert [r.name for r in DEFAULT_PLUGINS] == [
+        "SchedulingGates",
+        "PrioritySort",
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "DefaultPreemption",
+        "NodeResourcesBalancedAllocation",
+        "ImageLocality",
+        "DefaultBinder",
+    ]
 
 
 def test_unregistered_defaults_are_skipped_but_explicit_unknown_names_are_errors() -> None:

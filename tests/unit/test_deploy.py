@@ -44,6 +44,21 @@ EXPECTED_CLUSTER_RULES = {
     # Delegated authn/authz of the HTTPS endpoints (system:auth-delegator).
     ("authentication.k8s.io", "tokenreviews", "create"),
     ("authorization.k8s.io", "subjectaccessreviews", "create"),
+    # The volume plugins' informers, and VolumeBinding's two PreBind writes.
+    ("", "persistentvolumes", "list"),
+    ("", "persistentvolumes", "watch"),
+    ("", "persistentvolumes", "patch"),
+    ("", "persistentvolumeclaims", "list"),
+    ("", "persistentvolumeclaims", "watch"),
+    ("", "persistentvolumeclaims", "patch"),
+    ("storage.k8s.io", "storageclasses", "list"),
+    ("storage.k8s.io", "storageclasses", "watch"),
+    ("storage.k8s.io", "csinodes", "list"),
+    ("storage.k8s.io", "csinodes", "watch"),
+    ("storage.k8s.io", "csidrivers", "list"),
+    ("storage.k8s.io", "csidrivers", "watch"),
+    ("storage.k8s.io", "csistoragecapacities", "list"),
+    ("storage.k8s.io", "csistoragecapacities", "watch"),
 }
 EXPECTED_LEASE_GRANTS = {
     Grant("coordination.k8s.io", "leases", "create", NAMESPACE, ""),

@@ -57,7 +57,7 @@ def test_explain_reports_prefilter_rejection() -> None:
     snap = Snapshot.of(node_infos([make_node("n1")]))
     pod = make_pod("claims").scheduler("netsched").pvc("data").info()
     ex = explain(fwk, pod, snap)
-    assert ex.winner == "" and "PersistentVolumeClaims" in ex.message
+    assert ex.winner == "" and 'persistentvolumeclaim "data" not found' in ex.message
 
 
 def test_explainer_never_touches_the_scheduling_framework() -> None:

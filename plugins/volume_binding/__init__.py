@@ -1,0 +1,7 @@
+"""VolumeBinding: kube's PersistentVolumeClaim binding (PreFilter, Filter, Reserve, PreBind)."""
+
+from plugins.volume_binding.args import VolumeBindingArgs
+from plugins.volume_binding.capacity import CheckCSIStorageCapacity
+from plugins.volume_binding.plugin import VolumeBinding
+
+__all__ = ["CheckCSIStorageCapacity", "VolumeBinding", "VolumeBindingArgs"]
