@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 Compute = Callable[[str], tuple[PodGroup, dict[str, Any]] | None]
 
 
+IDLE_EXIT_SECONDS = 30.0
+
+
 class StatusWriter:
     def __init__(self, handle: Handle, compute: Compute) -> None:
         self._handle = handle
@@ -57,7 +60,11 @@ class StatusWriter:
     def _run(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: bool(self._dirty))
+                # Idle for a while: the thread ends (a reload's replaced plugin leaves none behind);
+                # the next mark() starts a new one.
+                if not self._cond.wait_for(lambda: bool(self._dirty), IDLE_EXIT_SECONDS):
+                    self._thread = None
+                    return
                 groups, self._dirty = sorted(self._dirty), set()
                 self._busy = True
             try:
