@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +63,7 @@ UNSCHEDULABLE_FLUSH_INTERVAL = 30.0  # ...and looks for unschedulable leftovers 
 
 PreEnqueueFn = Callable[[PodInfo], Status]
 HintsFor = Callable[[str], HintMap | None]  # schedulerName -> that profile's hints
-MAX_IN_FLIGHT_EVENTS = 64  # more events during one attempt: assume one of them helps
+RECENT_EVENTS = 256  # hinted events kept to judge failed attempts; older attempts assume "moved"
 
 
 @dataclass(slots=True)
@@ -73,8 +74,6 @@ class _InFlight:
     moved: bool = False  # a wildcard event, activation or pod update arrived
     pod: PodInfo | None = None  # the latest version of the pod, if it was updated
     gone: bool = False  # deleted or bound meanwhile: never requeue it
-    # Hinted events seen meanwhile: judged against the rejecting plugins once the attempt fails.
-    events: list[tuple[ClusterEvent, Any, Any]] | None = None
 
 
 class _LessKey:
@@ -154,6 +153,10 @@ class SchedulingQueue:
         self._in_flight: dict[str, _InFlight] = {}
         self._scheduling_cycle = 0
         self._move_request_cycle = -1
+        # Hinted events by the cycle they arrived in: a failed attempt of cycle c is judged
+        # against those of cycle >= c (kube's inFlightEvents), binding failures included.
+        self._recent: deque[tuple[int, ClusterEvent, Any, Any]] = deque()
+        self._recent_floor = -1  # the newest cycle whose events were dropped from _recent
         self._closed = False
         self._report()
 
@@ -272,7 +275,7 @@ class SchedulingQueue:
             moved = (
                 self._move_request_cycle >= cycle
                 or (flight is not None and flight.moved)
-                or (flight is not None and self._helped_in_flight(qp, flight))
+                or self._helped_since(qp, cycle)
             )
             qp.timestamp = self._clock.now()
             qp.gated = False
@@ -324,15 +327,9 @@ class SchedulingQueue:
                 del self._unschedulable[qp.pod.uid]
                 self._requeue(qp, str(event))
             if hinted:
-                for flight in self._in_flight.values():
-                    if flight.moved:
-                        continue
-                    if flight.events is None:
-                        flight.events = []
-                    if len(flight.events) >= MAX_IN_FLIGHT_EVENTS:
-                        flight.moved = True
-                    else:
-                        flight.events.append((event, old, new))
+                self._recent.append((self._scheduling_cycle, event, old, new))
+                if len(self._recent) > RECENT_EVENTS:
+                    self._recent_floor = self._recent.popleft()[0]
             else:
                 self._move_request_cycle = self._scheduling_cycle
                 for flight in self._in_flight.values():
@@ -531,11 +528,16 @@ class SchedulingQueue:
         hints = self._hints(qp.pod.scheduler_name) if self._hints is not None else None
         return hints is None or hints.worth_requeuing(qp, event, old, new)
 
-    def _helped_in_flight(self, qp: QueuedPodInfo, flight: _InFlight) -> bool:
-        """Could an event seen while the pod was being tried have helped it? (kube's inFlightEvents)"""
-        return bool(flight.events) and any(
-            self._worth(qp, e, old, new) for e, old, new in flight.events or ()
-        )
+    def _helped_since(self, qp: QueuedPodInfo, cycle: int) -> bool:
+        """Could an event since the attempt's cycle began have helped the pod? (kube's inFlightEvents)"""
+        if cycle <= self._recent_floor:
+            return True  # some of them are forgotten: assume one helps
+        for ev_cycle, event, old, new in reversed(self._recent):
+            if ev_cycle < cycle:
+                break
+            if self._worth(qp, event, old, new):
+                return True
+        return False
 
     def _backing_off(self, qp: QueuedPodInfo) -> bool:
         return not qp.gated and self.backoff_expiry(qp) > self._clock.now()
