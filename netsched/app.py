@@ -33,7 +33,7 @@ from netsched.cache import ObjectStore
 from netsched.clock import Clock, SystemClock
 from netsched.config import ConfigError, SchedulerConfig, load_config, validate_config, write_config
 from netsched.framework.fields import FieldError
-from netsched.framework.interfaces import EventRecorder, FrameworkBuildError, Plugin
+from netsched.framework.interfaces import METRICS_POLLED_EVENT, EventRecorder, FrameworkBuildError, Plugin
 from netsched.framework.registry import Registry, RegistryError
 from netsched.observability.auth import AuthSettings, DelegatingAuth
 from netsched.observability.metrics import SchedulerMetrics
@@ -261,7 +261,7 @@ class SchedulerApp:
                 polls = sum(p.polls for p in self.hub.pollers)
                 if polls != polls_seen:
                     polls_seen = polls
-                    self.queue.move_all_to_active_or_backoff("MetricsPolled")
+                    self.queue.move_all_to_active_or_backoff(METRICS_POLLED_EVENT)
                 self.cache.cleanup_expired()
                 self.cache.notify_node_listeners()
                 self.metrics.cache_nodes.set(len(self.cache.node_names()))

@@ -21,14 +21,14 @@ from netsched.clock import Clock
 from netsched.config import SchedulerConfig
 from netsched.eventhandlers import EventHandlers
 from netsched.framework.handle import Services
-from netsched.framework.interfaces import EventRecorder, Plugin
+from netsched.framework.interfaces import ActionType, ClusterEvent, EventRecorder, Plugin
 from netsched.framework.runtime import Framework
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
 from netsched.framework.waiting import WaitingPodImpl, WaitingPods
 from netsched.kube.resources import OBJECT_KINDS
 from netsched.observability.metrics import SchedulerMetrics
-from netsched.queue import Nominator, SchedulingQueue
+from netsched.queue import HintMap, Nominator, SchedulingQueue
 from netsched.scheduler import Scheduler
 
 
@@ -138,6 +138,22 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
         return fwk.run_pre_enqueue(pod) if fwk is not None else Status.success()
 
     metrics = edges.metrics
+    # The scheduler's current frameworks (hot reload swaps them); their hints, built once each.
+    running: list[Scheduler] = []
+    hint_maps: dict[int, tuple[Framework, HintMap]] = {}
+
+    def hints_for(scheduler_name: str) -> HintMap | None:
+        current = running[0].frameworks if running else frameworks
+        fwk = current.get(scheduler_name)
+        if fwk is None:
+            return None
+        entry = hint_maps.get(id(fwk))
+        if entry is None or entry[0] is not fwk:
+            if len(hint_maps) > 16:
+                hint_maps.clear()
+            entry = hint_maps[id(fwk)] = (fwk, HintMap.of_plugins(fwk.plugins))
+        return entry[1]
+
     queue = SchedulingQueue(
         next(iter(frameworks.values())).queue_sort,
         pre_enqueue=pre_enqueue,
@@ -146,6 +162,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
         max_backoff=float(cfg.pod_max_backoff_seconds),
         metrics=metrics.set_pending if metrics is not None else None,
         nominator=nominator,
+        hints=hints_for,
     )
     first_recorder = next(iter(recorders.values()))
     handlers = EventHandlers(
@@ -169,6 +186,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
         nominate=nominator.add_nominated,
         explain_annotations=edges.explain_annotations,
     )
+    running.append(scheduler)
     _requeue_on_object_changes(objects, queue)
     if edges.bound_inline is not None:
         binder = Binder(cache, edges.bound_inline, scheduler.binding_failed, parallelism=1)
@@ -211,15 +229,18 @@ def _frameworks(
 
 
 _VERBS = {"ADDED": "Add", "MODIFIED": "Update", "DELETED": "Delete"}
+_ACTIONS = {"ADDED": ActionType.ADD, "MODIFIED": ActionType.UPDATE_OTHER, "DELETED": ActionType.DELETE}
 
 
 def _requeue_on_object_changes(objects: ObjectStore, queue: SchedulingQueue) -> None:
-    """A change to an object of a `requeue` kind (OBJECT_KINDS) moves unschedulable pods back."""
+    """A change to an object of a `requeue` kind (OBJECT_KINDS) is a ClusterEvent of its Kind
+    (resource "PersistentVolumeClaim", ...; old/new the raw objects) for the queueing hints."""
     kinds = {r.key: r.kind or r.plural for r in OBJECT_KINDS if r.requeue}
 
-    def changed(key: str, verb: str, _old: object, _new: object) -> None:
+    def changed(key: str, verb: str, old: object, new: object) -> None:
         kind = kinds.get(key)
         if kind is not None:
-            queue.move_all_to_active_or_backoff(f"{kind}{_VERBS.get(verb, verb)}")
+            event = ClusterEvent(kind, _ACTIONS.get(verb, ActionType.ALL), f"{kind}{_VERBS.get(verb, verb)}")
+            queue.move_all_to_active_or_backoff(event, old=old, new=new)
 
     objects.subscribe(changed)

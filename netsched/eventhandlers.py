@@ -5,8 +5,11 @@ Pending pods whose schedulerName belongs to one of our profiles go to the
 queue.  A pod that cannot be parsed is reported once per resourceVersion
 with a FailedScheduling event naming the field at fault; the loop goes on.
 Cluster events that can make unschedulable pods fit (a node added or
-changed, a pod leaving a node) move them back to the active queue.  The
-queue keeps the nominator (preemption's nominated pods) in step itself.
+changed, a pod leaving a node) go to the queue as ClusterEvents with the
+object before and after, for the plugins' queueing hints; a node update is
+classified by what changed (kube's nodeSchedulingPropertiesChange), so a
+heartbeat carries no action and moves nothing.  The queue keeps the
+nominator (preemption's nominated pods) in step itself.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol
 
 from netsched.cache import ClusterCache
-from netsched.framework.interfaces import EventRecorder
+from netsched.framework.interfaces import ASSIGNED_POD, NODE, ActionType, ClusterEvent, EventRecorder
 from netsched.framework.parse import PodParseError, parse_node, parse_pod
-from netsched.framework.types import PodInfo
+from netsched.framework.types import NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +36,34 @@ class QueueEvents(Protocol):
 
     def delete(self, pod: PodInfo) -> object: ...
 
-    def move_all_to_active_or_backoff(self, event: str) -> object: ...
+    def move_all_to_active_or_backoff(
+        self, event: str | ClusterEvent, pre_check: Any = None, *, old: Any = None, new: Any = None
+    ) -> object: ...
+
+
+def _conditions(node: NodeInfo) -> dict[str, str]:
+    """Condition type -> status (heartbeat and transition times ignored)."""
+    out: dict[str, str] = {}
+    for c in (node.raw.get("status") or {}).get("conditions") or ():
+        if isinstance(c, dict):
+            out[str(c.get("type"))] = str(c.get("status"))
+    return out
+
+
+def node_update_action(old: NodeInfo, new: NodeInfo) -> ActionType:
+    """What changed that a plugin may read (kube's nodeSchedulingPropertiesChange); 0: nothing."""
+    action = ActionType(0)
+    if old.unschedulable != new.unschedulable or old.taints != new.taints:
+        action |= ActionType.UPDATE_NODE_TAINT
+    if old.allocatable != new.allocatable:
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if old.labels != new.labels:
+        action |= ActionType.UPDATE_NODE_LABEL
+    if old.ready != new.ready or _conditions(old) != _conditions(new):
+        action |= ActionType.UPDATE_NODE_CONDITION
+    if old.annotations != new.annotations:
+        action |= ActionType.UPDATE_NODE_ANNOTATION
+    return action
 
 
 def _ref(raw: dict[str, Any]) -> PodInfo:
@@ -66,6 +96,7 @@ class EventHandlers:
         self._lock = threading.Lock()
         self._pending: dict[str, PodInfo] = {}
         self._reported: dict[str, str] = {}  # uid -> resourceVersion reported as malformed
+        self._nodes: dict[str, NodeInfo] = {}  # the last parsed version, to classify updates
 
     # ------------------------------------------------------------ pending pod lookups
 
@@ -98,13 +129,26 @@ class EventHandlers:
         if not name:
             return
         if kind == "DELETED":
+            with self._lock:
+                self._nodes.pop(name, None)
             self.cache.remove_node(name)
             return
-        self.cache.add_or_update_node(parse_node(raw))
-        self.queue.move_all_to_active_or_backoff("NodeAdd" if kind == "ADDED" else "NodeUpdate")
+        node = parse_node(raw)
+        with self._lock:
+            old = self._nodes.get(name)
+            self._nodes[name] = node
+        self.cache.add_or_update_node(node)
+        if old is None:
+            event = ClusterEvent(NODE, ActionType.ADD, "NodeAdd")
+        else:
+            event = ClusterEvent(NODE, node_update_action(old, node), "NodeUpdate")
+        self.queue.move_all_to_active_or_backoff(event, old=old, new=node)
 
     def on_nodes_synced(self, items: Iterable[dict[str, Any]]) -> None:
-        self.cache.replace_nodes(parse_node(raw) for raw in items if (raw.get("metadata") or {}).get("name"))
+        nodes = [parse_node(raw) for raw in items if (raw.get("metadata") or {}).get("name")]
+        with self._lock:
+            self._nodes = {n.name: n for n in nodes}
+        self.cache.replace_nodes(nodes)
         self.queue.move_all_to_active_or_backoff("NodeAdd")
 
     # ------------------------------------------------------------ pods
@@ -189,7 +233,8 @@ class EventHandlers:
             self._drop_pending(pending)
         removed = self.cache.remove_pod(uid)
         if removed is not None:
-            self.queue.move_all_to_active_or_backoff("AssignedPodDelete")
+            event = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+            self.queue.move_all_to_active_or_backoff(event, old=removed)
 
     def _malformed(self, raw: dict[str, Any], err: PodParseError) -> None:
         ref = _ref(raw)

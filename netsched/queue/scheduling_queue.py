@@ -16,6 +16,12 @@ pod seen meanwhile are remembered, so a pod that fails right after the cluster
 changed under it retries after its backoff instead of waiting in the
 unschedulable pool for an event that already happened.
 
+Cluster events carry queueing hints (hints.py): with `queueing_hints` on (the
+default) an event moves only the parked pods one of their rejecting plugins
+says it may help, and an event that changed nothing any plugin reads (a node
+heartbeat: ActionType 0) moves nothing.  Off, every event moves every parked
+pod, as before hints existed.  A plain string event ("NodeAdd") is a wildcard.
+
 Every entry into activeQ runs the pod's PreEnqueue plugins (kube's
 moveToActiveQ).  The PreEnqueue function and the metrics hook run under the
 queue lock: they must not call back into the queue.
@@ -26,15 +32,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from netsched.clock import Clock, SystemClock
-from netsched.framework.interfaces import QueueSortPlugin
+from netsched.framework.interfaces import WILDCARD, ActionType, ClusterEvent, QueueSortPlugin
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo, QueuedPodInfo
 from netsched.queue.heap import KeyedHeap, KeyFn
+from netsched.queue.hints import HintMap, is_wildcard
 from netsched.queue.nominator import Nominator
 from netsched.queue.policy import MetricsHook, PendingReporter, backoff_duration, pod_changed
 
@@ -54,6 +62,8 @@ BACKOFF_FLUSH_INTERVAL = 1.0  # kube flushes backoffQ every second...
 UNSCHEDULABLE_FLUSH_INTERVAL = 30.0  # ...and looks for unschedulable leftovers every 30 s
 
 PreEnqueueFn = Callable[[PodInfo], Status]
+HintsFor = Callable[[str], HintMap | None]  # schedulerName -> that profile's hints
+RECENT_EVENTS = 256  # hinted events kept to judge failed attempts; older attempts assume "moved"
 
 
 @dataclass(slots=True)
@@ -61,7 +71,7 @@ class _InFlight:
     """What happened to a popped pod while it was being scheduled (until done())."""
 
     cycle: int
-    moved: bool = False  # a cluster event, activation or pod update arrived
+    moved: bool = False  # a wildcard event, activation or pod update arrived
     pod: PodInfo | None = None  # the latest version of the pod, if it was updated
     gone: bool = False  # deleted or bound meanwhile: never requeue it
 
@@ -113,7 +123,11 @@ class SchedulingQueue:
         max_unschedulable_seconds: float = DEFAULT_MAX_UNSCHEDULABLE_SECONDS,
         metrics: MetricsHook | None = None,
         nominator: Nominator | None = None,
+        hints: HintsFor | None = None,
+        queueing_hints: bool = True,
     ) -> None:
+        """`hints` gives the HintMap of a profile (None: every event moves every pod);
+        `queueing_hints=False` ignores hints altogether (kube's SchedulerQueueingHints off)."""
         if initial_backoff <= 0:
             raise ValueError(f"initial_backoff must be > 0, got {initial_backoff}")
         if max_backoff < initial_backoff:
@@ -127,6 +141,8 @@ class SchedulingQueue:
         self.max_unschedulable_seconds = max_unschedulable_seconds
         self.nominator = nominator if nominator is not None else Nominator()
         self._metrics = PendingReporter(metrics)
+        self._hints = hints
+        self.queueing_hints = queueing_hints
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -137,6 +153,10 @@ class SchedulingQueue:
         self._in_flight: dict[str, _InFlight] = {}
         self._scheduling_cycle = 0
         self._move_request_cycle = -1
+        # Hinted events by the cycle they arrived in: a failed attempt of cycle c is judged
+        # against those of cycle >= c (kube's inFlightEvents), binding failures included.
+        self._recent: deque[tuple[int, ClusterEvent, Any, Any]] = deque()
+        self._recent_floor = -1  # the newest cycle whose events were dropped from _recent
         self._closed = False
         self._report()
 
@@ -252,7 +272,11 @@ class SchedulingQueue:
             cycle = pod_scheduling_cycle
             if cycle is None:
                 cycle = flight.cycle if flight is not None else self._scheduling_cycle
-            moved = self._move_request_cycle >= cycle or (flight is not None and flight.moved)
+            moved = (
+                self._move_request_cycle >= cycle
+                or (flight is not None and flight.moved)
+                or self._helped_since(qp, cycle)
+            )
             qp.timestamp = self._clock.now()
             qp.gated = False
             if error or moved:
@@ -270,23 +294,46 @@ class SchedulingQueue:
     # ------------------------------------------------------------ moving pods
 
     def move_all_to_active_or_backoff(
-        self, event: str, pre_check: Callable[[PodInfo], bool] | None = None
+        self,
+        event: str | ClusterEvent,
+        pre_check: Callable[[PodInfo], bool] | None = None,
+        *,
+        old: Any = None,
+        new: Any = None,
     ) -> int:
         """A cluster event (NodeAdd, NodeUpdate, AssignedPodDelete...) may help unschedulable pods.
 
-        Pods still backing off go to backoffQ, the others to activeQ; gated pods
-        stay gated; pre_check, if given, selects the pods worth moving.  Pods in
-        flight are marked so a failure sends them to backoffQ.  Returns how many
-        pods left the unschedulable pool.
+        A ClusterEvent moves the pods its queueing hints select (old/new: the object
+        before and after, for the hint functions); a string is a wildcard event that
+        moves them all.  Pods still backing off go to backoffQ, the others to
+        activeQ; gated pods stay gated; pre_check, if given, selects the pods worth
+        moving.  Pods in flight remember the event, so a failure the event may have
+        overtaken sends them to backoffQ.  Returns how many pods left the
+        unschedulable pool.
         """
+        if isinstance(event, str):
+            event = ClusterEvent(WILDCARD, ActionType.ALL, event)
+        hinted = self.queueing_hints and not is_wildcard(event)
+        if hinted and not event.action:
+            return 0  # nothing any plugin reads changed (a node heartbeat)
         with self._lock:
-            moving = [qp for qp in self._unschedulable.values() if pre_check is None or pre_check(qp.pod)]
+            moving = [
+                qp
+                for qp in self._unschedulable.values()
+                if (pre_check is None or pre_check(qp.pod))
+                and (not hinted or self._worth(qp, event, old, new))
+            ]
             for qp in moving:
                 del self._unschedulable[qp.pod.uid]
-                self._requeue(qp, event)
-            self._move_request_cycle = self._scheduling_cycle
-            for flight in self._in_flight.values():
-                flight.moved = True
+                self._requeue(qp, str(event))
+            if hinted:
+                self._recent.append((self._scheduling_cycle, event, old, new))
+                if len(self._recent) > RECENT_EVENTS:
+                    self._recent_floor = self._recent.popleft()[0]
+            else:
+                self._move_request_cycle = self._scheduling_cycle
+                for flight in self._in_flight.values():
+                    flight.moved = True
             if moving:
                 log.debug("Moved unschedulable pods event=%s count=%d", event, len(moving))
             self._report()
@@ -476,6 +523,21 @@ class SchedulingQueue:
         if flight is not None:
             flight.gone = True
         return self._remove(uid) is not None
+
+    def _worth(self, qp: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> bool:
+        hints = self._hints(qp.pod.scheduler_name) if self._hints is not None else None
+        return hints is None or hints.worth_requeuing(qp, event, old, new)
+
+    def _helped_since(self, qp: QueuedPodInfo, cycle: int) -> bool:
+        """Could an event since the attempt's cycle began have helped the pod? (kube's inFlightEvents)"""
+        if cycle <= self._recent_floor:
+            return True  # some of them are forgotten: assume one helps
+        for ev_cycle, event, old, new in reversed(self._recent):
+            if ev_cycle < cycle:
+                break
+            if self._worth(qp, event, old, new):
+                return True
+        return False
 
     def _backing_off(self, qp: QueuedPodInfo) -> bool:
         return not qp.gated and self.backoff_expiry(qp) > self._clock.now()

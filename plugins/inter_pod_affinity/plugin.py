@@ -14,7 +14,15 @@ with affinity (or always, with ignorePreferredTermsOfExistingPods).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from netsched.framework import (
+    ASSIGNED_POD,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
     CycleState,
     FilterPlugin,
     Handle,
@@ -25,6 +33,7 @@ from netsched.framework import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     Rejection,
     ScorePlugin,
     Snapshot,
@@ -38,6 +47,15 @@ from plugins.inter_pod_affinity.terms import NamespaceLabels
 
 class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = "InterPodAffinity"
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """An assigned pod matching one of the pod's (anti-)affinity terms added, changed or deleted;
+        a node added or relabelled (topology domains)."""
+        return [
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.ALL), _matches_a_term),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
+        ]
+
     Args = InterPodAffinityArgs
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
@@ -128,3 +146,21 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
         scoring.normalize(scores)
+
+
+def _matches_a_term(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """Queue if the changed assigned pod (before or after) matches one of the pod's required terms'
+    label selectors; namespaces are not checked (cheap and conservative)."""
+    terms = pod.required_affinity + pod.required_anti_affinity
+    if not terms:
+        return QueueingHint.QUEUE  # rejected for another reason (existing pods' anti-affinity)
+    for other in (old, new):
+        if other is None:
+            continue
+        for term in terms:
+            if term.label_selector is not None and term.label_selector.matches(other.labels):
+                return QueueingHint.QUEUE
+    # Existing pods' anti-affinity against this pod: a deletion may lift it.
+    if new is None and old is not None and old.required_anti_affinity:
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP

@@ -22,9 +22,23 @@ incoming request_r) / allocatable_r from the node table.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from netsched.framework import MAX_NODE_SCORE, Handle, IntArray, PluginArgs, PodInfo, Snapshot
+from netsched.framework import (
+    MAX_NODE_SCORE,
+    METRICS_POLLED,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Handle,
+    IntArray,
+    PluginArgs,
+    PodInfo,
+    Snapshot,
+)
 from netsched.metrics import CPU, pod_load
 from netsched.metrics.estimation import CPU_COL, MEMORY_COL
 from netsched.metrics.mapping import FloatArray
@@ -44,6 +58,14 @@ def target_load_packing(u_percent: FloatArray, target: float) -> FloatArray:
 
 class LoadAware(MetricScorePlugin):
     name = "LoadAware"
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """New measurements (the shared poller) and new nodes."""
+        return [
+            ClusterEventWithHint(ClusterEvent(METRICS_POLLED, ActionType.ALL)),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),
+        ]
+
     Args = LoadAwareArgs
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:

@@ -22,11 +22,17 @@ load within a scheduling cycle, so preemption skips these nodes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from netsched.framework import (
+    METRICS_POLLED,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     FilterPlugin,
@@ -59,6 +65,14 @@ class _Check:
 
 class LoadThreshold(FilterPlugin, ReservePlugin):
     name = "LoadThreshold"
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """New measurements (the shared poller) and new nodes."""
+        return [
+            ClusterEventWithHint(ClusterEvent(METRICS_POLLED, ActionType.ALL)),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),
+        ]
+
     Args = LoadThresholdArgs
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:

@@ -21,9 +21,23 @@ Score (per node) and score_nodes (batch), which therefore always agree.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from netsched.framework import MAX_NODE_SCORE, Handle, IntArray, PluginArgs, PodInfo, Snapshot
+from netsched.framework import (
+    MAX_NODE_SCORE,
+    METRICS_POLLED,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Handle,
+    IntArray,
+    PluginArgs,
+    PodInfo,
+    Snapshot,
+)
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
 from netsched.metrics.scoring import MetricScorePlugin
 from netsched.metrics.utilisation import fill_stale, network_load, source_for, to_int_scores
@@ -32,6 +46,14 @@ from plugins.network_traffic.args import NetworkTrafficArgs
 
 class NetworkTraffic(MetricScorePlugin):
     name = "NetworkTraffic"
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """New measurements (the shared poller) and new nodes."""
+        return [
+            ClusterEventWithHint(ClusterEvent(METRICS_POLLED, ActionType.ALL)),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),
+        ]
+
     Args = NetworkTrafficArgs
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:

@@ -18,14 +18,18 @@ constraint set in snapshot.cache, so replicas of one workload pay a lookup.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from netsched.framework import (
+    NODE,
+    ActionType,
     BoolArray,
+    ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     FilterPlugin,
@@ -37,6 +41,7 @@ from netsched.framework import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     Rejection,
     ScorePlugin,
     Snapshot,
@@ -227,6 +232,15 @@ class _Evaluator:
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """A node added, or relabelled so that it now matches the pod's required affinity."""
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL), _node_now_matches
+            )
+        ]
+
     Args = NodeAffinityArgs
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
@@ -307,3 +321,12 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
         default_normalize_score(scores)
+
+
+def _node_now_matches(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    req = RequiredAffinity.of(pod)
+    if not req.matches(new.labels, new.name):
+        return QueueingHint.SKIP
+    if old is not None and req.matches(old.labels, old.name):
+        return QueueingHint.SKIP  # it matched before: the labels change cannot be what helps
+    return QueueingHint.QUEUE

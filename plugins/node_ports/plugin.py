@@ -11,12 +11,18 @@ over nodes in the batch form runs only for the rare pods that use them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from netsched.framework import (
+    ASSIGNED_POD,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     FilterPlugin,
@@ -25,6 +31,7 @@ from netsched.framework import (
     PodInfo,
     PreFilterPlugin,
     PreFilterResult,
+    QueueingHint,
     Rejection,
     Snapshot,
     Status,
@@ -60,6 +67,13 @@ def fits(used: Mapping[tuple[str, str, int], int], wanted: tuple[HostPort, ...])
 class NodePorts(PreFilterPlugin, FilterPlugin):
     name = NAME
 
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """An assigned pod using one of the pod's host ports deleted; a node added or changed (kube v1.31)."""
+        return [
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), _frees_a_port),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE)),
+        ]
+
     def _wanted(self, state: CycleState, pod: PodInfo) -> tuple[HostPort, ...]:
         got = state.get(PRE_FILTER_KEY)
         return got.ports if isinstance(got, WantedPorts) else pod.host_ports
@@ -90,3 +104,12 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
         if not mask.any():
             return []
         return [Rejection(mask, (ERR_REASON,), Code.UNSCHEDULABLE)]
+
+
+def _frees_a_port(pod: PodInfo, old: Any, _new: Any) -> QueueingHint:
+    """Queue if the deleted assigned pod used a host port (protocol, port) this pod wants."""
+    if old is None or not old.node_name or not pod.host_ports:
+        return QueueingHint.SKIP
+    wanted = {(p.protocol, p.port) for p in pod.host_ports}
+    freed = any((p.protocol, p.port) in wanted for p in old.host_ports)
+    return QueueingHint.QUEUE if freed else QueueingHint.SKIP

@@ -13,16 +13,23 @@ configured resource.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from netsched.framework import (
+    ASSIGNED_POD,
     CPU,
     EPHEMERAL_STORAGE,
     MEMORY,
+    NODE,
     PODS,
+    ActionType,
     BoolArray,
+    ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     FilterPlugin,
@@ -34,6 +41,7 @@ from netsched.framework import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     Rejection,
     ScorePlugin,
     Snapshot,
@@ -73,6 +81,16 @@ class ScoreRequest:
 
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """A node added or grown, or an assigned pod freeing what this pod asks for (kube v1.31)."""
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE), _fits_node
+            ),
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), _frees_requested),
+        ]
+
     Args = NodeResourcesFitArgs
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
@@ -202,3 +220,15 @@ def _group(
         code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if k >> len(fails) & 1 else Code.UNSCHEDULABLE
         out.append(Rejection(mask, why, code))
     return out
+
+
+def _fits_node(pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+    """Queue if the pod's requests fit the node's allocatable at all (pods already there aside)."""
+    alloc = new.allocatable
+    fits = all(amount <= alloc.get(name, 0) for name, amount in pod.requests.items() if amount > 0)
+    return QueueingHint.QUEUE if fits else QueueingHint.SKIP
+
+
+def _frees_requested(pod: PodInfo, old: Any, _new: Any) -> QueueingHint:
+    """Queue on the deletion of any assigned pod: it frees at least a pod slot (kube v1.31)."""
+    return QueueingHint.QUEUE if old is not None and old.node_name else QueueingHint.SKIP

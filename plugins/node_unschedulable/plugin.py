@@ -7,13 +7,21 @@ that taint (DaemonSet pods do) may still land on the node, as in kube.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from netsched.framework import (
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     FilterPlugin,
     IntArray,
     NodeInfo,
     PodInfo,
+    QueueingHint,
     Rejection,
     Snapshot,
     Status,
@@ -31,6 +39,14 @@ def tolerates_unschedulable(pod: PodInfo) -> bool:
 class NodeUnschedulable(FilterPlugin):
     name = "NodeUnschedulable"
 
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """A node added or uncordoned (spec.unschedulable counts as a taint change, as upstream)."""
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT), _now_schedulable
+            )
+        ]
+
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if not node.unschedulable or tolerates_unschedulable(pod):
             return Status.success()
@@ -43,3 +59,11 @@ class NodeUnschedulable(FilterPlugin):
         if not mask.any() or tolerates_unschedulable(pod):
             return []
         return [Rejection(mask, (ERR_REASON,), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)]
+
+
+def _now_schedulable(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    if new.unschedulable and not tolerates_unschedulable(pod):
+        return QueueingHint.SKIP
+    if old is not None and not old.unschedulable:
+        return QueueingHint.SKIP  # already schedulable before this update
+    return QueueingHint.QUEUE

@@ -12,7 +12,15 @@ it, returns Skip from PreFilter (or PreScore) at once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from netsched.framework import (
+    ASSIGNED_POD,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
     CycleState,
     FilterPlugin,
     Handle,
@@ -23,6 +31,7 @@ from netsched.framework import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     Rejection,
     ScorePlugin,
     Snapshot,
@@ -46,6 +55,18 @@ from plugins.pod_topology_spread.constraints import (
 
 class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = "PodTopologySpread"
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """An assigned pod counted by one of the pod's constraints added, changed or deleted; a node
+        added, deleted, relabelled or retainted (domains and eligible nodes)."""
+        node_actions = (
+            ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
+        )
+        return [
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.ALL), _counted_by_a_constraint),
+            ClusterEventWithHint(ClusterEvent(NODE, node_actions)),
+        ]
+
     Args = PodTopologySpreadArgs
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
@@ -129,3 +150,15 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
         scoring.normalize(scores)
+
+
+def _counted_by_a_constraint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """Queue if the changed assigned pod (before or after) is in the pod's namespace and matches a
+    constraint's selector: only such pods change the skew."""
+    for other in (old, new):
+        if other is None or other.namespace != pod.namespace:
+            continue
+        for c in pod.topology_spread_constraints:
+            if c.label_selector is not None and c.label_selector.matches(other.labels):
+                return QueueingHint.QUEUE
+    return QueueingHint.SKIP

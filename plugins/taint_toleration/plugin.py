@@ -16,12 +16,18 @@ array lookups, whatever the node count.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from netsched.framework import (
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     FilterPlugin,
@@ -29,6 +35,7 @@ from netsched.framework import (
     NodeInfo,
     PodInfo,
     PreScorePlugin,
+    QueueingHint,
     Rejection,
     ScorePlugin,
     Snapshot,
@@ -133,6 +140,14 @@ class _PreScore:
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
 
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """A node added, or its taints changed so that the pod now tolerates them all."""
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT), _now_tolerated
+            )
+        ]
+
     # ------------------------------------------------------------ filter
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
@@ -176,3 +191,11 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
         default_normalize_score(scores, reverse=True)
+
+
+def _now_tolerated(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    if untolerated_reason(new.taints, pod.tolerations) is not None:
+        return QueueingHint.SKIP
+    if old is not None and untolerated_reason(old.taints, pod.tolerations) is None:
+        return QueueingHint.SKIP  # tolerated before as well: not what rejected the pod
+    return QueueingHint.QUEUE

@@ -132,16 +132,18 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
                 "pods", make_pod(f"low-{i}").scheduler("netsched").label("tier", "low").req(cpu="2").obj()
             )
         wait_until(lambda: node_of("low-0") and node_of("low-1"), what="low pods bound")
-        # Unschedulable: status patch + FailedScheduling, then a repeat (series patch) after a node update.
+        # Unschedulable: status patch + FailedScheduling, then a repeat (series patch) after an event
+        # NodeResourcesFit's queueing hint lets through (an assigned pod leaving; a node label change
+        # would not). The pod comes back so that preemption below has its victim.
         server.create("pods", make_pod("big").scheduler("netsched").req(cpu="3").obj())
         wait_until(lambda: _events(server, "big", "FailedScheduling"), what="FailedScheduling")
-        node = server.get("nodes", "n0")
-        node["metadata"]["labels"]["touched"] = "1"
-        server.update("nodes", node)
+        server.delete("pods", "low-0")
         wait_until(
             lambda: any(r.verb == "patch" and r.api_group == "events.k8s.io" for r in server.requests),
             what="event series patch",
         )
+        server.create("pods", make_pod("low-0").scheduler("netsched").label("tier", "low").req(cpu="2").obj())
+        wait_until(lambda: node_of("low-0"), what="low-0 bound again")
         # Gang scheduling: PodGroups listed/watched, status patched, events about the PodGroup.
         server.create(
             "scheduling.x-k8s.io/podgroups",
@@ -186,9 +188,7 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
             ),
             what="core event",
         )
-        node = server.get("nodes", "n1")
-        node["metadata"]["labels"]["touched"] = "2"
-        server.update("nodes", node)
+        server.delete("pods", "vip")  # an assigned pod leaving: NodeResourcesFit's hint retries "late"
         wait_until(
             lambda: any(
                 r.api_group == "" and r.resource == "events" and r.verb == "patch" for r in server.requests

@@ -76,8 +76,10 @@ def test_changes_to_a_requeue_kind_move_unschedulable_pods_and_others_do_not() -
     moved: list[str] = []
 
     class Queue:
-        def move_all_to_active_or_backoff(self, event: str) -> int:
-            moved.append(event)
+        def move_all_to_active_or_backoff(
+            self, event: object, *, old: object = None, new: object = None
+        ) -> int:
+            moved.append(str(event))
             return 0
 
     claims = Resource("persistentvolumeclaims", namespaced=True, kind="PersistentVolumeClaim", requeue=True)

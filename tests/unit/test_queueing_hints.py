@@ -1,0 +1,293 @@
+"""Queueing hints: which cluster events move a parked pod (kube v1.31 isPodWorthRequeuing)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from netsched.eventhandlers import node_update_action
+from netsched.framework import (
+    ASSIGNED_POD,
+    METRICS_POLLED_EVENT,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Plugin,
+    QueueingHint,
+)
+from netsched.framework.types import PodInfo, QueuedPodInfo
+from netsched.queue import UNSCHEDULABLE, HintMap, SchedulingQueue
+from netsched.testing.builders import make_node, make_pod
+from netsched.testing.clock import FakeClock
+from plugins.inter_pod_affinity.plugin import InterPodAffinity
+from plugins.load_threshold.plugin import LoadThreshold
+from plugins.node_affinity.plugin import NodeAffinity
+from plugins.node_ports.plugin import NodePorts
+from plugins.node_resources_fit.plugin import NodeResourcesFit
+from plugins.node_unschedulable.plugin import NodeUnschedulable
+from plugins.pod_topology_spread.plugin import PodTopologySpread
+from plugins.priority_sort.plugin import PrioritySort
+from plugins.taint_toleration.plugin import TaintToleration
+
+NODE_ADD = ClusterEvent(NODE, ActionType.ADD, "NodeAdd")
+NODE_LABEL = ClusterEvent(NODE, ActionType.UPDATE_NODE_LABEL, "NodeUpdate")
+NODE_TAINT = ClusterEvent(NODE, ActionType.UPDATE_NODE_TAINT, "NodeUpdate")
+NODE_ALLOC = ClusterEvent(NODE, ActionType.UPDATE_NODE_ALLOCATABLE, "NodeUpdate")
+HEARTBEAT = ClusterEvent(NODE, ActionType(0), "NodeUpdate")
+POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
+
+
+class _Only(Plugin):
+    """A plugin registering one event, with a hint that answers `answer`."""
+
+    name = "Only"
+
+    def __init__(self, event: ClusterEvent, answer: QueueingHint | None) -> None:
+        super().__init__(None, None)  # type: ignore[arg-type]
+        self.event, self.answer = event, answer
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        answer = self.answer
+        if answer is None:
+            return [ClusterEventWithHint(self.event)]
+        return [ClusterEventWithHint(self.event, lambda _p, _o, _n: answer)]
+
+
+def _queue(hints: HintMap | None, *, on: bool = True) -> tuple[SchedulingQueue, FakeClock]:
+    clock = FakeClock()
+    sort = PrioritySort(None, None)  # type: ignore[arg-type]
+    q = SchedulingQueue(sort, clock=clock, hints=lambda _name: hints, queueing_hints=on)
+    return q, clock
+
+
+def _park(q: SchedulingQueue, pod: PodInfo, rejectors: frozenset[str]) -> QueuedPodInfo:
+    q.add(pod)
+    qp = q.pop(timeout=0)
+    assert qp is not None
+    qp.unschedulable_plugins = rejectors
+    assert q.add_unschedulable_if_not_present(qp)
+    q.done(pod.uid)
+    assert q.where(pod.uid) == UNSCHEDULABLE
+    return qp
+
+
+def _hints(**plugins: Plugin | None) -> HintMap:
+    return HintMap({name: (p.events_to_register() if p is not None else None) for name, p in plugins.items()})
+
+
+# ---------------------------------------------------------------- queue
+
+
+@pytest.mark.parametrize(
+    ("registered", "answer", "event", "moved"),
+    [
+        (NODE_ADD, None, NODE_ADD, True),  # registered, no hint: Queue
+        (NODE_ADD, QueueingHint.QUEUE, NODE_ADD, True),
+        (NODE_ADD, QueueingHint.SKIP, NODE_ADD, False),  # the hint says no
+        (NODE_ADD, None, POD_DELETE, False),  # not registered for that event
+        (ClusterEvent(NODE, ActionType.ALL), None, NODE_LABEL, True),
+        (ClusterEvent(NODE, ActionType.UPDATE_NODE_TAINT), None, NODE_LABEL, False),
+        (ClusterEvent("*", ActionType.DELETE), None, POD_DELETE, True),
+    ],
+)
+def test_event_moves_a_parked_pod_only_if_a_rejecting_plugin_registered_it_and_hints_queue(
+    registered: ClusterEvent, answer: QueueingHint | None, event: ClusterEvent, moved: bool
+) -> None:
+    q, _ = _queue(_hints(Only=_Only(registered, answer)))
+    pod = make_pod("p").info()
+    _park(q, pod, frozenset({"Only"}))
+    assert q.move_all_to_active_or_backoff(event) == int(moved)
+    assert (q.where(pod.uid) != UNSCHEDULABLE) is moved
+
+
+def test_safe_defaults_move_the_pod_on_every_event() -> None:
+    hints = _hints(Silent=None, Only=_Only(NODE_ADD, QueueingHint.SKIP))
+    q, _ = _queue(hints)
+    no_rejector = _park(q, make_pod("none").info(), frozenset())
+    silent = _park(q, make_pod("silent").info(), frozenset({"Silent"}))  # no events_to_register
+    unknown = _park(q, make_pod("unknown").info(), frozenset({"NotInProfile"}))
+    skipped = _park(q, make_pod("skipped").info(), frozenset({"Only"}))
+    assert q.move_all_to_active_or_backoff(POD_DELETE) == 3
+    for qp in (no_rejector, silent, unknown):
+        assert q.where(qp.pod.uid) != UNSCHEDULABLE
+    assert q.where(skipped.pod.uid) == UNSCHEDULABLE
+    # A string event is a wildcard: it moves everything, hints or not.
+    assert q.move_all_to_active_or_backoff("NodeAdd") == 1
+
+
+def test_a_raising_hint_counts_as_queue() -> None:
+    def boom(_p: PodInfo, _o: Any, _n: Any) -> QueueingHint:
+        raise RuntimeError("bug in a hint")
+
+    q, _ = _queue(HintMap({"Only": [ClusterEventWithHint(NODE_ADD, boom)]}))
+    pod = make_pod("p").info()
+    _park(q, pod, frozenset({"Only"}))
+    assert q.move_all_to_active_or_backoff(NODE_ADD) == 1
+
+
+def test_heartbeats_move_nothing_with_hints_and_everything_without() -> None:
+    for on, expected in ((True, 0), (False, 2)):
+        q, _ = _queue(_hints(Only=_Only(NODE_ADD, None)), on=on)
+        _park(q, make_pod("a").info(), frozenset({"Only"}))
+        _park(q, make_pod("b").info(), frozenset())  # even a pod with no rejector stays
+        assert q.move_all_to_active_or_backoff(HEARTBEAT) == expected
+
+
+def test_hints_off_moves_every_parked_pod_on_any_event() -> None:
+    q, _ = _queue(_hints(Only=_Only(NODE_ADD, QueueingHint.SKIP)), on=False)
+    _park(q, make_pod("a").info(), frozenset({"Only"}))
+    assert q.move_all_to_active_or_backoff(POD_DELETE) == 1
+
+
+def test_event_during_the_attempt_sends_the_pod_to_backoff_only_if_it_could_help() -> None:
+    for answer, where in ((QueueingHint.QUEUE, "backoff"), (QueueingHint.SKIP, UNSCHEDULABLE)):
+        q, _ = _queue(_hints(Only=_Only(NODE_ADD, answer)))
+        pod = make_pod("p").info()
+        q.add(pod)
+        qp = q.pop(timeout=0)
+        assert qp is not None
+        q.move_all_to_active_or_backoff(NODE_ADD, new=make_node("n").info())  # while in flight
+        qp.unschedulable_plugins = frozenset({"Only"})
+        assert q.add_unschedulable_if_not_present(qp)
+        assert q.where(pod.uid) == where
+
+
+def test_the_periodic_flush_still_retries_pods_no_event_helps() -> None:
+    q, clock = _queue(_hints(Only=_Only(NODE_ADD, QueueingHint.SKIP)))
+    pod = make_pod("p").info()
+    _park(q, pod, frozenset({"Only"}))
+    assert q.move_all_to_active_or_backoff(NODE_ADD) == 0
+    clock.step(q.max_unschedulable_seconds + 1)
+    assert q.flush_unschedulable_leftover() == 1
+
+
+# ---------------------------------------------------------------- node update classification
+
+
+@pytest.mark.parametrize(
+    ("change", "action"),
+    [
+        (lambda b: b, ActionType(0)),  # a heartbeat: nothing a plugin reads
+        (lambda b: b.label("disk", "ssd"), ActionType.UPDATE_NODE_LABEL),
+        (lambda b: b.taint("gpu", "true"), ActionType.UPDATE_NODE_TAINT),
+        (lambda b: b.unschedulable(), ActionType.UPDATE_NODE_TAINT),
+        (lambda b: b.capacity(cpu="8", memory="8Gi", pods="110"), ActionType.UPDATE_NODE_ALLOCATABLE),
+        (lambda b: b.not_ready(), ActionType.UPDATE_NODE_CONDITION),
+    ],
+)
+def test_node_update_action(change: Any, action: ActionType) -> None:
+    old = make_node("n").capacity(cpu="4", memory="8Gi", pods="110").info()
+    new_obj = change(make_node("n").capacity(cpu="4", memory="8Gi", pods="110")).obj()
+    for cond in new_obj["status"].get("conditions") or ():
+        cond["lastHeartbeatTime"] = "2030-01-01T00:00:00Z"  # heartbeats change times only
+    from netsched.framework.parse import parse_node
+
+    assert node_update_action(old, parse_node(new_obj)) == action
+
+
+# ---------------------------------------------------------------- plugin hints (table-driven)
+
+
+def _hint(plugin: Plugin, event: ClusterEvent, pod: PodInfo, old: Any, new: Any) -> QueueingHint | None:
+    """What the plugin's registrations say about the event: None if not registered for it."""
+    regs = plugin.events_to_register()
+    assert regs is not None
+    answers = [
+        reg.hint(pod, old, new) if reg.hint is not None else QueueingHint.QUEUE
+        for reg in regs
+        if reg.event.match(event)
+    ]
+    if not answers:
+        return None
+    return QueueingHint.QUEUE if QueueingHint.QUEUE in answers else QueueingHint.SKIP
+
+
+def _plugin(cls: type[Plugin]) -> Plugin:
+    from netsched.testing.framework import build_plugin
+
+    if cls is LoadThreshold:
+        # Needs the metrics hub to initialise; its registrations read no instance state.
+        return cls.__new__(cls)
+    return build_plugin(cls)
+
+
+Q, S = QueueingHint.QUEUE, QueueingHint.SKIP
+big = make_pod("big").req(cpu="16").info()
+small_node = make_node("n").capacity(cpu="4", memory="8Gi", pods="110").info()
+large_node = make_node("n").capacity(cpu="32", memory="8Gi", pods="110").info()
+ssd = make_pod("p").node_selector(disk="ssd").info()
+plain_node = make_node("n").info()
+ssd_node = make_node("n").label("disk", "ssd").info()
+tainted = make_node("n").taint("gpu", "true").info()
+cordoned = make_node("n").unschedulable().info()
+port_pod = make_pod("p").host_port(8080).info()
+bound_port = make_pod("o").host_port(8080).node("n").info()
+bound_other_port = make_pod("o").host_port(9090).node("n").info()
+affine = (
+    make_pod("p")
+    .affinity(
+        {
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            }
+        }
+    )
+    .info()
+)
+db = make_pod("db").label("app", "db").node("n").info()
+web = make_pod("web").label("app", "web").node("n").info()
+spread = make_pod("p").spread(1, "topology.kubernetes.io/zone", "DoNotSchedule", {"app": "db"}).info()
+
+
+@pytest.mark.parametrize(
+    ("cls", "event", "pod", "old", "new", "expected"),
+    [
+        (NodeResourcesFit, NODE_ADD, big, None, small_node, S),
+        (NodeResourcesFit, NODE_ADD, big, None, large_node, Q),
+        (NodeResourcesFit, NODE_ALLOC, big, small_node, large_node, Q),
+        (NodeResourcesFit, NODE_LABEL, big, small_node, small_node, None),
+        (NodeResourcesFit, POD_DELETE, big, web, None, Q),
+        (NodeResourcesFit, POD_ADD, big, None, web, None),
+        (NodeAffinity, NODE_ADD, ssd, None, plain_node, S),
+        (NodeAffinity, NODE_ADD, ssd, None, ssd_node, Q),
+        (NodeAffinity, NODE_LABEL, ssd, plain_node, ssd_node, Q),
+        (NodeAffinity, NODE_LABEL, ssd, ssd_node, ssd_node, S),
+        (NodeAffinity, POD_DELETE, ssd, web, None, None),
+        (TaintToleration, NODE_ADD, big, None, tainted, S),
+        (TaintToleration, NODE_TAINT, big, tainted, plain_node, Q),
+        (TaintToleration, NODE_TAINT, big, plain_node, tainted, S),
+        (TaintToleration, NODE_LABEL, big, plain_node, plain_node, None),
+        (NodeUnschedulable, NODE_TAINT, big, cordoned, plain_node, Q),
+        (NodeUnschedulable, NODE_TAINT, big, plain_node, cordoned, S),
+        (NodeUnschedulable, NODE_ADD, big, None, cordoned, S),
+        (NodePorts, POD_DELETE, port_pod, bound_port, None, Q),
+        (NodePorts, POD_DELETE, port_pod, bound_other_port, None, S),
+        (NodePorts, NODE_ADD, port_pod, None, plain_node, Q),
+        (InterPodAffinity, POD_ADD, affine, None, db, Q),
+        (InterPodAffinity, POD_ADD, affine, None, web, S),
+        (InterPodAffinity, NODE_LABEL, affine, plain_node, ssd_node, Q),
+        (InterPodAffinity, NODE_ALLOC, affine, small_node, large_node, None),
+        (PodTopologySpread, POD_DELETE, spread, db, None, Q),
+        (PodTopologySpread, POD_DELETE, spread, web, None, S),
+        (PodTopologySpread, NODE_ADD, spread, None, plain_node, Q),
+        (PodTopologySpread, NODE_ALLOC, spread, small_node, large_node, None),
+        (LoadThreshold, METRICS_POLLED_EVENT, big, None, None, Q),
+        (LoadThreshold, NODE_ADD, big, None, plain_node, Q),
+        (LoadThreshold, POD_DELETE, big, web, None, None),
+    ],
+)
+def test_plugin_hint(
+    cls: type[Plugin], event: ClusterEvent, pod: PodInfo, old: Any, new: Any, expected: QueueingHint | None
+) -> None:
+    assert _hint(_plugin(cls), event, pod, old, new) == expected
+
+
+def test_no_in_tree_hinted_plugin_registers_heartbeats() -> None:
+    for cls in (NodeResourcesFit, NodeAffinity, TaintToleration, NodeUnschedulable, InterPodAffinity):
+        assert _hint(_plugin(cls), HEARTBEAT, big, plain_node, plain_node) is None
