@@ -119,7 +119,9 @@ def main() -> None:
 
     n_nodes, n_pods = sizes.e2e
     r = bench_e2e.run(n_nodes, n_pods, qps=500, burst=1000)
-    out("\n2. End to end over HTTP (fake API server in another process, qps 500, burst 1000)")
+    out(
+        "\n2. End to end over HTTPS, realistic objects (fake API server in another process, qps 500, burst 1000)"
+    )
     out(
         table(
             [

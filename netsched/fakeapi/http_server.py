@@ -13,6 +13,7 @@ import queue
 import re
 import socket
 import socketserver
+import ssl
 import struct
 import sys
 import time
@@ -180,9 +181,18 @@ class HTTPServer(ThreadingHTTPServer):
     # The default backlog of 5 drops SYNs when a binder pool connects at once (1 s retransmits).
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], backend: Backend) -> None:
+    def __init__(self, address: tuple[str, int], backend: Backend, tls: ssl.SSLContext | None = None) -> None:
         self.backend = backend
+        self.tls = tls
         super().__init__(address, Handler)
+
+    def get_request(self) -> tuple[Any, Any]:
+        conn, addr = super().get_request()
+        if self.tls is not None:
+            # The handshake runs in the connection's own thread (Handler.setup), not in the
+            # accept loop, so one slow client cannot stall every other connection.
+            conn = self.tls.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+        return conn, addr
 
     def server_bind(self) -> None:
         # Skip HTTPServer.server_bind's getfqdn(), which can stall on a reverse DNS lookup.
@@ -205,6 +215,10 @@ class Handler(BaseHTTPRequestHandler):
     server: HTTPServer
 
     def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(10)
+            self.request.do_handshake()
+            self.request.settimeout(None)
         super().setup()
         self.server.backend.track(self.connection, True)
 

@@ -27,6 +27,7 @@ events and events.k8s.io events are stored separately.
 
 from __future__ import annotations
 
+import base64
 import builtins
 import contextlib
 import copy
@@ -42,6 +43,7 @@ from typing import TypeVar
 
 from netsched.fakeapi.http_server import Fault, HTTPServer, RecordedRequest
 from netsched.fakeapi.patch import strategic_merge_patch
+from netsched.fakeapi.realistic import enrich
 from netsched.fakeapi.selection import selector_matcher
 from netsched.fakeapi.store import (
     RESOURCES,
@@ -52,6 +54,7 @@ from netsched.fakeapi.store import (
     deep_copy,
     resolve_resource,
 )
+from netsched.observability.tls import ServingCert, serving_cert
 
 __all__ = ["RESOURCES", "ApiError", "FakeAPIServer", "Fault", "RecordedRequest", "ResourceType"]
 
@@ -70,10 +73,23 @@ class FakeAPIServer:
         bookmark_interval: float = 1.0,
         history_size: int = 100_000,
         log_requests: bool = False,
+        tls: bool = False,
+        realistic: bool = False,
     ) -> None:
         """`watch_timeout` applies to watches sent without timeoutSeconds; `history_size`
-        bounds the replayable watch history (at least that many events are kept)."""
+        bounds the replayable watch history (at least that many events are kept).
+
+        `tls`: serve HTTPS with a self-signed certificate made at start (the kubeconfig
+        written carries it as the CA, so clients verify it). `realistic`: pods and nodes
+        are stored padded as a real cluster's (managedFields, status, conditions; see
+        realistic.py), so every list, get and watch event carries a real object's size.
+        """
         self.store = Store(history_size)
+        self.tls = tls
+        self.realistic = realistic
+        self._cert: ServingCert | None = None
+        if realistic:
+            self._pad_created_objects()
         self.watch_timeout = watch_timeout
         self.bookmark_interval = bookmark_interval
         self.log_requests = log_requests
@@ -93,7 +109,11 @@ class FakeAPIServer:
         """Bind and serve in a daemon thread; returns self so `FakeAPIServer().start()` chains."""
         if self._httpd is not None:
             raise RuntimeError("FakeAPIServer already started")
-        self._httpd = HTTPServer(self._address, self)
+        context = None
+        if self.tls:
+            self._cert = serving_cert(alternate_names=[self._address[0]])
+            context = self._cert.context()
+        self._httpd = HTTPServer(self._address, self, context)
         # A short poll interval keeps stop() fast; idle cost is negligible.
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fakeapi", daemon=True
@@ -117,6 +137,9 @@ class FakeAPIServer:
         httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self._cert is not None:
+            self._cert.close()
+            self._cert = None
 
     def __enter__(self) -> FakeAPIServer:
         return self.start()
@@ -135,17 +158,28 @@ class FakeAPIServer:
     @property
     def url(self) -> str:
         host = self._address[0]
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
+
+    @property
+    def ca_pem(self) -> bytes:
+        """The PEM certificate clients must trust (HTTPS only; it signs itself)."""
+        if self._cert is None:
+            raise RuntimeError("FakeAPIServer is not serving HTTPS")
+        return Path(self._cert.cert_file).read_bytes()
 
     def write_kubeconfig(self, path: str | Path) -> Path:
-        """Write a kubeconfig (plain http, no auth) that kubernetes.config.load_kube_config accepts.
+        """Write a kubeconfig (no auth) that kubernetes.config.load_kube_config accepts; over
+        HTTPS it carries the server's certificate as certificate-authority-data.
 
         JSON is valid YAML, so no YAML library is needed to write it.
         """
+        cluster: dict[str, str] = {"server": self.url}
+        if self.tls:
+            cluster["certificate-authority-data"] = base64.b64encode(self.ca_pem).decode()
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "fake", "cluster": cluster}],
             "users": [{"name": "fake", "user": {}}],
             "contexts": [
                 {"name": "fake", "context": {"cluster": "fake", "user": "fake", "namespace": "default"}}
@@ -155,6 +189,17 @@ class FakeAPIServer:
         target = Path(path)
         target.write_text(json.dumps(config, indent=2))
         return target
+
+    def _pad_created_objects(self) -> None:
+        """Realistic mode: every pod and node created (by a hook or over HTTP) is padded once."""
+        create = self.store.create
+
+        def padded(rt: ResourceType, namespace: str | None, body: JsonObj) -> JsonObj:
+            if rt.group == "" and rt.plural in ("pods", "nodes"):
+                body = enrich(rt.plural, body)
+            return create(rt, namespace, body)
+
+        self.store.create = padded  # type: ignore[method-assign]
 
     # --- object hooks (bypass HTTP; no request is recorded) ------------------
 
