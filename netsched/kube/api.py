@@ -10,10 +10,12 @@ List, watch and reflector are written once for every kind: they take a
 netsched.kube.resources.Resource (NODES, PODS, ...) and GET its REST path,
 so a new kind, or a CRD, is a table entry there.
 
-Binding goes through create_namespaced_pod_binding with _preload_content=False:
-the client binds and then fails to decode the Status reply (upstream bug), so
-we only look at the HTTP status. 409 means the pod is already bound; the
-caller decides what that means.
+Every request takes KubeClient's lean path (`request` / `stream`): the REST
+path and JSON body are built here, never through the generated API methods,
+whose per-call validation and serialisation cost more CPU than the request.
+For a binding only the HTTP status matters (the generated method would fail
+to decode the Status reply, an upstream bug); 409 means the pod is already
+bound, and the caller decides what that means.
 """
 
 from __future__ import annotations
@@ -21,15 +23,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
-
-from kubernetes.client.exceptions import ApiException
+from urllib.parse import quote
 
 from netsched.clock import Clock, SystemClock
 from netsched.framework.types import PodInfo
-from netsched.kube.client import KubeClient
+from netsched.kube.client import JSON, KubeClient
 from netsched.kube.errors import Conflict, Gone, NotFound
 from netsched.kube.reflector import (
     Backoff,
@@ -117,15 +118,16 @@ class KubeAPI:
             "metadata": meta,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
+        path = _pod_path(pod.namespace, pod.name, "binding")
         attempts = 0
 
-        def post(*args: Any, **kwargs: Any) -> Any:
+        def post(**kwargs: Any) -> Any:
             nonlocal attempts
             attempts += 1
-            return self._client.core.create_namespaced_pod_binding(*args, **kwargs)
+            return self._client.send("POST", path, (), body, JSON, **kwargs)
 
         try:
-            reply = self._client.call("create", "pods/binding", post, pod.name, pod.namespace, body)
+            reply = self._client.call("create", "pods/binding", post)
         except Conflict:
             # A retried POST may find the binding its own unanswered first attempt made.
             if attempts > 1 and self._bound_to(pod, node_name):
@@ -139,14 +141,13 @@ class KubeAPI:
 
     def delete_pod(self, pod: PodInfo, grace_period_seconds: int | None = None) -> None:
         """Delete the pod (preemption); already gone, or replaced by a namesake, counts as done."""
-        kwargs: dict[str, Any] = {}
+        query: list[tuple[str, Any]] = []
         if grace_period_seconds is not None:
-            kwargs["grace_period_seconds"] = grace_period_seconds
-        if pod.uid:
-            kwargs["body"] = {"preconditions": {"uid": pod.uid}}
+            query.append(("gracePeriodSeconds", grace_period_seconds))
+        body = {"preconditions": {"uid": pod.uid}} if pod.uid else None
         try:
-            self._client.call(
-                "delete", "pods", self._client.core.delete_namespaced_pod, pod.name, pod.namespace, **kwargs
+            self._client.request(
+                "delete", "pods", "DELETE", _pod_path(pod.namespace, pod.name), query=query, body=body
             )
         except NotFound:
             log.debug("Pod to delete is already gone pod=%s", pod.key)
@@ -169,25 +170,11 @@ class KubeAPI:
     ) -> JsonObj:
         """Merge-patch one object (or its subresource) of any kind: PodGroup status, PV claimRef..."""
         where = resource.where(namespace=namespace) if resource.namespaced else resource
-        path = f"{where.path}/{name}" + (f"/{subresource}" if subresource else "")
-        api_client = self._client.api_client
-
-        def send(_request_timeout: Any, _preload_content: bool) -> Any:
-            request = api_client.param_serialize(
-                "PATCH",
-                path,
-                header_params={"Accept": "application/json", "Content-Type": MERGE_PATCH},
-                body=dict(patch),
-                auth_settings=["BearerToken"],
-            )
-            resp = api_client.call_api(*request, _request_timeout=_request_timeout)
-            if not 200 <= resp.status <= 299:
-                resp.read()
-                raise ApiException.from_response(http_resp=resp, body=None, data=None)
-            return resp.response
-
+        path = f"{where.path}/{quote(name, safe='')}" + (f"/{subresource}" if subresource else "")
         label = f"{resource.plural}/{subresource}" if subresource else resource.plural
-        return self._client.call_json("patch", label, send)
+        return self._client.request(
+            "patch", label, "PATCH", path, body=dict(patch), content_type=MERGE_PATCH
+        ).body
 
     # --- the scheduler's own writes -----------------------------------------
 
@@ -218,28 +205,12 @@ class KubeAPI:
     def patch_pod_annotations(self, pod: PodInfo, annotations: Mapping[str, str | None]) -> None:
         """Merge-patch metadata.annotations; a None value removes that annotation."""
         body = {"metadata": {"annotations": dict(annotations)}}
-        core = self._client.core
-        self._client.call(
-            "patch",
-            "pods",
-            core.patch_namespaced_pod,
-            pod.name,
-            pod.namespace,
-            body,
-            _content_type=MERGE_PATCH,
-        )
+        path = _pod_path(pod.namespace, pod.name)
+        self._client.request("patch", "pods", "PATCH", path, body=body, content_type=MERGE_PATCH)
 
     def _patch_status(self, pod: PodInfo, body: JsonObj, content_type: str) -> None:
-        core = self._client.core
-        self._client.call(
-            "patch",
-            "pods/status",
-            core.patch_namespaced_pod_status,
-            pod.name,
-            pod.namespace,
-            body,
-            _content_type=content_type,
-        )
+        path = _pod_path(pod.namespace, pod.name, "status")
+        self._client.request("patch", "pods/status", "PATCH", path, body=body, content_type=content_type)
 
     def _bound_to(self, pod: PodInfo, node_name: str) -> bool:
         try:
@@ -253,10 +224,10 @@ class KubeAPI:
     # --- reads ---------------------------------------------------------------
 
     def get_node(self, name: str) -> JsonObj:
-        return self._client.call_json("get", "nodes", self._client.core.read_node, name)
+        return self._client.request("get", "nodes", "GET", f"/api/v1/nodes/{quote(name, safe='')}").body
 
     def get_pod(self, namespace: str, name: str) -> JsonObj:
-        return self._client.call_json("get", "pods", self._client.core.read_namespaced_pod, name, namespace)
+        return self._client.request("get", "pods", "GET", _pod_path(namespace, name)).body
 
     def list_raw(self, resource: Resource, *, retry: bool = True) -> ObjectList:
         """All pages of a list; an expired continue token restarts it as one unpaged list."""
@@ -270,9 +241,9 @@ class KubeAPI:
             if token:
                 query.append(("continue", token))
             try:
-                body = self._client.call_json(
-                    "list", resource.plural, self._get(resource, query), retry=retry
-                )
+                body = self._client.request(
+                    "list", resource.plural, "GET", resource.path, query=query, retry=retry
+                ).body
             except Gone:
                 if not token:
                     raise
@@ -293,11 +264,12 @@ class KubeAPI:
         if resource_version:
             query.append(("resourceVersion", resource_version))
         query += [("watch", True), ("allowWatchBookmarks", True), ("timeoutSeconds", int(timeout_seconds))]
-        resp = self._client.open_stream(
+        resp = self._client.stream(
             "watch",
             resource.plural,
-            self._get(resource, query),
-            _request_timeout=(self._client.timeout, int(timeout_seconds) + _WATCH_READ_SLACK),
+            resource.path,
+            query=query,
+            timeout=(self._client.timeout, int(timeout_seconds) + _WATCH_READ_SLACK),
         )
         return RawWatch(resp)
 
@@ -330,29 +302,10 @@ class KubeAPI:
             clock=clock,
         )
 
-    def _get(self, resource: Resource, query: list[tuple[str, Any]]) -> Callable[..., Any]:
-        """A GET of the resource's path in the shape KubeClient.call / open_stream expect of a generated method.
 
-        Built-in kinds and CRDs alike: the generated list_* methods are this same
-        request with their path fixed, so one function serves every Resource.
-        """
-        api_client = self._client.api_client
-
-        def get(_request_timeout: Any, _preload_content: bool) -> Any:
-            request = api_client.param_serialize(
-                "GET",
-                resource.path,
-                query_params=query,
-                header_params={"Accept": "application/json"},
-                auth_settings=["BearerToken"],
-            )
-            resp = api_client.call_api(*request, _request_timeout=_request_timeout)
-            if not 200 <= resp.status <= 299:
-                resp.read()  # the Status body, for the error's reason and message
-                raise ApiException.from_response(http_resp=resp, body=None, data=None)
-            return resp.response
-
-        return get
+def _pod_path(namespace: str, name: str, subresource: str = "") -> str:
+    path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}"
+    return f"{path}/{subresource}" if subresource else path
 
 
 def _find_condition(raw: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:

@@ -8,6 +8,15 @@ limiter, asks for the raw response (`_preload_content=False`, parsed with
 json.loads: typed models are ~20x slower), maps failures to
 netsched.kube.errors and retries transient ones with tenacity. Watches use
 `open_stream`, which makes one attempt: the reflector owns their retry loop.
+
+Requests netsched makes itself (bindings, events, status patches, lists and
+watches) go through `request` / `stream`: the URL, headers and JSON body are
+built here and handed to the ApiClient's urllib3 pool (so TLS verification,
+client certificates and the proxy stay the kubeconfig's), skipping the
+generated client's per-call argument validation and serialisation, which cost
+more CPU than the HTTPS request itself. The generated API groups (`core`,
+`events`, ...) are built on first use only: constructing them takes about a
+second, and the scheduler's hot paths never need them.
 """
 
 from __future__ import annotations
@@ -18,23 +27,28 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property, partial
 from typing import Any, NamedTuple
+from urllib.parse import quote
 
 import tenacity
+import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as _k8s_config
 from kubernetes.config.config_exception import ConfigException
 
-from netsched.kube.errors import ApiError, from_exception, is_request_error, is_transient
+from netsched.kube.errors import ApiError, from_exception, from_response, is_request_error, is_transient
 from netsched.kube.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
 k8s_config: Any = _k8s_config  # the config loaders are untyped
 
 JsonObj = dict[str, Any]
+Query = Sequence[tuple[str, Any]]
 USER_AGENT = "netsched"
+JSON = "application/json"
 _THROTTLE_LOG_SECONDS = 1.0  # client-go also reports waits above a second
 
 
@@ -108,9 +122,11 @@ def make_retrying(
 class KubeClient:
     """The shared ApiClient plus the API groups netsched uses, behind a rate limit and retries.
 
-    `core`, `events`, `policy` and `coordination` are the official generated
-    API objects; call their methods through `call`/`open_stream`, never
-    directly, so limits, retries and error mapping apply.
+    `request` and `stream` send netsched's own requests on the lean path
+    (see the module docstring). `core`, `events`, `policy` and `coordination`
+    are the official generated API objects, built on first use; call their
+    methods through `call`/`open_stream`, never directly, so limits, retries
+    and error mapping apply.
     """
 
     def __init__(
@@ -127,10 +143,6 @@ class KubeClient:
         self.timeout = timeout
         self.retry_settings = retry or RetrySettings()
         self.retrying = make_retrying(self.retry_settings, sleep=sleep, before_sleep=self._before_sleep)
-        self.core = k8s.CoreV1Api(api_client)
-        self.events = k8s.EventsV1Api(api_client)
-        self.policy = k8s.PolicyV1Api(api_client)
-        self.coordination = k8s.CoordinationV1Api(api_client)
         self._stats_lock = threading.Lock()
         self.requests_total = 0
         self.retries_total = 0
@@ -138,6 +150,95 @@ class KubeClient:
     @property
     def host(self) -> str:
         return str(self.api_client.configuration.host)
+
+    # The generated API groups: ~1 s to build all four, so only when something asks.
+    @cached_property
+    def core(self) -> Any:
+        return k8s.CoreV1Api(self.api_client)
+
+    @cached_property
+    def events(self) -> Any:
+        return k8s.EventsV1Api(self.api_client)
+
+    @cached_property
+    def policy(self) -> Any:
+        return k8s.PolicyV1Api(self.api_client)
+
+    @cached_property
+    def coordination(self) -> Any:
+        return k8s.CoordinationV1Api(self.api_client)
+
+    def request(
+        self,
+        verb: str,
+        resource: str,
+        method: str,
+        path: str,
+        *,
+        query: Query = (),
+        body: Any = None,
+        content_type: str = JSON,
+        retry: bool = True,
+        timeout: Any = None,
+    ) -> Reply:
+        """One request on the lean path, with the rate limit, retries and error mapping of `call`.
+
+        `path` is the REST path ("/api/v1/namespaces/ns/pods/p/binding"), `body`
+        any JSON value (sent as `content_type`), `timeout` seconds or a
+        (connect, read) pair (default: the client's).
+        """
+        send = partial(self.send, method, path, query, body, content_type)
+        if timeout is None:
+            return self.call(verb, resource, send, retry=retry)
+        return self.call(verb, resource, send, retry=retry, _request_timeout=timeout)
+
+    def stream(self, verb: str, resource: str, path: str, *, query: Query = (), timeout: Any = None) -> Any:
+        """One attempt at a streaming GET (a watch) on the lean path; returns the unread response."""
+        send = partial(self.send, "GET", path, query, None, JSON)
+        if timeout is None:
+            return self.open_stream(verb, resource, send)
+        return self.open_stream(verb, resource, send, _request_timeout=timeout)
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        query: Query,
+        body: Any,
+        content_type: str,
+        _request_timeout: Any = None,
+        _preload_content: bool = False,
+    ) -> Any:
+        """Send one request through the ApiClient's pool; returns the unread urllib3 response.
+
+        A reply outside 2xx is read and raised as its netsched.kube.errors class.
+        """
+        cfg = self.api_client.configuration
+        url = f"{cfg.host}{path}"
+        if query:
+            url += "?" + "&".join(f"{quote(k)}={quote(_query_value(v), safe='')}" for k, v in query)
+        headers = dict(self.api_client.default_headers)
+        headers["Accept"] = JSON
+        for auth in cfg.auth_settings().values():  # runs the token refresh hook (exec plugins, SA tokens)
+            if auth.get("in") == "header" and auth.get("value"):
+                headers[auth["key"]] = auth["value"]
+        data: bytes | None = None
+        if body is not None:
+            data = json.dumps(body, separators=(",", ":")).encode()
+            headers["Content-Type"] = content_type
+        resp = self.api_client.rest_client.pool_manager.request(
+            method,
+            url,
+            body=data,
+            headers=headers,
+            timeout=_timeout(_request_timeout),
+            preload_content=False,
+        )
+        if not 200 <= resp.status <= 299:
+            err_body = resp.data
+            resp.release_conn()
+            raise from_response(resp.status, str(resp.reason or ""), err_body, resp.headers)
+        return resp
 
     def call(
         self, verb: str, resource: str, fn: Callable[..., Any], *args: Any, retry: bool = True, **kwargs: Any
@@ -218,6 +319,21 @@ class KubeClient:
             wait,
             err,
         )
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _timeout(value: Any) -> urllib3.Timeout | None:
+    """The generated client's reading of _request_timeout: seconds in total, or (connect, read)."""
+    if not value:
+        return None
+    if isinstance(value, tuple | list) and len(value) == 2:
+        return urllib3.Timeout(connect=value[0], read=value[1])
+    return urllib3.Timeout(total=value)
 
 
 def _parse_body(data: bytes | None) -> JsonObj:
@@ -333,6 +449,7 @@ def derived_client(
 
 
 __all__ = [
+    "JSON",
     "KubeClient",
     "KubeConfigError",
     "Reply",

@@ -185,13 +185,24 @@ def _is_api_exception(e: BaseException) -> bool:
     return cls is not None and isinstance(e, cls)
 
 
+def from_response(status: int, reason: str, body: bytes | str | None, headers: Any = None) -> ApiError:
+    """Map a non-2xx HTTP reply (its metav1.Status body and Retry-After header) without the client's exception."""
+    return _from_parts(status, reason, body, headers)
+
+
 def _from_api_exception(e: Any) -> ApiError:
-    status = int(getattr(e, "status", 0) or 0)
-    reason = str(getattr(e, "reason", "") or "")
+    return _from_parts(
+        int(getattr(e, "status", 0) or 0),
+        str(getattr(e, "reason", "") or ""),
+        getattr(e, "body", None),
+        getattr(e, "headers", None),
+    )
+
+
+def _from_parts(status: int, reason: str, body: Any, headers: Any) -> ApiError:
     message = ""
     details: dict[str, Any] = {}
     retry_after = 0.0
-    body = getattr(e, "body", None)
     if isinstance(body, bytes | bytearray):
         body = body.decode("utf-8", "replace")
     if isinstance(body, str) and body:
@@ -206,7 +217,6 @@ def _from_api_exception(e: Any) -> ApiError:
             )
         else:
             message = body[:512]
-    headers = getattr(e, "headers", None)
     if headers is not None:
         retry_after = max(retry_after, _float(headers.get("Retry-After")))
     if status == 0:
@@ -243,6 +253,7 @@ __all__ = [
     "Unauthorized",
     "error_for_status",
     "from_exception",
+    "from_response",
     "from_status",
     "is_request_error",
     "is_transient",

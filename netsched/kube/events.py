@@ -42,6 +42,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import quote
 
 import tenacity
 
@@ -77,23 +78,20 @@ class KubeEventSink:
         self._client = client
 
     def create(self, api: str, namespace: str, body: JsonObj) -> None:
-        group = self._client.events if api == EVENTS_V1 else self._client.core
-        self._client.call(
-            "create", _resource(api), group.create_namespaced_event, namespace, body, retry=False
+        self._client.request(
+            "create", _resource(api), "POST", _events_path(api, namespace), body=body, retry=False
         )
 
     def patch(self, api: str, namespace: str, name: str, body: JsonObj) -> None:
-        group = self._client.events if api == EVENTS_V1 else self._client.core
-        self._client.call(
-            "patch",
-            _resource(api),
-            group.patch_namespaced_event,
-            name,
-            namespace,
-            body,
-            retry=False,
-            _content_type=MERGE_PATCH,
+        path = f"{_events_path(api, namespace)}/{quote(name, safe='')}"
+        self._client.request(
+            "patch", _resource(api), "PATCH", path, body=body, content_type=MERGE_PATCH, retry=False
         )
+
+
+def _events_path(api: str, namespace: str) -> str:
+    prefix = "/apis/events.k8s.io/v1" if api == EVENTS_V1 else "/api/v1"
+    return f"{prefix}/namespaces/{quote(namespace, safe='')}/events"
 
 
 def _resource(api: str) -> str:

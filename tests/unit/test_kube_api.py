@@ -1,21 +1,19 @@
-"""KubeAPI request shapes and outcome handling, with the generated API objects and the wire stubbed out."""
+"""KubeAPI request shapes and outcome handling, with the wire (the ApiClient's urllib3 pool) stubbed out."""
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
-from kubernetes.client.rest import RESTResponse
 
 from netsched.framework.interfaces import ClusterAPI
 from netsched.kube.api import MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeAPI, RawWatch
 from netsched.kube.client import KubeClient
-from netsched.kube.errors import Conflict, Forbidden, Gone, ServerError, Transient
+from netsched.kube.errors import Conflict, Forbidden, Gone, ServerError, TooManyRequests, Transient
 from netsched.kube.resources import (
     ACTIVE_PODS_SELECTOR,
     NAMESPACES,
@@ -44,45 +42,55 @@ class Request(NamedTuple):
     path: str
     query: dict[str, str]
     timeout: Any
+    body: Any
+    content_type: str | None
+    headers: dict[str, str]
 
 
 class Wire(ApiClient):  # type: ignore[misc]
-    """The real ApiClient building each request; call_api records it and answers from a script."""
+    """The real ApiClient (configuration, default headers); its pool records each request and answers from a script."""
 
     def __init__(self) -> None:
-        super().__init__(Configuration(host="https://example.invalid"))
+        cfg = Configuration(host="https://example.invalid")
+        cfg.api_key = {"authorization": "t0ken"}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+        super().__init__(cfg)
         self.requests: list[Request] = []
         self.replies: list[Any] = []
+        self.rest_client.pool_manager = self
 
-    def call_api(self, method: str, url: str, *args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
+    def request(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None = None,
+        headers: Any = None,
+        timeout: Any = None,
+        **_: Any,
+    ) -> Any:
         parts = urlsplit(url)
-        self.requests.append(Request(method, parts.path, dict(parse_qsl(parts.query)), _request_timeout))
+        headers = dict(headers or {})
+        sent = None if body is None else json.loads(body)
+        self.requests.append(
+            Request(
+                method,
+                parts.path,
+                dict(parse_qsl(parts.query)),
+                timeout.total
+                if timeout.total is not None
+                else (timeout.connect_timeout, timeout.read_timeout),
+                sent,
+                headers.get("Content-Type"),
+                headers,
+            )
+        )
         outcome = self.replies.pop(0) if self.replies else FakeResponse(200, {})
         if isinstance(outcome, BaseException):
             raise outcome
-        return RESTResponse(outcome)
+        return outcome
 
-
-class FakeGroup:
-    """Any method name works; each returns (or raises) its scripted outcomes and records calls."""
-
-    def __init__(self) -> None:
-        self.outcomes: dict[str, list[Any]] = defaultdict(list)
-        self.calls: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = defaultdict(list)
-
-    def script(self, method: str, *outcomes: Any) -> None:
-        self.outcomes[method].extend(outcomes)
-
-    def __getattr__(self, method: str) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self.calls[method].append((args, kwargs))
-            queue = self.outcomes[method]
-            outcome = queue.pop(0) if queue else FakeResponse(200, {})
-            if isinstance(outcome, BaseException):
-                raise outcome
-            return outcome
-
-        return call
+    def only(self, method: str, path: str) -> list[Request]:
+        return [r for r in self.requests if (r.method, r.path) == (method, path)]
 
 
 def status_exc(code: int, reason: str) -> ApiException:
@@ -92,19 +100,13 @@ def status_exc(code: int, reason: str) -> ApiException:
 
 
 @pytest.fixture
-def core() -> FakeGroup:
-    return FakeGroup()
-
-
-@pytest.fixture
 def wire() -> Wire:
     return Wire()
 
 
 @pytest.fixture
-def api(core: FakeGroup, wire: Wire) -> KubeAPI:
+def api(wire: Wire) -> KubeAPI:
     client = KubeClient(wire, sleep=lambda _s: None)
-    client.core = core  # type: ignore[assignment]
     return KubeAPI(client, clock=FakeClock(wall_start=1_700_000_000.0))
 
 
@@ -113,67 +115,88 @@ def test_kube_api_is_a_cluster_api(api: KubeAPI) -> None:
     assert cluster_api is api
 
 
-def test_bind_posts_a_binding_with_the_pod_uid(api: KubeAPI, core: FakeGroup) -> None:
+def test_bind_posts_a_binding_with_the_pod_uid(api: KubeAPI, wire: Wire) -> None:
     pod = make_pod("web").namespace("team").uid("u-1").info()
-    core.script("create_namespaced_pod_binding", FakeResponse(201, {"kind": "Status", "code": 201}))
+    wire.replies.append(FakeResponse(201, {"kind": "Status", "code": 201}))
     api.bind(pod, "n1")
-    [(args, kwargs)] = core.calls["create_namespaced_pod_binding"]
-    assert args[:2] == ("web", "team")
-    assert args[2] == {
+    [request] = wire.requests
+    assert (request.method, request.path) == ("POST", "/api/v1/namespaces/team/pods/web/binding")
+    assert request.body == {
         "apiVersion": "v1",
         "kind": "Binding",
         "metadata": {"name": "web", "namespace": "team", "uid": "u-1"},
         "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
     }
-    assert kwargs["_preload_content"] is False
+    assert request.content_type == "application/json"
+    # The lean path keeps the credentials and the client's own headers.
+    assert request.headers["authorization"] == "Bearer t0ken"
+    assert request.headers["Accept"] == "application/json"
+    assert request.timeout == api.client.timeout
 
 
-def test_bind_conflict_on_the_first_attempt_is_raised(api: KubeAPI, core: FakeGroup) -> None:
-    core.script("create_namespaced_pod_binding", status_exc(409, "Conflict"))
+def test_bind_conflict_on_the_first_attempt_is_raised(api: KubeAPI, wire: Wire) -> None:
+    wire.replies.append(status_exc(409, "Conflict"))
     with pytest.raises(Conflict):
         api.bind(make_pod("p").info(), "n1")
-    assert "read_namespaced_pod" not in core.calls
+    assert [r.method for r in wire.requests] == ["POST"]  # no read of the pod
 
 
-def test_bind_conflict_after_an_unanswered_attempt_checks_who_bound_it(api: KubeAPI, core: FakeGroup) -> None:
+def test_bind_conflict_reply_from_the_server_is_raised(api: KubeAPI, wire: Wire) -> None:
+    wire.replies.append(
+        FakeResponse(409, {"kind": "Status", "code": 409, "reason": "Conflict", "message": "bound"})
+    )
+    with pytest.raises(Conflict, match="bound"):
+        api.bind(make_pod("p").info(), "n1")
+    assert len(wire.requests) == 1
+
+
+def test_bind_conflict_after_an_unanswered_attempt_checks_who_bound_it(api: KubeAPI, wire: Wire) -> None:
     pod = make_pod("p").uid("u-p").info()
     mine = {"metadata": {"name": "p", "uid": "u-p"}, "spec": {"nodeName": "n1"}}
-    core.script(
-        "create_namespaced_pod_binding", Transient(0, "ProtocolError", "reset"), status_exc(409, "Conflict")
-    )
-    core.script("read_namespaced_pod", FakeResponse(200, mine))
+    wire.replies += [
+        Transient(0, "ProtocolError", "reset"),
+        status_exc(409, "Conflict"),
+        FakeResponse(200, mine),
+    ]
     api.bind(pod, "n1")  # our first attempt had gone through: success
+    assert [(r.method, r.path) for r in wire.requests][-1] == ("GET", "/api/v1/namespaces/default/pods/p")
 
     other = {"metadata": {"name": "p", "uid": "u-p"}, "spec": {"nodeName": "n2"}}
-    core.script(
-        "create_namespaced_pod_binding", Transient(0, "ProtocolError", "reset"), status_exc(409, "Conflict")
-    )
-    core.script("read_namespaced_pod", FakeResponse(200, other))
+    wire.replies += [
+        Transient(0, "ProtocolError", "reset"),
+        status_exc(409, "Conflict"),
+        FakeResponse(200, other),
+    ]
     with pytest.raises(Conflict):
         api.bind(pod, "n1")
 
 
-def test_delete_pod_sends_uid_precondition_and_grace_period(api: KubeAPI, core: FakeGroup) -> None:
+def test_delete_pod_sends_uid_precondition_and_grace_period(api: KubeAPI, wire: Wire) -> None:
     api.delete_pod(make_pod("v").namespace("ns").uid("u-v").info(), grace_period_seconds=0)
-    [(args, kwargs)] = core.calls["delete_namespaced_pod"]
-    assert args == ("v", "ns")
-    assert kwargs["grace_period_seconds"] == 0
-    assert kwargs["body"] == {"preconditions": {"uid": "u-v"}}
+    [request] = wire.requests
+    assert (request.method, request.path) == ("DELETE", "/api/v1/namespaces/ns/pods/v")
+    assert request.query == {"gracePeriodSeconds": "0"}
+    assert request.body == {"preconditions": {"uid": "u-v"}}
 
 
 @pytest.mark.parametrize(("code", "reason"), [(404, "NotFound"), (409, "Conflict")])
-def test_delete_pod_already_gone_is_done(api: KubeAPI, core: FakeGroup, code: int, reason: str) -> None:
-    core.script("delete_namespaced_pod", status_exc(code, reason))
+def test_delete_pod_already_gone_is_done(api: KubeAPI, wire: Wire, code: int, reason: str) -> None:
+    wire.replies.append(status_exc(code, reason))
     api.delete_pod(make_pod("v").info())
+    wire.replies.append(FakeResponse(code, {"kind": "Status", "code": code, "reason": reason}))
+    api.delete_pod(make_pod("v").info())
+    assert len(wire.requests) == 2
 
 
-def test_nominated_node_name_is_a_merge_patch_and_empty_clears_it(api: KubeAPI, core: FakeGroup) -> None:
+def status_patches(wire: Wire) -> list[Request]:
+    return wire.only("PATCH", "/api/v1/namespaces/default/pods/p/status")
+
+
+def test_nominated_node_name_is_a_merge_patch_and_empty_clears_it(api: KubeAPI, wire: Wire) -> None:
     pod = make_pod("p").info()
     api.set_nominated_node_name(pod, "n3")
     api.set_nominated_node_name(pod, "")
-    bodies = [
-        (args[2], kwargs["_content_type"]) for args, kwargs in core.calls["patch_namespaced_pod_status"]
-    ]
+    bodies = [(r.body, r.content_type) for r in status_patches(wire)]
     assert bodies == [
         ({"status": {"nominatedNodeName": "n3"}}, MERGE_PATCH),
         ({"status": {"nominatedNodeName": None}}, MERGE_PATCH),
@@ -183,11 +206,11 @@ def test_nominated_node_name_is_a_merge_patch_and_empty_clears_it(api: KubeAPI, 
 UNSCHEDULABLE = {"status": "False", "reason": "Unschedulable", "message": "0/3 nodes are available."}
 
 
-def test_update_pod_condition_patches_pod_scheduled(api: KubeAPI, core: FakeGroup) -> None:
+def test_update_pod_condition_patches_pod_scheduled(api: KubeAPI, wire: Wire) -> None:
     api.update_pod_condition(make_pod("p").info(), UNSCHEDULABLE)
-    [(args, kwargs)] = core.calls["patch_namespaced_pod_status"]
-    assert kwargs["_content_type"] == STRATEGIC_MERGE_PATCH
-    assert args[2] == {
+    [request] = status_patches(wire)
+    assert request.content_type == STRATEGIC_MERGE_PATCH
+    assert request.body == {
         "status": {
             "conditions": [
                 {"type": "PodScheduled", **UNSCHEDULABLE, "lastTransitionTime": "2023-11-14T22:13:20Z"}
@@ -196,36 +219,55 @@ def test_update_pod_condition_patches_pod_scheduled(api: KubeAPI, core: FakeGrou
     }
 
 
-def test_update_pod_condition_skips_an_unchanged_condition(api: KubeAPI, core: FakeGroup) -> None:
+def test_update_pod_condition_skips_an_unchanged_condition(api: KubeAPI, wire: Wire) -> None:
     existing = {"type": "PodScheduled", **UNSCHEDULABLE, "lastTransitionTime": "2020-01-01T00:00:00Z"}
     pod = make_pod("p").set("status.conditions", [existing]).info()
     api.update_pod_condition(pod, UNSCHEDULABLE)
-    assert "patch_namespaced_pod_status" not in core.calls
+    assert wire.requests == []
 
 
 def test_update_pod_condition_keeps_transition_time_when_status_is_unchanged(
-    api: KubeAPI, core: FakeGroup
+    api: KubeAPI, wire: Wire
 ) -> None:
     existing = {"type": "PodScheduled", **UNSCHEDULABLE, "lastTransitionTime": "2020-01-01T00:00:00Z"}
     pod = make_pod("p").set("status.conditions", [existing]).info()
     api.update_pod_condition(pod, {**UNSCHEDULABLE, "message": "0/4 nodes are available."})
-    [(args, _)] = core.calls["patch_namespaced_pod_status"]
-    assert args[2]["status"]["conditions"][0]["lastTransitionTime"] == "2020-01-01T00:00:00Z"
+    [request] = status_patches(wire)
+    assert request.body["status"]["conditions"][0]["lastTransitionTime"] == "2020-01-01T00:00:00Z"
 
 
-def test_update_pod_condition_can_nominate_in_the_same_write(api: KubeAPI, core: FakeGroup) -> None:
+def test_update_pod_condition_can_nominate_in_the_same_write(api: KubeAPI, wire: Wire) -> None:
     existing = {"type": "PodScheduled", **UNSCHEDULABLE}
     pod = make_pod("p").set("status.conditions", [existing]).info()
     api.update_pod_condition(pod, UNSCHEDULABLE, nominated_node_name="n2")
-    [(args, _)] = core.calls["patch_namespaced_pod_status"]
-    assert args[2]["status"]["nominatedNodeName"] == "n2"
+    [request] = status_patches(wire)
+    assert request.body["status"]["nominatedNodeName"] == "n2"
 
 
-def test_patch_pod_annotations_sets_and_removes(api: KubeAPI, core: FakeGroup) -> None:
+def test_patch_pod_annotations_sets_and_removes(api: KubeAPI, wire: Wire) -> None:
     api.patch_pod_annotations(make_pod("p").info(), {"a": "1", "gone": None})
-    [(args, kwargs)] = core.calls["patch_namespaced_pod"]
-    assert args[2] == {"metadata": {"annotations": {"a": "1", "gone": None}}}
-    assert kwargs["_content_type"] == MERGE_PATCH
+    [request] = wire.only("PATCH", "/api/v1/namespaces/default/pods/p")
+    assert request.body == {"metadata": {"annotations": {"a": "1", "gone": None}}}
+    assert request.content_type == MERGE_PATCH
+
+
+def test_patch_object_merge_patches_any_kind_and_subresource(api: KubeAPI, wire: Wire) -> None:
+    wire.replies.append(FakeResponse(200, {"status": {"phase": "Running"}}))
+    groups = Resource("podgroups", group="scheduling.x-k8s.io", version="v1alpha1", namespaced=True)
+    out = api.patch_object(groups, "team", "g", {"status": {"phase": "Running"}}, subresource="status")
+    assert out == {"status": {"phase": "Running"}}
+    [request] = wire.requests
+    assert request.path == "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/team/podgroups/g/status"
+    assert (request.method, request.content_type) == ("PATCH", MERGE_PATCH)
+
+
+def test_a_retry_after_header_is_kept_on_the_mapped_error(api: KubeAPI, wire: Wire) -> None:
+    busy = FakeResponse(429, {"kind": "Status", "code": 429, "reason": "TooManyRequests"})
+    busy.headers["Retry-After"] = "3"
+    wire.replies.append(busy)
+    with pytest.raises(TooManyRequests) as exc:
+        api.list_raw(NODES, retry=False)
+    assert exc.value.retry_after == 3.0
 
 
 def test_list_follows_continue_tokens(api: KubeAPI, wire: Wire) -> None:
