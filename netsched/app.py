@@ -82,6 +82,8 @@ class AppOptions:
     explain_annotations: bool = False
     housekeeping_interval: float = 1.0
     watch_timeout: int = 300
+    # kube's SchedulerQueueingHints gate (--feature-gates): off, every event moves every parked pod.
+    queueing_hints: bool = True
 
 
 class SchedulerApp:
@@ -135,6 +137,7 @@ class SchedulerApp:
                 shadow_of=self.options.shadow_scheduler_name if self.options.dry_run else None,
                 on_assigned=self.shadow.observed_binding if self.shadow is not None else None,
                 explain_annotations=self.options.explain_annotations,
+                queueing_hints=self.options.queueing_hints,
             ),
         )
         self.cache = parts.cache
@@ -327,8 +330,10 @@ DEPRECATED_FLAGS = {
     "profiling": "--profiling",
     "contention_profiling": "--contention-profiling",
 }
-# kube v1.31 gates about scheduling that netsched knows: it behaves as their v1.31
-# default whatever value is given (accepted, so kube command lines keep working).
+# kube v1.31 gates about scheduling that netsched knows: accepted, so kube command lines keep
+# working; APPLIED_FEATURE_GATES change behaviour, the others keep their v1.31 default whatever
+# value is given.
+APPLIED_FEATURE_GATES = frozenset({"SchedulerQueueingHints"})
 KNOWN_FEATURE_GATES = frozenset(
     {
         "SchedulerQueueingHints",
@@ -412,7 +417,9 @@ def _warn_about_flags(opts: argparse.Namespace, cfg: SchedulerConfig, ignored: S
     if opts.port == 0:
         log.warning("--port is deprecated and has no effect (insecure serving was removed)")
     for gate, value in sorted(opts.feature_gates.items()):
-        if gate in KNOWN_FEATURE_GATES:
+        if gate in APPLIED_FEATURE_GATES:
+            log.info("Feature gate applied gate=%s value=%s", gate, value)
+        elif gate in KNOWN_FEATURE_GATES:
             log.info("Feature gate accepted; netsched follows kube v1.31 gate=%s value=%s", gate, value)
         else:
             log.warning("Unknown feature gate; ignored gate=%s value=%s", gate, value)
@@ -475,6 +482,7 @@ def run(opts: argparse.Namespace, out_of_tree: Sequence[type[Plugin]] = ()) -> i
                 shadow_scheduler_name=opts.shadow_scheduler_name,
                 shadow_annotate=opts.shadow_annotate,
                 explain_annotations=opts.explain_annotations,
+                queueing_hints=opts.feature_gates.get("SchedulerQueueingHints", True),
             ),
         )
     except (FrameworkBuildError, ConfigError) as e:

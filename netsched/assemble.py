@@ -47,6 +47,7 @@ class Edges:
     shadow_of: str | None = None
     on_assigned: Callable[[PodInfo], None] | None = None  # a pod was seen bound (by anyone)
     explain_annotations: bool = False
+    queueing_hints: bool = True  # False: every cluster event moves every parked pod (hints ignored)
     # Set: bind on the calling thread (no pool) and call this instead of
     # Scheduler.binding_succeeded, which the callee calls itself when it is done.
     bound_inline: Callable[[BindRequest], None] | None = None
@@ -163,6 +164,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
         metrics=metrics.set_pending if metrics is not None else None,
         nominator=nominator,
         hints=hints_for,
+        queueing_hints=edges.queueing_hints,
     )
     first_recorder = next(iter(recorders.values()))
     handlers = EventHandlers(

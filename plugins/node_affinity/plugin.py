@@ -234,12 +234,29 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        """A node added, or relabelled so that it now matches the pod's required affinity."""
+        """A node added, or relabelled so that it now matches the pod's required affinity and the
+        profile's addedAffinity together."""
         return [
             ClusterEventWithHint(
-                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL), _node_now_matches
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL), self._node_now_matches
             )
         ]
+
+    def _node_now_matches(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        """kube's hint, except that "matched before" counts addedAffinity too: a relabel that makes a
+        node match the profile's addedAffinity can help a pod whose own terms matched all along."""
+        req = RequiredAffinity.of(pod)
+
+        def admits(node: Any) -> bool:
+            if self.added_required is not None and not self.added_required.matches(node.labels, node.name):
+                return False
+            return req.matches(node.labels, node.name)
+
+        if not admits(new):
+            return QueueingHint.SKIP
+        if old is not None and admits(old):
+            return QueueingHint.SKIP  # admitted before as well: this change is not what helps
+        return QueueingHint.QUEUE
 
     Args = NodeAffinityArgs
 
@@ -321,12 +338,3 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
         default_normalize_score(scores)
-
-
-def _node_now_matches(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
-    req = RequiredAffinity.of(pod)
-    if not req.matches(new.labels, new.name):
-        return QueueingHint.SKIP
-    if old is not None and req.matches(old.labels, old.name):
-        return QueueingHint.SKIP  # it matched before: the labels change cannot be what helps
-    return QueueingHint.QUEUE

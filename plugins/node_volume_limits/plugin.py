@@ -14,12 +14,13 @@ pods) are not counted twice. Over the limit: "node(s) exceed max volume count"
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from netsched.framework import (
+    ClusterEventWithHint,
     Code,
     CycleState,
     FilterPlugin,
@@ -43,6 +44,7 @@ from plugins.volumes import (
     pod_has_claims,
     report_bad_object,
 )
+from plugins.volumes.events import CLAIMS, CSI_NODES, NODE_ADD, POD_RELEASES
 
 NAME = "NodeVolumeLimits"
 STATE_KEY = "PreFilter" + NAME
@@ -61,6 +63,10 @@ class LimitsState:
 
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     name = NAME
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """CSINodes (limits), an assigned pod with volumes deleted, its claims, a node added."""
+        return [CSI_NODES, POD_RELEASES, CLAIMS, NODE_ADD]
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)

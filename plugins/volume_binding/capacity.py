@@ -16,7 +16,18 @@ disagrees with VolumeBinding about which static PV a claim gets.
 
 from __future__ import annotations
 
-from netsched.framework import CycleState, FilterPlugin, Handle, NodeInfo, PluginArgs, PodInfo, Status
+from collections.abc import Sequence
+
+from netsched.framework import (
+    ClusterEventWithHint,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeInfo,
+    PluginArgs,
+    PodInfo,
+    Status,
+)
 from plugins.volume_binding.binder import ERR_REASON_NOT_ENOUGH_SPACE, VolumeBinder
 from plugins.volume_binding.plugin import STATE_KEY as VOLUME_BINDING_STATE
 from plugins.volumes import (
@@ -28,6 +39,7 @@ from plugins.volumes import (
     pod_claims,
     pod_has_claims,
 )
+from plugins.volumes.events import CAPACITIES, CLAIMS, CLASSES, DRIVERS, NODE_ADD_OR_LABEL
 
 NAME = "CheckCSIStorageCapacity"
 STATE_KEY = NAME + "/claims"
@@ -35,6 +47,10 @@ STATE_KEY = NAME + "/claims"
 
 class CheckCSIStorageCapacity(FilterPlugin):
     name = NAME
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """What its capacity check reads: claims, classes, drivers, capacities, node labels."""
+        return [CLASSES, CLAIMS, DRIVERS, CAPACITIES, NODE_ADD_OR_LABEL]
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)

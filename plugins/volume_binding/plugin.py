@@ -13,12 +13,14 @@ Semantics: kube v1.31 volumebinding (see README for the differences).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from netsched.framework import (
+    ClusterEventWithHint,
     Code,
     CycleState,
     FilterPlugin,
@@ -50,6 +52,7 @@ from plugins.volumes import (
     pod_has_claims,
     report_bad_object,
 )
+from plugins.volumes.events import CAPACITIES, CLAIMS, CLASSES, CSI_NODES, DRIVERS, NODE_ADD_OR_LABEL, VOLUMES
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,10 @@ class VolumeState:
 class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
     name = NAME
     Args = VolumeBindingArgs
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """Its claims, classes, volumes, CSI objects and node labels (kube v1.31; CSIDriver Add too)."""
+        return [CLASSES, CLAIMS, VOLUMES, NODE_ADD_OR_LABEL, CSI_NODES, DRIVERS, CAPACITIES]
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)

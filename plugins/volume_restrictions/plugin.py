@@ -15,11 +15,12 @@ ReadWriteOncePod count right for preemption's what-ifs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from netsched.framework import (
+    ClusterEventWithHint,
     CycleState,
     FilterPlugin,
     Handle,
@@ -32,6 +33,7 @@ from netsched.framework import (
     Status,
 )
 from plugins.volumes import VolumeObjectError, VolumeReader, report_bad_object
+from plugins.volumes.events import CLAIMS, NODE_ADD, POD_RELEASES
 
 NAME = "VolumeRestrictions"
 STATE_KEY = "PreFilter" + NAME
@@ -96,6 +98,10 @@ def volume_conflict(volume: dict[str, Any], existing: dict[str, Any]) -> bool:
 
 class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
     name = NAME
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """An assigned pod with volumes deleted, a node added, one of its claims created or changed."""
+        return [POD_RELEASES, NODE_ADD, CLAIMS]
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -11,9 +11,11 @@ node's value (a beta PV label also matches the node's GA label):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from netsched.framework import (
+    ClusterEventWithHint,
     CycleState,
     FilterPlugin,
     Handle,
@@ -26,6 +28,7 @@ from netsched.framework import (
     Status,
 )
 from plugins.volumes import Volume, VolumeObjectError, VolumeReader, report_bad_object
+from plugins.volumes.events import CLAIMS, CLASSES, NODE_ADD_OR_LABEL, VOLUMES
 
 NAME = "VolumeZone"
 STATE_KEY = "PreFilter" + NAME
@@ -72,6 +75,10 @@ def pv_topologies(pv: Volume) -> list[PVTopology]:
 
 class VolumeZone(PreFilterPlugin, FilterPlugin):
     name = NAME
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """Classes, claims, volumes and node labels (kube v1.31; class and claim updates too)."""
+        return [CLASSES, CLAIMS, VOLUMES, NODE_ADD_OR_LABEL]
 
     def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)

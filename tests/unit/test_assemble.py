@@ -80,3 +80,26 @@ def test_importing_the_package_stays_cheap() -> None:
     code = "import sys, netsched; print(sorted(m for m in sys.modules if m.startswith('netsched')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['netsched']"
+
+
+def test_the_queueing_hints_gate_decides_what_a_node_relabel_moves() -> None:
+    """--feature-gates SchedulerQueueingHints=false reaches the queue: a pod NodeResourcesFit
+    rejected is then moved by a node relabel, which with hints on (the default) moves nothing."""
+    from netsched.framework import NODE, ActionType, ClusterEvent
+    from netsched.queue import UNSCHEDULABLE
+
+    relabel = ClusterEvent(NODE, ActionType.UPDATE_NODE_LABEL, "NodeUpdate")
+    node = make_node("n").label("team", "a").info()
+    for hints_on, moved in ((True, 0), (False, 1)):
+        parts = _parts(queueing_hints=hints_on)
+        q = parts.queue
+        pod = make_pod("big").scheduler("a").req(cpu="64").info()
+        q.add(pod)
+        qp = q.pop(timeout=0)
+        assert qp is not None
+        qp.unschedulable_plugins = frozenset({"NodeResourcesFit"})
+        assert q.add_unschedulable_if_not_present(qp)
+        q.done(pod.uid)
+        assert q.move_all_to_active_or_backoff(relabel, old=node, new=node) == moved
+        assert (q.where(pod.uid) == UNSCHEDULABLE) is (moved == 0)
+        parts.scheduler.shutdown(1)

@@ -132,3 +132,13 @@ def test_ignored_flags_and_unknown_gates_are_warned(caplog: pytest.LogCaptureFix
     assert "flag=--kubeconfig" in text and "flag=--kube-api-qps" in text
     assert "Unknown feature gate; ignored gate=MadeUpGate" in text
     assert "gate=SchedulerQueueingHints" in text and "--port is deprecated" in text
+
+
+def test_the_queueing_hints_gate_is_applied_not_only_accepted(caplog: pytest.LogCaptureFixture) -> None:
+    from netsched.app import _warn_about_flags
+
+    cfg = load("", build_registry())
+    opts = parse_args(["--feature-gates=SchedulerQueueingHints=false"])
+    with caplog.at_level(logging.INFO, logger="netsched"):
+        _warn_about_flags(opts, cfg, apply_flags(cfg, opts))
+    assert "Feature gate applied gate=SchedulerQueueingHints value=False" in caplog.text

@@ -18,19 +18,27 @@ from netsched.framework import (
     Plugin,
     QueueingHint,
 )
+from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.types import PodInfo, QueuedPodInfo
 from netsched.queue import UNSCHEDULABLE, HintMap, SchedulingQueue
+from netsched.testing import volumes as vol
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.clock import FakeClock
+from netsched.testing.framework import build_plugin
 from plugins.inter_pod_affinity.plugin import InterPodAffinity
 from plugins.load_threshold.plugin import LoadThreshold
 from plugins.node_affinity.plugin import NodeAffinity
 from plugins.node_ports.plugin import NodePorts
 from plugins.node_resources_fit.plugin import NodeResourcesFit
 from plugins.node_unschedulable.plugin import NodeUnschedulable
+from plugins.node_volume_limits.plugin import NodeVolumeLimits
 from plugins.pod_topology_spread.plugin import PodTopologySpread
 from plugins.priority_sort.plugin import PrioritySort
 from plugins.taint_toleration.plugin import TaintToleration
+from plugins.volume_binding.capacity import CheckCSIStorageCapacity
+from plugins.volume_binding.plugin import VolumeBinding
+from plugins.volume_restrictions.plugin import VolumeRestrictions
+from plugins.volume_zone.plugin import VolumeZone
 
 NODE_ADD = ClusterEvent(NODE, ActionType.ADD, "NodeAdd")
 NODE_LABEL = ClusterEvent(NODE, ActionType.UPDATE_NODE_LABEL, "NodeUpdate")
@@ -207,7 +215,6 @@ def _hint(plugin: Plugin, event: ClusterEvent, pod: PodInfo, old: Any, new: Any)
 
 
 def _plugin(cls: type[Plugin]) -> Plugin:
-    from netsched.testing.framework import build_plugin
 
     if cls is LoadThreshold:
         # Needs the metrics hub to initialise; its registrations read no instance state.
@@ -291,3 +298,113 @@ def test_plugin_hint(
 def test_no_in_tree_hinted_plugin_registers_heartbeats() -> None:
     for cls in (NodeResourcesFit, NodeAffinity, TaintToleration, NodeUnschedulable, InterPodAffinity):
         assert _hint(_plugin(cls), HEARTBEAT, big, plain_node, plain_node) is None
+
+
+@pytest.mark.parametrize(
+    ("pod", "old", "new", "expected"),
+    [
+        # The pod's own terms match before and after; the relabel makes the node match the
+        # profile's addedAffinity (kube would skip here, leaving the pod to the periodic flush).
+        (big, plain_node, make_node("n").label("pool", "batch").info(), Q),
+        (big, None, plain_node, S),
+        (big, None, make_node("n").label("pool", "batch").info(), Q),
+        (big, make_node("n").label("pool", "batch").info(), make_node("n").label("pool", "batch").info(), S),
+        # Admitted by addedAffinity before and after, the pod's own terms decide.
+        (
+            ssd,
+            make_node("n").label("pool", "batch").info(),
+            make_node("n").label("pool", "batch").label("disk", "ssd").info(),
+            Q,
+        ),
+        (ssd, make_node("n").label("pool", "batch").info(), make_node("n").label("pool", "batch").info(), S),
+    ],
+)
+def test_node_affinity_hint_counts_added_affinity(
+    pod: PodInfo, old: Any, new: Any, expected: QueueingHint
+) -> None:
+    args = {
+        "addedAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["batch"]}]}
+                ]
+            }
+        }
+    }
+    errs = ErrorList()
+    plugin = build_plugin(NodeAffinity, NodeAffinity.Args.decode(Fields(args, "args", errs)))
+    assert not list(errs)
+    event = NODE_ADD if old is None else NODE_LABEL
+    assert _hint(plugin, event, pod, old, new) == expected
+
+
+# ---------------------------------------------------------------- volume plugins
+
+
+def _obj_event(kind: str, action: ActionType) -> ClusterEvent:
+    return ClusterEvent(kind, action)
+
+
+PVC_ADD = _obj_event("PersistentVolumeClaim", ActionType.ADD)
+PVC_UPDATE = _obj_event("PersistentVolumeClaim", ActionType.UPDATE_OTHER)
+PV_ADD = _obj_event("PersistentVolume", ActionType.ADD)
+SC_ADD = _obj_event("StorageClass", ActionType.ADD)
+SC_UPDATE = _obj_event("StorageClass", ActionType.UPDATE_OTHER)
+CAP_ADD = _obj_event("CSIStorageCapacity", ActionType.ADD)
+CAP_UPDATE = _obj_event("CSIStorageCapacity", ActionType.UPDATE_OTHER)
+CSINODE_ADD = _obj_event("CSINode", ActionType.ADD)
+PDB_UPDATE = _obj_event("PodDisruptionBudget", ActionType.UPDATE_OTHER)
+
+claimant = make_pod("p").pvc("data").info()
+own_claim = vol.pvc("data")
+other_claim = vol.pvc("logs")
+foreign_claim = vol.pvc("data", namespace="other")
+sc_zone_a = vol.storage_class("fast", topologies={"topology.kubernetes.io/zone": ["a"]})
+sc_zone_ab = vol.storage_class("fast", topologies={"topology.kubernetes.io/zone": ["a", "b"]})
+sc_relabelled = {**sc_zone_a, "metadata": {"name": "fast", "resourceVersion": "2", "labels": {"x": "y"}}}
+cap_small = vol.capacity("c", "fast", "1Gi")
+cap_large = vol.capacity("c", "fast", "10Gi")
+cap_max_set = vol.capacity("c", "fast", "10Gi", maximum_volume_size="1Gi")
+bound_claimant = make_pod("o").pvc("data").node("n").info()
+bound_plain = make_pod("o").node("n").info()
+
+
+@pytest.mark.parametrize(
+    ("cls", "event", "pod", "old", "new", "expected"),
+    [
+        (VolumeBinding, PVC_ADD, claimant, None, own_claim, Q),
+        (VolumeBinding, PVC_ADD, claimant, None, other_claim, S),
+        (VolumeBinding, PVC_UPDATE, claimant, foreign_claim, foreign_claim, S),
+        (VolumeBinding, PVC_ADD, claimant, None, {"metadata": {}}, Q),  # unreadable: queue
+        (VolumeBinding, PV_ADD, claimant, None, vol.pv("pv1"), Q),
+        (VolumeBinding, SC_ADD, claimant, None, sc_zone_a, Q),
+        (VolumeBinding, SC_UPDATE, claimant, sc_zone_a, sc_zone_ab, Q),
+        (VolumeBinding, SC_UPDATE, claimant, sc_zone_a, sc_relabelled, S),
+        (VolumeBinding, CAP_ADD, claimant, None, cap_small, Q),
+        (VolumeBinding, CAP_UPDATE, claimant, cap_small, cap_large, Q),
+        (VolumeBinding, CAP_UPDATE, claimant, cap_large, cap_small, S),
+        (VolumeBinding, CAP_UPDATE, claimant, cap_large, cap_max_set, S),
+        (VolumeBinding, NODE_LABEL, claimant, plain_node, ssd_node, Q),
+        (VolumeBinding, NODE_ALLOC, claimant, small_node, large_node, None),
+        (VolumeBinding, POD_DELETE, claimant, bound_claimant, None, None),
+        (VolumeBinding, PDB_UPDATE, claimant, None, None, None),
+        (CheckCSIStorageCapacity, CAP_UPDATE, claimant, cap_small, cap_large, Q),
+        (CheckCSIStorageCapacity, PV_ADD, claimant, None, vol.pv("pv1"), None),
+        (VolumeZone, PV_ADD, claimant, None, vol.pv("pv1"), Q),
+        (VolumeZone, PVC_ADD, claimant, None, other_claim, S),
+        (VolumeZone, POD_DELETE, claimant, bound_claimant, None, None),
+        (VolumeRestrictions, POD_DELETE, claimant, bound_claimant, None, Q),
+        (VolumeRestrictions, POD_DELETE, claimant, bound_plain, None, S),
+        (VolumeRestrictions, PVC_ADD, claimant, None, own_claim, Q),
+        (VolumeRestrictions, NODE_ADD, claimant, None, plain_node, Q),
+        (VolumeRestrictions, NODE_LABEL, claimant, plain_node, ssd_node, None),
+        (NodeVolumeLimits, CSINODE_ADD, claimant, None, vol.csi_node("n", {"csi.example.com": 2}), Q),
+        (NodeVolumeLimits, POD_DELETE, claimant, bound_claimant, None, Q),
+        (NodeVolumeLimits, POD_DELETE, claimant, bound_plain, None, S),
+        (NodeVolumeLimits, PV_ADD, claimant, None, vol.pv("pv1"), None),
+    ],
+)
+def test_volume_plugin_hint(
+    cls: type[Plugin], event: ClusterEvent, pod: PodInfo, old: Any, new: Any, expected: QueueingHint | None
+) -> None:
+    assert _hint(_plugin(cls), event, pod, old, new) == expected
