@@ -4,7 +4,14 @@ Plugin code only marks a gang dirty; a writer thread recomputes the status
 from the pods themselves (members placed, running, waiting at Permit) and
 patches `status` through the status subresource when it differs from what is
 stored.  Nothing is lost to a crash: the status is a function of the pods, so
-the next scheduler recomputes it the first time it sees the group.  An API
+the next scheduler recomputes it the first time it sees the group.
+
+The watch cache lags the writer's own patches, so "what is stored" is what
+this writer last wrote for the group when it has written since (else the
+cached object), and the patch carries no resourceVersion: the status is
+derived from the pods, the last computation is the right one, and a stale
+cached version must not turn a correct write into a Conflict that nobody
+retries.  A failed write is retried after RETRY_SECONDS.  An API
 whose writes are local and cheap (`synchronous = True`: the in-memory
 cluster) is written inline, so simulations stay deterministic.
 """
@@ -17,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from netsched.framework import Handle
-from netsched.kube.errors import Conflict, NotFound
+from netsched.kube.errors import NotFound
 from netsched.kube.resources import PODGROUPS
 from plugins.coscheduling.groups import PodGroup
 
@@ -28,6 +35,7 @@ Compute = Callable[[str], tuple[PodGroup, dict[str, Any]] | None]
 
 
 IDLE_EXIT_SECONDS = 30.0
+RETRY_SECONDS = 1.0
 
 
 class StatusWriter:
@@ -39,6 +47,8 @@ class StatusWriter:
         self._busy = False
         self._inline = bool(getattr(handle.api, "synchronous", False))
         self._thread: threading.Thread | None = None
+        # group -> the status this writer last patched (the watch cache may not show it yet)
+        self._written: dict[str, dict[str, Any]] = {}
         self.writes = 0
 
     def mark(self, group: str) -> None:
@@ -68,33 +78,46 @@ class StatusWriter:
                 groups, self._dirty = sorted(self._dirty), set()
                 self._busy = True
             try:
-                for g in groups:
-                    self._write(g)
+                failed = [g for g in groups if not self._write(g)]
+                if failed:
+                    self._retry_later(failed)
             finally:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
 
-    def _write(self, group: str) -> None:
+    def _retry_later(self, groups: list[str]) -> None:
+        def again() -> None:
+            for g in groups:
+                self.mark(g)
+
+        timer = threading.Timer(RETRY_SECONDS, again)
+        timer.daemon = True
+        timer.start()
+
+    def _write(self, group: str) -> bool:
+        """Bring the group's status up to date; False when the write failed (retry later)."""
         try:
             got = self._compute(group)
             if got is None:
-                return
+                self._written.pop(group, None)
+                return True
             pg, status = got
-            if all(_same(pg.status.get(k), v) for k, v in status.items()):
-                return
-            patch: dict[str, Any] = {"status": status}
-            if pg.resource_version:
-                patch["metadata"] = {"resourceVersion": pg.resource_version}
-            self._handle.api.patch_object(PODGROUPS, pg.namespace, pg.name, patch, subresource="status")
+            stored = self._written.get(group, pg.status)
+            if all(_same(stored.get(k), v) for k, v in status.items()):
+                return True
+            self._handle.api.patch_object(
+                PODGROUPS, pg.namespace, pg.name, {"status": status}, subresource="status"
+            )
+            self._written[group] = status
             self.writes += 1
-        except Conflict:
-            # Someone wrote in between: recompute from the newer object on the next mark.
-            log.info("PodGroup status changed meanwhile; will recompute podgroup=%s", group)
+            return True
         except NotFound:
-            return
-        except Exception as e:  # a status write is best effort: the next change rewrites it
-            log.warning("Could not update PodGroup status podgroup=%s err=%s", group, e)
+            self._written.pop(group, None)
+            return True
+        except Exception as e:  # retried; the status is recomputed from the pods then
+            log.warning("Could not update PodGroup status; will retry podgroup=%s err=%s", group, e)
+            return self._inline  # inline (in-memory) writes are not retried from a thread
 
 
 def _same(a: object, b: object) -> bool:

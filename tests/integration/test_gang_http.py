@@ -160,7 +160,11 @@ def test_two_gangs_competing_for_room_for_one_get_all_or_nothing(
     wait_until(lambda: events(server, f"{loser}0", "FailedScheduling"), what="loser FailedScheduling")
     wait_until(lambda: holds_nothing(app), what="nothing held")
     assert bound(server, loser) == []
-    assert group_status(server, loser).get("phase") in (None, "Pending", "PreScheduling")
+    # The status writer is asynchronous: the loser's phase settles back once nothing waits.
+    wait_until(
+        lambda: group_status(server, loser).get("phase") in (None, "Pending", "PreScheduling"),
+        what="loser status back to PreScheduling",
+    )
     assert status_patches(server) > 0
 
 

@@ -36,3 +36,49 @@ def test_idle_writer_thread_ends_and_a_new_mark_starts_another(monkeypatch: pyte
     written.clear()
     writer.mark("default/b")
     assert written.wait(5) and computed == ["default/a", "default/b"]
+
+
+def _group(status: dict[str, Any]) -> PodGroup:
+    return PodGroup("default", "g", 2, status=status, resource_version="7")
+
+
+def test_a_status_is_compared_with_what_the_writer_last_wrote_not_the_lagging_cache() -> None:
+    """The cache still shows PreScheduling while the writer already wrote Scheduling: going back
+    to PreScheduling must be written (comparing with the cache would skip it and leave the
+    server at Scheduling), and no patch carries the cache's stale resourceVersion."""
+    api = RecordingAPI()
+    fwk = build_framework([], api=api)
+    cached = {"phase": "PreScheduling", "scheduled": 0, "running": 0}
+    wanted = [{"phase": "Scheduling", "scheduled": 0, "running": 0}, dict(cached), dict(cached)]
+
+    writer = StatusWriter(fwk, lambda _g: (_group(cached), wanted.pop(0)))
+    writer._inline = True  # write on this thread: the sequence is the test
+    for _ in range(3):
+        writer.mark("default/g")
+    phases = [p[3]["status"]["phase"] for p in api.patches]
+    assert phases == ["Scheduling", "PreScheduling"]  # the third equals the last write: skipped
+    assert all("metadata" not in p[3] for p in api.patches)
+
+
+def test_a_failed_write_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(status_mod, "RETRY_SECONDS", 0.05)
+    api = RecordingAPI()
+    fwk = build_framework([], api=api)
+    calls = {"n": 0}
+    real = api.patch_object
+
+    def flaky(*args: Any, **kw: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ConnectionError("apiserver went away")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(api, "patch_object", flaky)
+    writer = StatusWriter(fwk, lambda _g: (_group({}), {"phase": "Scheduled", "scheduled": 2, "running": 0}))
+    writer.mark("default/g")
+    deadline = threading.Event()
+    for _ in range(100):
+        if api.patches:
+            break
+        deadline.wait(0.05)
+    assert calls["n"] == 2 and api.patches[0][3]["status"]["phase"] == "Scheduled"
