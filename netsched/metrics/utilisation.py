@@ -74,6 +74,23 @@ def network_load(src: MetricSource, snapshot: Snapshot) -> NetworkLoad:
     return NetworkLoad(np.fmax(rx + est.rx, tx + est.tx), speed, rx_ok & tx_ok, True)
 
 
+def cold_link_scores(src: MetricSource, snapshot: Snapshot, idx: IntArray) -> FloatArray:
+    """Scores 0..100 of snapshot rows `idx`, inversely to link utilisation (NetworkTraffic's
+    formula): busier direction / link speed, or relative to the busiest fresh row where a node
+    has no link speed; rows without fresh samples filled by fill_stale."""
+    net = network_load(src, snapshot)
+    busy, speed, fresh = net.busy[idx], net.speed[idx], net.fresh[idx]
+    has_speed = np.isfinite(speed) & (speed > 0)
+    relative = fresh & ~has_speed
+    ref = float(busy[relative].max()) if relative.any() else 0.0
+    u = np.zeros(len(idx))
+    np.divide(busy, speed, out=u, where=has_speed)
+    if ref > 0:
+        np.divide(busy, ref, out=u, where=~has_speed)
+    cold = MAX_NODE_SCORE * (1.0 - np.clip(np.nan_to_num(u, nan=0.0), 0.0, 1.0))
+    return fill_stale(cold, fresh, src.fail_closed)
+
+
 def resource_usage(src: MetricSource, snapshot: Snapshot, resources: tuple[str, ...]) -> dict[str, Usage]:
     """CPU and/or memory utilisation per row (resources: netsched.metrics CPU / MEMORY)."""
     n = len(snapshot)

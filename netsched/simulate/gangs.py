@@ -30,7 +30,7 @@ import numpy as np
 
 from netsched.framework.fields import ErrorList, Fields, join
 from netsched.kube.resources import PODGROUPS
-from netsched.simulate.generators import Names, _items, _pod_generator
+from netsched.simulate.generators import Names, _items, _pod_generator, named_object
 
 PODGROUPS_KEY = PODGROUPS.key
 PODGROUP_API_VERSION = f"{PODGROUPS.group}/{PODGROUPS.version}"
@@ -77,12 +77,8 @@ def decode_pod_groups(raw: Any, errs: ErrorList, rng: np.random.Generator) -> Po
 
 
 def _object(item: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any] | None:
-    if item.get("kind", "PodGroup") != "PodGroup":
-        errs.unsupported(f"{path}.kind", item.get("kind"), ["PodGroup"])
-        return None
-    meta = item.get("metadata")
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-        errs.required(f"{path}.metadata.name")
+    meta = named_object(item, path, errs, "PodGroup")
+    if meta is None:
         return None
     spec = item.get("spec")
     mm = spec.get("minMember") if isinstance(spec, dict) else None

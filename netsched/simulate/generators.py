@@ -164,13 +164,25 @@ def decode_nodes(raw: Any, errs: ErrorList, rng: np.random.Generator) -> NodeSet
     return out
 
 
-def _node_object(item: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any] | None:
-    if item.get("kind", "Node") != "Node":
-        errs.unsupported(f"{path}.kind", item.get("kind"), ["Node"])
+def named_object(item: Any, path: str, errs: ErrorList, kind: str | None = None) -> dict[str, Any] | None:
+    """The object's metadata when it is a mapping of the expected kind (absent kind: that kind)
+    with a metadata.name; otherwise the error is recorded at its path and None returned."""
+    if not isinstance(item, dict):
+        errs.invalid(path, type(item).__name__, "must be a mapping")
+        return None
+    if kind is not None and item.get("kind", kind) != kind:
+        errs.unsupported(f"{path}.kind", item.get("kind"), [kind])
         return None
     meta = item.get("metadata")
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
         errs.required(f"{path}.metadata.name")
+        return None
+    return meta
+
+
+def _node_object(item: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any] | None:
+    meta = named_object(item, path, errs, "Node")
+    if meta is None:
         return None
     status = item.get("status")
     if not isinstance(status, dict) or not (status.get("allocatable") or status.get("capacity")):
@@ -266,12 +278,8 @@ def decode_pods(
 def _pod_object(
     item: dict[str, Any], path: str, errs: ErrorList, nodes: list[str] | None
 ) -> dict[str, Any] | None:
-    if item.get("kind", "Pod") != "Pod":
-        errs.unsupported(f"{path}.kind", item.get("kind"), ["Pod"])
-        return None
-    meta = item.get("metadata")
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-        errs.required(f"{path}.metadata.name")
+    meta = named_object(item, path, errs, "Pod")
+    if meta is None:
         return None
     obj = copy.deepcopy(item)
     obj.setdefault("apiVersion", "v1")

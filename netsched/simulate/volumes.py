@@ -29,6 +29,7 @@ from typing import Any
 
 from netsched.cache.objects import ObjectStore
 from netsched.framework.fields import Fields, join
+from netsched.simulate.generators import named_object
 
 PVS = "persistentvolumes"
 PVCS = "persistentvolumeclaims"
@@ -56,9 +57,8 @@ def decode_volumes(f: Fields) -> Volumes:
         objs = []
         for i, raw in enumerate(f.list(section)):
             path = join(join(f.path, section), i)
-            meta = raw.get("metadata") if isinstance(raw, dict) else None
-            if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-                f.errs.required(join(path, "metadata.name"))
+            meta = named_object(raw, path, f.errs)
+            if meta is None:
                 continue
             obj = copy.deepcopy(raw)
             obj["metadata"].setdefault("resourceVersion", "1")

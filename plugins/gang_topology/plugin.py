@@ -37,7 +37,7 @@ from netsched.framework import (
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
 from netsched.metrics.mapping import FloatArray
 from netsched.metrics.scoring import MetricScorePlugin
-from netsched.metrics.utilisation import fill_stale, network_load, source_for, to_int_scores
+from netsched.metrics.utilisation import cold_link_scores, source_for, to_int_scores
 from plugins.coscheduling.groups import group_name
 from plugins.gang_topology.args import GangTopologyArgs
 
@@ -96,14 +96,4 @@ class GangTopology(MetricScorePlugin):
 
     def link(self, snapshot: Snapshot, idx: IntArray) -> FloatArray:
         """1 - link utilisation per candidate, in [0, 1] (NetworkTraffic's u)."""
-        net = network_load(self.source, snapshot)
-        busy, speed, fresh = net.busy[idx], net.speed[idx], net.fresh[idx]
-        has_speed = np.isfinite(speed) & (speed > 0)
-        relative = fresh & ~has_speed
-        ref = float(busy[relative].max()) if relative.any() else 0.0
-        u = np.zeros(len(idx))
-        np.divide(busy, speed, out=u, where=has_speed)
-        if ref > 0:
-            np.divide(busy, ref, out=u, where=~has_speed)
-        cold = MAX_NODE_SCORE * (1.0 - np.clip(np.nan_to_num(u, nan=0.0), 0.0, 1.0))
-        return fill_stale(cold, fresh, self.source.fail_closed) / MAX_NODE_SCORE
+        return cold_link_scores(self.source, snapshot, idx) / MAX_NODE_SCORE

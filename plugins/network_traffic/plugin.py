@@ -23,10 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from netsched.framework import (
-    MAX_NODE_SCORE,
     METRICS_POLLED,
     NODE,
     ActionType,
@@ -40,7 +37,7 @@ from netsched.framework import (
 )
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
 from netsched.metrics.scoring import MetricScorePlugin
-from netsched.metrics.utilisation import fill_stale, network_load, source_for, to_int_scores
+from netsched.metrics.utilisation import cold_link_scores, source_for, to_int_scores
 from plugins.network_traffic.args import NetworkTrafficArgs
 
 
@@ -67,14 +64,4 @@ class NetworkTraffic(MetricScorePlugin):
 
     def scores(self, snapshot: Snapshot, idx: IntArray) -> IntArray:
         """Scores of snapshot rows `idx` (see the module docstring for the formula)."""
-        net = network_load(self.source, snapshot)
-        busy, speed, fresh = net.busy[idx], net.speed[idx], net.fresh[idx]
-        has_speed = np.isfinite(speed) & (speed > 0)
-        relative = fresh & ~has_speed
-        ref = float(busy[relative].max()) if relative.any() else 0.0
-        u = np.zeros(len(idx))
-        np.divide(busy, speed, out=u, where=has_speed)
-        if ref > 0:
-            np.divide(busy, ref, out=u, where=~has_speed)
-        raw = MAX_NODE_SCORE * (1.0 - np.clip(np.nan_to_num(u, nan=0.0), 0.0, 1.0))
-        return to_int_scores(fill_stale(raw, fresh, self.source.fail_closed))
+        return to_int_scores(cold_link_scores(self.source, snapshot, idx))
