@@ -156,3 +156,9 @@ class _NoObjects:
 
     def get(self, key: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return None
+
+    def add_index(self, key: str, name: str, fn: Callable[[Mapping[str, Any]], Iterable[str]]) -> None:
+        return None
+
+    def by_index(self, key: str, name: str, value: str) -> Sequence[Mapping[str, Any]]:
+        return []

@@ -634,6 +634,11 @@ class ObjectReader(Protocol):
 
     def get(self, key: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
 
+    def add_index(self, key: str, name: str, fn: Callable[[Mapping[str, Any]], Iterable[str]]) -> None:
+        """Keep objects of `key` indexed by `fn` (idempotent per name; client-go's Indexer)."""
+
+    def by_index(self, key: str, name: str, value: str) -> Sequence[Mapping[str, Any]]: ...
+
 
 PluginFactory = type[Plugin]
 

@@ -145,7 +145,7 @@ class VolumeBinder:
         ones no node could give them (claimed by another claim, terminating), which
         FindMatchingVolume would skip on every node anyway."""
         out: dict[str, list[Volume]] = {c.storage_class: [] for c in claims}
-        for stored in self.reader.volumes(errors):
+        for stored in self.reader.volumes_for(list(out), claims, errors):
             if stored.storage_class not in out:
                 continue
             pv = self.assumed.pv(stored)

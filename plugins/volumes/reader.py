@@ -5,11 +5,17 @@ every change, so a memo keyed by name that remembers the dict it parsed (by
 identity) re-parses exactly the objects that changed.  One reader per plugin
 instance (never a module global), shared by the scheduling and binding threads:
 the memo only ever maps a name to a complete (raw, record) pair.
+
+PersistentVolumes are also indexed in the store (kube's assume cache indexes
+them by class): the ones no claim holds, by StorageClass; the ones a claimRef
+names, by that claim; the malformed ones apart, so they are still reported.  A
+pod's PreFilter reads only those, never every PV of the cluster (dynamically
+provisioned volumes pile up bound, and a scan per pod grows with them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from netsched.framework import Handle
@@ -62,11 +68,34 @@ class _Table(Generic[T]):
         return got[1]
 
 
+AVAILABLE_BY_CLASS = "netsched/pv-available-by-class"
+BY_CLAIM = "netsched/pv-by-claim"
+_MALFORMED = "\x00malformed"
+
+
+def _available_class(raw: Mapping[str, Any]) -> list[str]:
+    try:
+        pv = parse_volume(raw)
+    except VolumeObjectError:
+        return [_MALFORMED]
+    return [pv.storage_class] if pv.claim_ref is None and not pv.deleting else []
+
+
+def _claim_key(raw: Mapping[str, Any]) -> list[str]:
+    try:
+        ref = parse_volume(raw).claim_ref
+    except VolumeObjectError:
+        return []
+    return [] if ref is None else [f"{ref.namespace}/{ref.name}"]
+
+
 class VolumeReader:
     """Typed, memoised reads of the six storage kinds (None / empty when not watched)."""
 
     def __init__(self, handle: Handle) -> None:
         self._handle = handle
+        handle.objects.add_index(PVS_KEY, AVAILABLE_BY_CLASS, _available_class)
+        handle.objects.add_index(PVS_KEY, BY_CLAIM, _claim_key)
         self._pvs = _Table(PVS_KEY, parse_volume)
         self._pvcs = _Table(PVCS_KEY, parse_claim)
         self._classes = _Table(STORAGECLASSES_KEY, parse_storage_class)
@@ -94,9 +123,27 @@ class VolumeReader:
     def volume(self, name: str) -> Volume | None:
         return self._get(self._pvs, "", name)
 
-    def volumes(self, errors: list[VolumeObjectError] | None = None) -> list[Volume]:
-        """Every PV that parses; the others are appended to `errors`."""
-        return self._list(self._pvs, errors)
+    def volumes_for(
+        self, classes: Iterable[str], claims: Iterable[Claim], errors: list[VolumeObjectError] | None = None
+    ) -> list[Volume]:
+        """The PVs that may serve `claims`: unclaimed ones of `classes`, the ones whose claimRef
+        names one of `claims`, and (to report them) the malformed ones; sorted by name."""
+        objects = self._handle.objects
+        raws: dict[str, Mapping[str, Any]] = {}
+        for value in (*classes, _MALFORMED):
+            for raw in objects.by_index(PVS_KEY, AVAILABLE_BY_CLASS, value):
+                raws[str((raw.get("metadata") or {}).get("name") or "")] = raw
+        for claim in claims:
+            for raw in objects.by_index(PVS_KEY, BY_CLAIM, claim.key):
+                raws[str((raw.get("metadata") or {}).get("name") or "")] = raw
+        out = []
+        for _, raw in sorted(raws.items()):
+            try:
+                out.append(self._pvs.parsed(raw))
+            except VolumeObjectError as e:
+                if errors is not None:
+                    errors.append(e)
+        return out
 
     def storage_class(self, name: str) -> StorageClassInfo | None:
         return self._get(self._classes, "", name)

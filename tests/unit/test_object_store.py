@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from netsched.cache import ObjectStore
 from netsched.kube.resources import NAMESPACES, OBJECT_KINDS, PODDISRUPTIONBUDGETS, Resource
 from netsched.testing.framework import build_framework
@@ -96,3 +98,33 @@ def test_changes_to_a_requeue_kind_move_unschedulable_pods_and_others_do_not() -
     store.apply(claims.key, "DELETED", _obj("data", "x"))
     store.apply(PODDISRUPTIONBUDGETS.key, "ADDED", _obj("guard", "x"))
     assert moved == ["PersistentVolumeClaimAdd", "PersistentVolumeClaimDelete"]
+
+
+def _by_class(obj: Any) -> list[str]:
+    spec = obj.get("spec") or {}
+    if spec.get("broken"):
+        raise ValueError("malformed")
+    return [] if spec.get("claimRef") else [str(spec.get("class", ""))]
+
+
+def test_an_index_follows_adds_changes_and_deletes_and_covers_objects_stored_before_it() -> None:
+    store = ObjectStore()
+    on = store.handler("persistentvolumes")
+    on("ADDED", _obj("early", spec={"class": "fast"}))
+    store.add_index("persistentvolumes", "by-class", _by_class)
+    store.add_index("persistentvolumes", "by-class", lambda _o: ["ignored"])  # second call: kept first
+    on("ADDED", _obj("a", spec={"class": "fast"}))
+    on("ADDED", _obj("b", spec={"class": "slow"}))
+
+    def names(value: str) -> list[str]:
+        return sorted(o["metadata"]["name"] for o in store.by_index("persistentvolumes", "by-class", value))
+
+    assert names("fast") == ["a", "early"] and names("slow") == ["b"] and names("ignored") == []
+    on("MODIFIED", _obj("a", spec={"class": "fast", "claimRef": {"name": "c"}}))  # leaves the index
+    on("MODIFIED", _obj("b", spec={"class": "fast"}))  # moves between values
+    assert names("fast") == ["b", "early"] and names("slow") == []
+    on("MODIFIED", _obj("b", spec={"broken": True}))  # an index function that raises: not indexed
+    on("DELETED", _obj("early", spec={"class": "fast"}))
+    assert names("fast") == [] and len(store.list("persistentvolumes")) == 2
+    with pytest.raises(KeyError):
+        store.by_index("persistentvolumes", "no-such-index", "fast")

@@ -654,3 +654,26 @@ def test_malformed_storage_class_is_an_event_and_no_other_volume_plugin_crashes(
     assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and st.plugin == "VolumeBinding"
     assert "StorageClass fast: volumeBindingMode: Unsupported value: 'Eventually'" in st.reasons[0]
     assert any("StorageClass fast: volumeBindingMode" in e[4] for e in events.events)
+
+
+def test_prefilter_reads_only_the_pvs_that_could_serve_the_pod() -> None:
+    """Free PVs of the claim's class, the PV pre-bound to it, and malformed PVs (reported); not
+    the PVs other claims hold, nor other classes' (kube's assume cache indexes PVs by class)."""
+    claim = pvc("data", storage_class="local")
+    other = pvc("other", storage_class="local", volume="taken", bound=True)
+    pvs = [
+        pv("free", storage_class="local"),
+        pv("mine", storage_class="local", claim=claim),
+        pv("taken", storage_class="local", claim=other),
+        pv("elsewhere", storage_class="fast"),
+        pv("bad", storage_class="local", affinity=node_affinity(ZONE, "a", operator="Near")),
+    ]
+    fwk, _, _ = framework(pvcs=[claim, other], pvs=pvs, classes=[LOCAL, FAST])
+    binder = plugin_of(fwk, VolumeBinding).binder
+    errors: list[Any] = []
+    got = binder.reader.volumes_for(["local"], [binder.claim("default", "data")], errors)
+    assert [v.name for v in got] == ["free", "mine"]
+    assert [str(e) for e in errors] and "PersistentVolume bad" in str(errors[0])
+    # A PV that a claim releases (claimRef removed) becomes available in its class again.
+    store(fwk).apply("persistentvolumes", "MODIFIED", pv("taken", storage_class="local"))
+    assert [v.name for v in binder.reader.volumes_for(["local"], [])] == ["free", "taken"]
