@@ -11,10 +11,12 @@ netsched.kube.errors and retries transient ones with tenacity. Watches use
 
 Requests netsched makes itself (bindings, events, status patches, lists and
 watches) go through `request` / `stream`: the URL, headers and JSON body are
-built here and handed to the ApiClient's urllib3 pool (so TLS verification,
-client certificates and the proxy stay the kubeconfig's), skipping the
-generated client's per-call argument validation and serialisation, which cost
-more CPU than the HTTPS request itself. The generated API groups (`core`,
+built here, skipping the generated client's per-call argument validation and
+serialisation, which cost more CPU than the HTTPS request itself. `request`
+sends them on netsched.kube.transport (pooled keep-alive sockets, a fifth of
+urllib3's CPU per request) when the kubeconfig allows, else on the ApiClient's
+urllib3 pool; `stream` (watches) always uses urllib3. TLS verification, client
+certificates and tls-server-name are the kubeconfig's either way. The generated API groups (`core`,
 `events`, ...) are built on first use only: constructing them takes about a
 second, and the scheduler's hot paths never need them.
 """
@@ -41,6 +43,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from netsched.kube.errors import ApiError, from_exception, from_response, is_request_error, is_transient
 from netsched.kube.ratelimit import TokenBucket
+from netsched.kube.transport import Transport
 
 log = logging.getLogger(__name__)
 k8s_config: Any = _k8s_config  # the config loaders are untyped
@@ -137,8 +140,10 @@ class KubeClient:
         retry: RetrySettings | None = None,
         timeout: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        transport: Transport | None = None,
     ) -> None:
         self.api_client = api_client
+        self.transport = transport
         self.limiter = limiter if limiter is not None else TokenBucket(0, 1)
         self.timeout = timeout
         self.retry_settings = retry or RetrySettings()
@@ -187,7 +192,7 @@ class KubeClient:
         any JSON value (sent as `content_type`), `timeout` seconds or a
         (connect, read) pair (default: the client's).
         """
-        send = partial(self.send, method, path, query, body, content_type)
+        send = partial(self.sender, method, path, query, body, content_type)
         if timeout is None:
             return self.call(verb, resource, send, retry=retry)
         return self.call(verb, resource, send, retry=retry, _request_timeout=timeout)
@@ -213,22 +218,10 @@ class KubeClient:
 
         A reply outside 2xx is read and raised as its netsched.kube.errors class.
         """
-        cfg = self.api_client.configuration
-        url = f"{cfg.host}{path}"
-        if query:
-            url += "?" + "&".join(f"{quote(k)}={quote(_query_value(v), safe='')}" for k, v in query)
-        headers = dict(self.api_client.default_headers)
-        headers["Accept"] = JSON
-        for auth in cfg.auth_settings().values():  # runs the token refresh hook (exec plugins, SA tokens)
-            if auth.get("in") == "header" and auth.get("value"):
-                headers[auth["key"]] = auth["value"]
-        data: bytes | None = None
-        if body is not None:
-            data = json.dumps(body, separators=(",", ":")).encode()
-            headers["Content-Type"] = content_type
+        target, headers, data = self._prepare(path, query, body, content_type)
         resp = self.api_client.rest_client.pool_manager.request(
             method,
-            url,
+            f"{self.api_client.configuration.host}{target}",
             body=data,
             headers=headers,
             timeout=_timeout(_request_timeout),
@@ -239,6 +232,48 @@ class KubeClient:
             resp.release_conn()
             raise from_response(resp.status, str(resp.reason or ""), err_body, resp.headers)
         return resp
+
+    @property
+    def sender(self) -> Callable[..., Any]:
+        """`send_lean` when the transport serves this cluster, else `send` (same arguments)."""
+        return self.send if self.transport is None else self.send_lean
+
+    def send_lean(
+        self,
+        method: str,
+        path: str,
+        query: Query,
+        body: Any,
+        content_type: str,
+        _request_timeout: Any = None,
+        _preload_content: bool = False,
+    ) -> Any:
+        """`send` on netsched.kube.transport: the whole reply, read; non-2xx raised the same way."""
+        assert self.transport is not None
+        target, headers, data = self._prepare(path, query, body, content_type)
+        resp = self.transport.request(method, target, headers, data, _connect_read(_request_timeout))
+        if not 200 <= resp.status <= 299:
+            raise from_response(resp.status, resp.reason, resp.data, resp.headers)
+        return resp
+
+    def _prepare(
+        self, path: str, query: Query, body: Any, content_type: str
+    ) -> tuple[str, dict[str, str], bytes | None]:
+        """The request target (path and query), headers (credentials included) and body bytes."""
+        cfg = self.api_client.configuration
+        target = path
+        if query:
+            target += "?" + "&".join(f"{quote(k)}={quote(_query_value(v), safe='')}" for k, v in query)
+        headers = dict(self.api_client.default_headers)
+        headers["Accept"] = JSON
+        for auth in cfg.auth_settings().values():  # runs the token refresh hook (exec plugins, SA tokens)
+            if auth.get("in") == "header" and auth.get("value"):
+                headers[auth["key"]] = auth["value"]
+        data: bytes | None = None
+        if body is not None:
+            data = json.dumps(body, separators=(",", ":")).encode()
+            headers["Content-Type"] = content_type
+        return target, headers, data
 
     def call(
         self, verb: str, resource: str, fn: Callable[..., Any], *args: Any, retry: bool = True, **kwargs: Any
@@ -336,6 +371,15 @@ def _timeout(value: Any) -> urllib3.Timeout | None:
     return urllib3.Timeout(total=value)
 
 
+def _connect_read(value: Any) -> tuple[float | None, float | None]:
+    """_request_timeout as (connect, read) seconds for the transport (None: no limit)."""
+    if not value:
+        return None, None
+    if isinstance(value, tuple | list) and len(value) == 2:
+        return value[0], value[1]
+    return float(value), float(value)
+
+
 def _parse_body(data: bytes | None) -> JsonObj:
     if not data:
         return {}
@@ -412,7 +456,13 @@ def build_api_client(
         pool_size,
         timeout,
     )
-    return KubeClient(api_client, limiter=TokenBucket(qps, burst), retry=retry, timeout=timeout)
+    return KubeClient(
+        api_client,
+        limiter=TokenBucket(qps, burst),
+        retry=retry,
+        timeout=timeout,
+        transport=Transport.for_configuration(cfg, pool_size),
+    )
 
 
 def derived_client(
@@ -445,6 +495,7 @@ def derived_client(
         ),
         retry=retry or base.retry_settings,
         timeout=base.timeout,
+        transport=Transport.for_configuration(cfg, pool_size) if base.transport is not None else None,
     )
 
 
