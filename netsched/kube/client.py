@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import quote
 
 import tenacity
@@ -77,11 +77,24 @@ class RetrySettings:
     max_retry_after: float = 30.0
 
 
-class Reply(NamedTuple):
-    """A completed request: HTTP status and the JSON body ({} when empty)."""
+class Reply:
+    """A completed request: HTTP status and the JSON body ({} when empty), parsed on first read
+    (a binding's or an event's reply is never read: no CPU spent decoding it)."""
 
-    status: int
-    body: JsonObj
+    __slots__ = ("_body", "_data", "status")
+
+    def __init__(self, status: int, data: bytes | None) -> None:
+        self.status = status
+        self._data = data
+        self._body: JsonObj | None = None
+
+    @property
+    def body(self) -> JsonObj:
+        """The parsed body; ApiError "InvalidResponse" when the server sent something not JSON."""
+        if self._body is None:
+            self._body = _parse_body(self._data)
+            self._data = None
+        return self._body
 
 
 class wait_retry_after(tenacity.wait.wait_base):
@@ -328,7 +341,7 @@ class KubeClient:
             if not is_request_error(e):
                 raise  # a bug in the call (bad arguments), not a failed request
             raise from_exception(e) from e
-        return Reply(status, _parse_body(data))
+        return Reply(status, data)
 
     def _throttle(self, verb: str, resource: str) -> None:
         waited = self.limiter.acquire()
