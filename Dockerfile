@@ -20,6 +20,6 @@ RUN pip install . \
 WORKDIR /
 # Numeric, so the kubelet can verify runAsNonRoot without reading /etc/passwd.
 USER 65532:65532
-# /metrics, /healthz, /livez, /readyz (plain HTTP, --metrics-bind-address).
+# /metrics, /healthz, /livez, /readyz and /debug/* over HTTPS (--secure-port, delegated auth).
 EXPOSE 10259
 ENTRYPOINT ["netsched"]

@@ -146,7 +146,7 @@ def run(
                 app = SchedulerApp(
                     cfg, reg, KubeAPI(client), options=AppOptions(metrics_bind_address="127.0.0.1:0")
                 )
-                app.start_informers(sync_timeout=300)
+                app.start_informers(sync_timeout=300, freeze_heap=True)  # as the CLI does
                 t_synced = time.perf_counter()
                 app.start_background()
                 t0 = time.perf_counter()

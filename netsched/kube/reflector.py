@@ -14,6 +14,11 @@ is client-go's Reflector reduced to what the scheduler's cache needs:
    code 410), list again; when the connection breaks, watch again from the last
    version after an exponential backoff that resets once a watch delivers.
 
+`metadata.managedFields` is dropped from every object before it is delivered
+(kube-scheduler's informers do the same with TransformStripManagedFields):
+nothing netsched reads is in it, and it is a third of a pod's JSON, kept in
+memory for every cached object otherwise.
+
 `stop()` closes the open response, so it returns promptly even mid-watch.
 """
 
@@ -27,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, Protocol
 
 from netsched.clock import Clock, SystemClock
+from netsched.kube.client import gc_paused
 from netsched.kube.errors import ApiError, Forbidden, Gone, NotFound, from_status
 
 log = logging.getLogger(__name__)
@@ -268,7 +274,8 @@ class Reflector:
         if not self.available:
             log.info("Resource became available resource=%s", self.name)
             self.available = True
-        self._apply_list(result)
+        with gc_paused():  # a list builds the cache's records by the thousand, no cycles among them
+            self._apply_list(result)
         return True
 
     def _apply_list(self, result: ObjectList) -> None:
@@ -364,6 +371,9 @@ class Reflector:
 
     def _deliver(self, kind: str, obj: JsonObj) -> None:
         self.events += 1
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("managedFields", None)
         try:
             self._on_event(kind, obj)
         except Exception:
