@@ -3,7 +3,13 @@
 Ported from kubernetes/kubernetes
 pkg/scheduler/framework/plugins/podtopologyspread/filtering_test.go
 (TestSingleConstraint, TestMultipleConstraints: PreFilter then Filter per
-node, status codes as kube asserts them).  Like kube's unit test, only this
+node, status codes as kube asserts them), scoring_test.go
+(TestPodTopologySpreadScore, with kube's candidate / failed node split) and
+test/integration/scheduler/filters (TestPodTopologySpreadFilter).  Not ported:
+TestPreFilterState / TestPreScoreStateEmptyNodes (they compare kube's internal
+state structs; the same inputs are covered through Filter and Score results)
+and the system-defaulting cases built on Services (netsched watches no
+Services: see plugins/pod_topology_spread/constraints.py).  Like kube's unit test, only this
 plugin runs (NodeAffinity does not filter), so nodes outside the pod's node
 affinity can still pass.
 """
