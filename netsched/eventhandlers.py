@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol
 
 from netsched.cache import ClusterCache
+from netsched.cache.pod_table import PodTable
 from netsched.framework.interfaces import ASSIGNED_POD, NODE, ActionType, ClusterEvent, EventRecorder
 from netsched.framework.parse import PodParseError, parse_node, parse_pod
 from netsched.framework.types import NodeInfo, PodInfo
@@ -94,7 +95,7 @@ class EventHandlers:
         # Shadow mode: compare our prediction with the real binding.
         self._on_assigned = on_assigned
         self._lock = threading.Lock()
-        self._pending: dict[str, PodInfo] = {}
+        self._pending = PodTable()
         self._reported: dict[str, str] = {}  # uid -> resourceVersion reported as malformed
         self._nodes: dict[str, NodeInfo] = {}  # the last parsed version, to classify updates
 
@@ -115,7 +116,7 @@ class EventHandlers:
         assigned = self.cache.pods_in_namespace(namespace)
         uids = {p.uid for p in assigned}
         with self._lock:
-            pending = [p for p in self._pending.values() if p.namespace == namespace and p.uid not in uids]
+            pending = [p for p in self._pending.in_namespace(namespace) if p.uid not in uids]
         return pending + assigned
 
     def pending_count(self) -> int:

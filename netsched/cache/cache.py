@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from netsched.cache.pod_table import PodTable
 from netsched.clock import Clock
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import NodeInfo, PodInfo
@@ -42,7 +43,7 @@ class ClusterCache:
         self._ttl = assumed_ttl
         self._lock = threading.RLock()
         self._nodes: dict[str, NodeInfo] = {}
-        self._pods: dict[str, PodInfo] = {}  # uid -> assigned pod (bound or assumed)
+        self._pods = PodTable()  # uid -> assigned pod (bound or assumed), by namespace too
         self._assumed: dict[str, _Assumed] = {}
         self._dirty: set[str] = set()
         self._layout_changed = True
@@ -179,7 +180,9 @@ class ClusterCache:
         uids = {p.uid for p in pods}
         with self._lock:
             for uid in [u for u in self._pods if u not in uids and u not in self._assumed]:
-                self._detach(self._pods.pop(uid))
+                gone = self._pods.pop(uid)
+                if gone is not None:
+                    self._detach(gone)
             for p in pods:
                 self.add_or_update_pod(p)
 
@@ -201,7 +204,7 @@ class ClusterCache:
     def pods_in_namespace(self, namespace: str) -> list[PodInfo]:
         """Assigned pods (bound or assumed) of one namespace."""
         with self._lock:
-            return [p for p in self._pods.values() if p.namespace == namespace]
+            return self._pods.in_namespace(namespace)
 
     def pod_count(self) -> int:
         with self._lock:

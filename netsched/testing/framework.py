@@ -128,6 +128,7 @@ def build_framework(
             pdbs=pdbs,
             namespaces=namespaces,
             objects=objects,
+            assigned=snapshot,
         )
     elif api or events or clock or metrics or nominated or pdbs or namespaces or objects:
         raise TypeError("build_framework: pass either services or its parts, not both")
@@ -147,9 +148,17 @@ def fake_services(
     pdbs: Sequence[Mapping[str, Any]] = (),
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
     objects: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    assigned: Snapshot | None = None,
 ) -> Services:
-    """Services over fixed cluster facts, recording what plugins send to the API."""
+    """Services over fixed cluster facts, recording what plugins send to the API; the pod
+    lister (Handle.list_pods) answers with `assigned`'s pods (the snapshot is the cluster)."""
     nominated = {k: list(v) for k, v in (nominated or {}).items()}
+
+    def pods(namespace: str) -> list[PodInfo]:
+        if assigned is None:
+            return []
+        return [p for n in assigned.nodes for p in n.pods.values() if p.namespace == namespace]
+
     namespaces = dict(namespaces or {})
     return Services(
         api=api if api is not None else RecordingAPI(),
@@ -158,6 +167,7 @@ def fake_services(
         metrics=metrics,
         nominated_pods=lambda node: list(nominated.get(node, [])),
         nominated_node_names=lambda: list(nominated),
+        pods=pods,
         objects=ObjectStore(
             {
                 PDBS_KEY: pdbs,

@@ -13,9 +13,9 @@ link load (the metrics cache NetworkTraffic reads) pushes it off busy links:
                     nodes get the fresh candidates' mean (failOpen) or 0 (failClosed)
     score         = round(100 x ((1 - linkLoadWeight) x locality + linkLoadWeight x link))
 
-Pods without a gang skip the plugin (PreScore Skip).  Members are found among
-the snapshot's pods (bound and assumed, i.e. reserved), so a member waiting at
-Permit already pulls the next one.
+Pods without a gang skip the plugin (PreScore Skip).  Members are found with
+the pod lister (Handle.list_pods: bound and assumed, i.e. reserved, pods of the
+namespace), so a member waiting at Permit already pulls the next one.
 """
 
 from __future__ import annotations
@@ -65,14 +65,16 @@ class GangTopology(MetricScorePlugin):
     # ------------------------------------------------------------ locality
 
     def placed_members(self, pod: PodInfo, snapshot: Snapshot) -> list[int]:
-        """Snapshot rows of the gang's other members (bound or reserved), one entry per member."""
+        """Snapshot rows of the gang's other members (bound or reserved), one entry per member:
+        the namespace's pods from the pod lister (indexed by namespace), not a scan of every
+        pod on every node."""
         group = group_name(pod)
-        return [
-            row
-            for row, node in enumerate(snapshot.nodes)
-            for p in node.pods.values()
-            if p.uid != pod.uid and p.namespace == pod.namespace and group_name(p) == group
-        ]
+        rows = []
+        for p in self.handle.list_pods(pod.namespace, lambda p: bool(p.node_name) and group_name(p) == group):
+            row = snapshot.index.get(p.node_name)
+            if p.uid != pod.uid and row is not None:
+                rows.append(row)
+        return rows
 
     def locality(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> FloatArray:
         rows = self.placed_members(pod, snapshot)

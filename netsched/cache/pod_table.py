@@ -1,0 +1,67 @@
+"""Pods by uid, also indexed by namespace.
+
+The cache's assigned pods and the event handlers' pending pods are both read
+per namespace (Handle.list_pods: Coscheduling counts a gang's members on every
+PreFilter and Permit, GangTopology finds the placed ones); a scan of every pod
+of the cluster per call would grow with the cluster, the index does not.
+Only the methods below exist, so every change goes through the index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, KeysView, ValuesView
+
+from netsched.framework.types import PodInfo
+
+
+class PodTable:
+    __slots__ = ("_by_ns", "_by_uid")
+
+    def __init__(self) -> None:
+        self._by_uid: dict[str, PodInfo] = {}
+        self._by_ns: dict[str, dict[str, PodInfo]] = {}
+
+    def __setitem__(self, uid: str, pod: PodInfo) -> None:
+        old = self._by_uid.get(uid)
+        if old is not None and old.namespace != pod.namespace:
+            self._unindex(uid, old)
+        self._by_uid[uid] = pod
+        self._by_ns.setdefault(pod.namespace, {})[uid] = pod
+
+    def pop(self, uid: str, default: None = None) -> PodInfo | None:
+        """Remove and return the pod (None when absent)."""
+        pod = self._by_uid.pop(uid, None)
+        if pod is not None:
+            self._unindex(uid, pod)
+        return pod
+
+    def _unindex(self, uid: str, pod: PodInfo) -> None:
+        bucket = self._by_ns.get(pod.namespace)
+        if bucket is not None:
+            bucket.pop(uid, None)
+            if not bucket:
+                del self._by_ns[pod.namespace]
+
+    def get(self, uid: str) -> PodInfo | None:
+        return self._by_uid.get(uid)
+
+    def in_namespace(self, namespace: str) -> list[PodInfo]:
+        return list(self._by_ns.get(namespace, {}).values())
+
+    def values(self) -> ValuesView[PodInfo]:
+        return self._by_uid.values()
+
+    def keys(self) -> KeysView[str]:
+        return self._by_uid.keys()
+
+    def items(self) -> list[tuple[str, PodInfo]]:
+        return list(self._by_uid.items())
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._by_uid
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_uid)
+
+    def __len__(self) -> int:
+        return len(self._by_uid)
