@@ -124,7 +124,7 @@ class KubeAPI:
         def post(**kwargs: Any) -> Any:
             nonlocal attempts
             attempts += 1
-            return self._client.sender("POST", path, (), body, JSON, **kwargs)
+            return self._client.send("POST", path, (), body, JSON, **kwargs)
 
         try:
             reply = self._client.call("create", "pods/binding", post)

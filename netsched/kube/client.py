@@ -208,14 +208,14 @@ class KubeClient:
         any JSON value (sent as `content_type`), `timeout` seconds or a
         (connect, read) pair (default: the client's).
         """
-        send = partial(self.sender, method, path, query, body, content_type)
+        send = partial(self.send, method, path, query, body, content_type)
         if timeout is None:
             return self.call(verb, resource, send, retry=retry)
         return self.call(verb, resource, send, retry=retry, _request_timeout=timeout)
 
     def stream(self, verb: str, resource: str, path: str, *, query: Query = (), timeout: Any = None) -> Any:
         """One attempt at a streaming GET (a watch) on the lean path; returns the unread response."""
-        send = partial(self.send, "GET", path, query, None, JSON)
+        send = partial(self.send, "GET", path, query, None, JSON, streaming=True)
         if timeout is None:
             return self.open_stream(verb, resource, send)
         return self.open_stream(verb, resource, send, _request_timeout=timeout)
@@ -229,12 +229,21 @@ class KubeClient:
         content_type: str,
         _request_timeout: Any = None,
         _preload_content: bool = False,
+        *,
+        streaming: bool = False,
     ) -> Any:
-        """Send one request through the ApiClient's pool; returns the unread urllib3 response.
+        """Send one request; a reply outside 2xx is read and raised as its netsched.kube.errors class.
 
-        A reply outside 2xx is read and raised as its netsched.kube.errors class.
+        On the transport (when it serves this cluster) the reply comes back read whole; a
+        `streaming` request (a watch), or any request when it does not, goes through the
+        ApiClient's urllib3 pool and comes back unread.
         """
         target, headers, data = self._prepare(path, query, body, content_type)
+        if self.transport is not None and not streaming:
+            reply = self.transport.request(method, target, headers, data, _connect_read(_request_timeout))
+            if not 200 <= reply.status <= 299:
+                raise from_response(reply.status, reply.reason, reply.data, reply.headers)
+            return reply
         resp = self.api_client.rest_client.pool_manager.request(
             method,
             f"{self.api_client.configuration.host}{target}",
@@ -247,29 +256,6 @@ class KubeClient:
             err_body = resp.data
             resp.release_conn()
             raise from_response(resp.status, str(resp.reason or ""), err_body, resp.headers)
-        return resp
-
-    @property
-    def sender(self) -> Callable[..., Any]:
-        """`send_lean` when the transport serves this cluster, else `send` (same arguments)."""
-        return self.send if self.transport is None else self.send_lean
-
-    def send_lean(
-        self,
-        method: str,
-        path: str,
-        query: Query,
-        body: Any,
-        content_type: str,
-        _request_timeout: Any = None,
-        _preload_content: bool = False,
-    ) -> Any:
-        """`send` on netsched.kube.transport: the whole reply, read; non-2xx raised the same way."""
-        assert self.transport is not None
-        target, headers, data = self._prepare(path, query, body, content_type)
-        resp = self.transport.request(method, target, headers, data, _connect_read(_request_timeout))
-        if not 200 <= resp.status <= 299:
-            raise from_response(resp.status, resp.reason, resp.data, resp.headers)
         return resp
 
     def _prepare(
