@@ -21,21 +21,27 @@ http.client.HTTPException (a reply that is not HTTP), which
 netsched.kube.errors maps to transient errors that KubeClient retries.  A
 request that finds its pooled connection closed by the server before any byte
 of the reply arrives is sent once more on a fresh connection, as Go's
-net/http does for a server-closed idle connection.
+net/http does for a server-closed idle connection.  Idle connections are
+checked before reuse (readable means the server closed it) and dropped after
+IDLE_SECONDS, so a connection a NAT or load balancer forgot silently does not
+cost a request its whole read timeout.
 """
 
 from __future__ import annotations
 
 import http.client
+import select
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 _MAX_LINE = 65536
 _MAX_HEADERS = 200
+IDLE_SECONDS = 60.0
 
 
 class Response:
@@ -69,6 +75,17 @@ class _Conn:
         self.sock = sock
         self.reader = sock.makefile("rb")
         self.used = False
+        self.idle_since = 0.0
+
+    def stale(self, now: float) -> bool:
+        """Idle too long, or readable while idle (the server closed it, or sent what nobody asked)."""
+        if now - self.idle_since > IDLE_SECONDS:
+            return True
+        try:
+            readable, _, _ = select.select([self.sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
 
     def close(self) -> None:
         try:
@@ -198,10 +215,18 @@ class Transport:
     # ------------------------------------------------------------ the pool
 
     def _take(self) -> _Conn | None:
-        with self._lock:
-            return self._idle.pop() if self._idle else None
+        now = time.monotonic()
+        while True:
+            with self._lock:
+                if not self._idle:
+                    return None
+                conn = self._idle.pop()
+            if not conn.stale(now):
+                return conn
+            conn.close()
 
     def _give_back(self, conn: _Conn) -> None:
+        conn.idle_since = time.monotonic()
         with self._lock:
             if len(self._idle) < self.pool_size:
                 self._idle.append(conn)

@@ -232,3 +232,23 @@ def test_header_values_with_line_breaks_are_refused_before_sending(
     with pytest.raises(ValueError, match="line break"):
         t.request("GET", "/", {"Authorization": "Bearer x\r\nX-Evil: 1"}, None, (5, 5))
     assert server.accepted == 0
+
+
+def test_a_connection_idle_too_long_is_not_reused(
+    scripted: Callable[[Handler], Scripted], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import netsched.kube.transport as transport_mod
+
+    def keep_alive(conn: socket.socket, _n: int) -> None:
+        while read_request(conn):
+            conn.sendall(OK)
+        conn.close()
+
+    server = scripted(keep_alive)
+    t = transport_to(server)
+    t.request("GET", "/", {}, None, (5, 5))
+    t.request("GET", "/", {}, None, (5, 5))
+    assert server.accepted == 1  # reused while fresh
+    monkeypatch.setattr(transport_mod, "IDLE_SECONDS", -1.0)  # every idle connection is too old
+    t.request("GET", "/", {}, None, (5, 5))
+    assert server.accepted == 2 and t.connections_opened == 2
