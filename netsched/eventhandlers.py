@@ -173,30 +173,6 @@ class EventHandlers:
         else:
             self._pending_pod(pod)
 
-    def on_pods_synced(self, items: Iterable[dict[str, Any]]) -> None:
-        """A relist: reconcile everything, including deletions we missed."""
-        assigned: list[PodInfo] = []
-        seen: set[str] = set()
-        for raw in items:
-            if (raw.get("status") or {}).get("phase") in TERMINAL_PHASES:
-                continue
-            try:
-                pod = parse_pod(raw)
-            except PodParseError as e:
-                self._malformed(raw, e)
-                continue
-            seen.add(pod.uid)
-            if pod.node_name:
-                assigned.append(pod)
-                self._drop_pending(pod)
-            else:
-                self._pending_pod(pod)
-        self.cache.replace_pods(assigned)
-        with self._lock:
-            vanished = [p for uid, p in self._pending.items() if uid not in seen]
-        for p in vanished:
-            self._drop_pending(p)
-
     def _assigned(self, pod: PodInfo) -> None:
         self._drop_pending(pod)
         self.cache.add_or_update_pod(pod)

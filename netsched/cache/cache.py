@@ -174,18 +174,6 @@ class ClusterCache:
                 self._detach(old)
             return old
 
-    def replace_pods(self, pods: Iterable[PodInfo]) -> None:
-        """A relist of assigned pods. Assumed pods not yet seen bound are kept."""
-        pods = list(pods)
-        uids = {p.uid for p in pods}
-        with self._lock:
-            for uid in [u for u in self._pods if u not in uids and u not in self._assumed]:
-                gone = self._pods.pop(uid)
-                if gone is not None:
-                    self._detach(gone)
-            for p in pods:
-                self.add_or_update_pod(p)
-
     def _attach(self, pod: PodInfo) -> None:
         node = self._nodes.get(pod.node_name)
         if node is not None:

@@ -105,15 +105,12 @@ def test_node_update_keeps_pods_and_new_resource_column_rebuilds() -> None:
     assert snap.requested[row, snap.col["cpu"]] == 1000
 
 
-def test_relist_removes_vanished_objects_but_keeps_assumed() -> None:
+def test_node_relist_keeps_pods_and_assumed_pods_and_drops_vanished_nodes() -> None:
     c, _ = cache_with("n1", "n2")
     kept = make_pod("kept").node("n1").req(cpu="1").info()
-    gone = make_pod("gone").node("n2").req(cpu="1").info()
     c.add_or_update_pod(kept)
-    c.add_or_update_pod(gone)
     assumed = make_pod("assumed").req(cpu="1").info()
     c.assume(assumed, "n2")
-    c.replace_pods([kept])
     c.replace_nodes([make_node("n1").info(), make_node("n2").info()])
     n2 = c.get_node("n2")
     assert n2 is not None and set(n2.pods) == {assumed.uid}
