@@ -14,6 +14,7 @@ nominator (preemption's nominated pods) in step itself.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Collection, Iterable
@@ -73,6 +74,19 @@ def _ref(raw: dict[str, Any]) -> PodInfo:
     ns = str(meta.get("namespace") or "default")
     name = str(meta.get("name") or "")
     return PodInfo(uid=str(meta.get("uid") or f"{ns}/{name}"), namespace=ns, name=name, raw=raw)
+
+
+# The metadata parse_pod reads (besides resourceVersion): a change to any of them means a full parse.
+_POD_META_READ = (
+    "name",
+    "namespace",
+    "uid",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "creationTimestamp",
+    "deletionTimestamp",
+)
 
 
 class EventHandlers:
@@ -163,15 +177,46 @@ class EventHandlers:
             # Finished pods hold no resources: treat as gone.
             self._pod_gone(raw)
             return
-        try:
-            pod = parse_pod(raw)
-        except PodParseError as e:
-            self._malformed(raw, e)
-            return
+        pod = self._same_pod_again(raw)
+        if pod is None:
+            try:
+                pod = parse_pod(raw)
+            except PodParseError as e:
+                self._malformed(raw, e)
+                return
         if pod.node_name:
             self._assigned(pod)
         else:
             self._pending_pod(pod)
+
+    def _same_pod_again(self, raw: dict[str, Any]) -> PodInfo | None:
+        """An assigned pod the cache holds whose metadata and spec are unchanged but for the node
+        it was bound to (its binding; a kubelet's status update): the cached record with the new
+        object, phase and resourceVersion, instead of a full parse. None when anything else moved."""
+        spec, meta = raw.get("spec"), raw.get("metadata")
+        if not isinstance(spec, dict) or not isinstance(meta, dict) or not spec.get("nodeName"):
+            return None
+        known = self.cache.get_pod(str(meta.get("uid") or ""))
+        if known is None or known.node_name != spec["nodeName"]:
+            return None
+        old_spec, old_meta = known.raw.get("spec"), known.raw.get("metadata")
+        if not isinstance(old_spec, dict) or not isinstance(old_meta, dict):
+            return None
+        if any(meta.get(k) != old_meta.get(k) for k in _POD_META_READ):
+            return None
+        if {k: v for k, v in spec.items() if k != "nodeName"} != {
+            k: v for k, v in old_spec.items() if k != "nodeName"
+        }:
+            return None
+        status = raw.get("status")
+        status = status if isinstance(status, dict) else {}
+        return dataclasses.replace(
+            known,
+            raw=raw,
+            resource_version=str(meta.get("resourceVersion") or ""),
+            phase=status.get("phase") or "Pending",
+            nominated_node_name=status.get("nominatedNodeName") or "",
+        )
 
     def _assigned(self, pod: PodInfo) -> None:
         self._drop_pending(pod)

@@ -103,3 +103,37 @@ def test_the_queueing_hints_gate_decides_what_a_node_relabel_moves() -> None:
         assert q.move_all_to_active_or_backoff(relabel, old=node, new=node) == moved
         assert (q.where(pod.uid) == UNSCHEDULABLE) is (moved == 0)
         parts.scheduler.shutdown(1)
+
+
+def test_a_bound_or_status_only_update_reuses_the_cached_record(monkeypatch: Any) -> None:
+    """The binding's MODIFIED event and kubelet status updates change neither the pod's spec (but
+    nodeName) nor the metadata it is parsed from: no second parse. Anything else: a full parse."""
+    import netsched.eventhandlers as eh
+
+    parsed: list[str] = []
+    real = eh.parse_pod
+
+    def counting(raw: Any) -> Any:
+        parsed.append(raw["metadata"].get("labels", {}).get("v", "-"))
+        return real(raw)
+
+    monkeypatch.setattr(eh, "parse_pod", counting)
+    parts = _parts()
+    h, cache = parts.handlers, parts.cache
+    pending = make_pod("p").scheduler("a").req(cpu="1").obj()
+    h.on_pod_event("ADDED", pending)
+    record = cache.assume(real(pending), "n1")
+    bound = make_pod("p").scheduler("a").req(cpu="1").node("n1").obj()
+    bound["metadata"]["uid"] = pending["metadata"]["uid"]
+    bound["metadata"]["resourceVersion"] = "7"
+    bound["status"] = {"phase": "Running"}
+    h.on_pod_event("MODIFIED", bound)
+    got = cache.get_pod(record.uid)
+    assert got is not None and got.raw is bound and got.node_name == "n1"
+    assert (got.phase, got.resource_version, got.requests) == ("Running", "7", record.requests)
+    assert parsed == ["-"]  # only the ADDED event was parsed
+    relabelled = {**bound, "metadata": {**bound["metadata"], "labels": {"v": "2"}}}
+    h.on_pod_event("MODIFIED", relabelled)
+    got = cache.get_pod(record.uid)
+    assert parsed == ["-", "2"] and got is not None and got.labels == {"v": "2"}
+    parts.scheduler.shutdown(1)
