@@ -35,7 +35,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import config, nodes, out, peak_rss_mib, pods
+from benchmarks.common import config, fill, out, peak_rss_mib, pods
 
 
 def _serve(
@@ -45,10 +45,7 @@ def _serve(
 
     with FakeAPIServer(watch_timeout=300, tls=realistic, realistic=realistic) as srv:
         bound, scheduled = _timestamps(srv)
-        for n in nodes(n_nodes):
-            srv.create("nodes", n)
-        for p in pods(n_pods):
-            srv.create("pods", p)
+        fill(srv, n_nodes, pods(n_pods))
         srv.write_kubeconfig(kubeconfig)
         srv.clear_requests()
         ready.set()

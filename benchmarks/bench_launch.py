@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import PROFILE, nodes, out, pods
+from benchmarks.common import PROFILE, fill, out, pods
 
 
 def _serve(
@@ -59,14 +59,7 @@ def _serve(
             return got
 
         store.bind = timed_bind
-        node_objs = nodes(n_nodes)
-        for n in node_objs:
-            srv.create("nodes", n)
-        for i, p in enumerate(pods(n_existing, scheduler="default-scheduler", prefix="existing")):
-            p["spec"]["nodeName"] = node_objs[i % n_nodes]["metadata"]["name"]
-            srv.create("pods", p)
-        for p in pods(n_pods):
-            srv.create("pods", p)
+        fill(srv, n_nodes, pods(n_pods), existing=n_existing)
         srv.write_kubeconfig(kubeconfig)
         ready.set()
         stop.wait()

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import config, nodes, out, pods
+from benchmarks.common import config, fill, nodes, out, pods
 from netsched.inmemory import InMemoryCluster
 from netsched.testing.builders import make_node
 
@@ -127,14 +127,11 @@ def _serve(n_nodes: int, n_pods: int, kubeconfig: str, ready: Any, stop: Any) ->
     from netsched.testing.volumes import PVCS, STORAGECLASSES, FakePVController
 
     with FakeAPIServer(watch_timeout=300) as srv, FakePVController(srv):
-        for n in nodes(n_nodes):
-            srv.create("nodes", n)
         srv.create(STORAGECLASSES, STORAGE_CLASS)
         raw, claims = claimed_pods(n_pods)
         for c in claims:
             srv.create(PVCS, c)
-        for p in raw:
-            srv.create("pods", p)
+        fill(srv, n_nodes, raw)
         srv.write_kubeconfig(kubeconfig)
         ready.set()
         stop.wait()

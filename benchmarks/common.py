@@ -94,3 +94,16 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
 def out(text: str) -> None:
     print(text, flush=True)
     sys.stdout.flush()
+
+
+def fill(srv: Any, n_nodes: int, pending: Sequence[dict[str, Any]], existing: int = 0) -> None:
+    """Put `n_nodes` nodes, `existing` pods already bound (round robin, another scheduler's) and
+    the `pending` pods into a fake API server."""
+    node_objs = nodes(n_nodes)
+    for n in node_objs:
+        srv.create("nodes", n)
+    for i, p in enumerate(pods(existing, scheduler="default-scheduler", prefix="existing")):
+        p["spec"]["nodeName"] = node_objs[i % n_nodes]["metadata"]["name"]
+        srv.create("pods", p)
+    for p in pending:
+        srv.create("pods", p)

@@ -220,13 +220,16 @@ class SchedulerApp:
         traverse the growing heap again and again), and what start-up built, which lives as long
         as the process, is frozen out of the GC's generations so later collections skip it.
         """
-        if freeze_heap:
-            from netsched.kube.client import gc_paused
+        if not freeze_heap:
+            return self._list_and_watch(sync_timeout)
+        from netsched.kube.client import gc_paused
 
-            with gc_paused():
-                synced = self.start_informers(sync_timeout)
-            gc.freeze()
-            return synced
+        with gc_paused():
+            synced = self._list_and_watch(sync_timeout)
+        gc.freeze()
+        return synced
+
+    def _list_and_watch(self, sync_timeout: float) -> bool:
         from netsched.kube.resources import NODES, OBJECT_KINDS, PODS, Resource
 
         handlers: dict[Resource, Callable[[str, dict[str, Any]], None]] = {

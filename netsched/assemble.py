@@ -11,6 +11,7 @@ the parts exists in one place.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -139,21 +140,19 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
         return fwk.run_pre_enqueue(pod) if fwk is not None else Status.success()
 
     metrics = edges.metrics
-    # The scheduler's current frameworks (hot reload swaps them); their hints, built once each.
+    # The scheduler's current frameworks (hot reload swaps them); each one's hints, built once and
+    # gone with it.
     running: list[Scheduler] = []
-    hint_maps: dict[int, tuple[Framework, HintMap]] = {}
+    hint_maps: weakref.WeakKeyDictionary[Framework, HintMap] = weakref.WeakKeyDictionary()
 
     def hints_for(scheduler_name: str) -> HintMap | None:
-        current = running[0].frameworks if running else frameworks
-        fwk = current.get(scheduler_name)
+        fwk = (running[0].frameworks if running else frameworks).get(scheduler_name)
         if fwk is None:
             return None
-        entry = hint_maps.get(id(fwk))
-        if entry is None or entry[0] is not fwk:
-            if len(hint_maps) > 16:
-                hint_maps.clear()
-            entry = hint_maps[id(fwk)] = (fwk, HintMap.of_plugins(fwk.plugins))
-        return entry[1]
+        hints = hint_maps.get(fwk)
+        if hints is None:
+            hints = hint_maps[fwk] = HintMap.of_plugins(fwk.plugins)
+        return hints
 
     queue = SchedulingQueue(
         next(iter(frameworks.values())).queue_sort,

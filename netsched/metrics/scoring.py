@@ -14,6 +14,7 @@ read each node's value from the cache in score().
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
@@ -23,6 +24,7 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import Fields
 from netsched.framework.interfaces import (
     MAX_NODE_SCORE,
+    ClusterEventWithHint,
     Handle,
     IntArray,
     PluginArgs,
@@ -36,7 +38,7 @@ from netsched.framework.types import NodeInfo, PodInfo
 from netsched.metrics.args import PrometheusArgs
 from netsched.metrics.mapping import BoolArray, FloatArray
 from netsched.metrics.source import MetricSource
-from netsched.metrics.utilisation import source_for
+from netsched.metrics.utilisation import METRICS_EVENTS, source_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,9 @@ class RowScores:
 
 class MetricScorePlugin(PreScorePlugin, ScorePlugin, ReservePlugin):
     source: MetricSource
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return METRICS_EVENTS
 
     @property
     def _state_key(self) -> str:

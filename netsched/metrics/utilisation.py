@@ -19,7 +19,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework.interfaces import MAX_NODE_SCORE, Handle, IntArray
+from netsched.framework.interfaces import (
+    MAX_NODE_SCORE,
+    METRICS_POLLED,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Handle,
+    IntArray,
+)
 from netsched.framework.snapshot import Snapshot
 from netsched.metrics import queries as q
 from netsched.metrics.args import PrometheusArgs
@@ -27,6 +36,12 @@ from netsched.metrics.mapping import BoolArray, FloatArray
 from netsched.metrics.source import MetricSource
 
 NEUTRAL_SCORE = MAX_NODE_SCORE / 2
+
+# What can change a metrics plugin's verdict on a pod: new samples (the shared poller) and new nodes.
+METRICS_EVENTS = (
+    ClusterEventWithHint(ClusterEvent(METRICS_POLLED, ActionType.ALL)),
+    ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,17 +22,10 @@ incoming request_r) / allocatable_r from the node table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from netsched.framework import (
     MAX_NODE_SCORE,
-    METRICS_POLLED,
-    NODE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
     Handle,
     IntArray,
     PluginArgs,
@@ -58,13 +51,6 @@ def target_load_packing(u_percent: FloatArray, target: float) -> FloatArray:
 
 class LoadAware(MetricScorePlugin):
     name = "LoadAware"
-
-    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        """New measurements (the shared poller) and new nodes."""
-        return [
-            ClusterEventWithHint(ClusterEvent(METRICS_POLLED, ActionType.ALL)),
-            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),
-        ]
 
     Args = LoadAwareArgs
 

@@ -28,10 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from netsched.framework import (
-    METRICS_POLLED,
-    NODE,
-    ActionType,
-    ClusterEvent,
     ClusterEventWithHint,
     Code,
     CycleState,
@@ -47,7 +43,7 @@ from netsched.framework import (
     Status,
 )
 from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
-from netsched.metrics.utilisation import network_load, resource_usage, source_for
+from netsched.metrics.utilisation import METRICS_EVENTS, network_load, resource_usage, source_for
 from plugins.load_threshold.args import LoadThresholdArgs
 
 NETWORK = "network"
@@ -67,11 +63,7 @@ class LoadThreshold(FilterPlugin, ReservePlugin):
     name = "LoadThreshold"
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        """New measurements (the shared poller) and new nodes."""
-        return [
-            ClusterEventWithHint(ClusterEvent(METRICS_POLLED, ActionType.ALL)),
-            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),
-        ]
+        return METRICS_EVENTS
 
     Args = LoadThresholdArgs
 

@@ -21,14 +21,7 @@ Score (per node) and score_nodes (batch), which therefore always agree.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from netsched.framework import (
-    METRICS_POLLED,
-    NODE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
     Handle,
     IntArray,
     PluginArgs,
@@ -43,13 +36,6 @@ from plugins.network_traffic.args import NetworkTrafficArgs
 
 class NetworkTraffic(MetricScorePlugin):
     name = "NetworkTraffic"
-
-    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        """New measurements (the shared poller) and new nodes."""
-        return [
-            ClusterEventWithHint(ClusterEvent(METRICS_POLLED, ActionType.ALL)),
-            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),
-        ]
 
     Args = NetworkTrafficArgs
 

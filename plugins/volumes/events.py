@@ -24,7 +24,7 @@ from netsched.framework import (
     QueueingHintFn,
 )
 from plugins.volumes.objects import Capacity, VolumeObjectError, parse_capacity
-from plugins.volumes.pod import pod_claims
+from plugins.volumes.pod import pod_claims, pod_volumes
 
 PV = "PersistentVolume"
 PVC = "PersistentVolumeClaim"
@@ -83,10 +83,7 @@ def released_volumes(_pod: PodInfo, old: Any, _new: Any) -> QueueingHint:
     ReadWriteOncePod claim or a disk); a pod without volumes frees none of them."""
     if not isinstance(old, PodInfo) or not old.node_name:
         return QueueingHint.SKIP
-    if old.pvc_names:
-        return QueueingHint.QUEUE
-    vols = (old.raw.get("spec") or {}).get("volumes") if old.raw else None
-    return QueueingHint.QUEUE if vols else QueueingHint.SKIP
+    return QueueingHint.QUEUE if old.pvc_names or pod_volumes(old) else QueueingHint.SKIP
 
 
 def event(resource: str, action: ActionType, hint: QueueingHintFn | None = None) -> ClusterEventWithHint:

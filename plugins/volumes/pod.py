@@ -20,7 +20,8 @@ class PodClaim:
     ephemeral: bool = False
 
 
-def _volumes(pod: PodInfo) -> list[object]:
+def pod_volumes(pod: PodInfo) -> list[object]:
+    """The pod's spec.volumes as the API gave them ([] when none or malformed)."""
     spec = pod.raw.get("spec") if pod.raw else None
     vols = spec.get("volumes") if isinstance(spec, dict) else None
     return vols if isinstance(vols, list) else []
@@ -30,7 +31,7 @@ def pod_has_claims(pod: PodInfo) -> bool:
     """The fast test every volume plugin's PreFilter starts with."""
     if pod.pvc_names:
         return True
-    return any(isinstance(v, dict) and v.get("ephemeral") is not None for v in _volumes(pod))
+    return any(isinstance(v, dict) and v.get("ephemeral") is not None for v in pod_volumes(pod))
 
 
 def pod_claims(pod: PodInfo) -> list[PodClaim]:
@@ -38,7 +39,7 @@ def pod_claims(pod: PodInfo) -> list[PodClaim]:
     if not pod.raw:
         return [PodClaim(n) for n in pod.pvc_names]
     out = []
-    for v in _volumes(pod):
+    for v in pod_volumes(pod):
         if not isinstance(v, dict):
             continue
         pvc = v.get("persistentVolumeClaim")
