@@ -5,8 +5,11 @@ Benchmarks print figures; they never assert on time (tests do not either).
 
 from __future__ import annotations
 
+import os
+import re
 import resource
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -81,6 +84,28 @@ def pods(
 def peak_rss_mib() -> float:
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return kb / 1024.0
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds used so far by each group of this process's live threads ("bind_3" and "bind_7"
+    are one group, "bind"), from the kernel's per-thread run time (ns) where it keeps it."""
+    tick = os.sysconf("SC_CLK_TCK")
+    groups: dict[str, float] = {}
+    for t in threading.enumerate():
+        base = f"/proc/self/task/{t.native_id}"
+        try:
+            with open(f"{base}/schedstat") as f:
+                secs = int(f.read().split()[0]) / 1e9
+        except OSError:
+            try:
+                with open(f"{base}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                secs = (int(fields[11]) + int(fields[12])) / tick
+            except OSError:  # the thread ended meanwhile, or no procfs
+                continue
+        name = re.sub(r"[-_]\d+(_\d+)?$", "", t.name)
+        groups[name] = groups.get(name, 0.0) + secs
+    return groups
 
 
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:

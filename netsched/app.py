@@ -160,12 +160,12 @@ class SchedulerApp:
 
     def _event_broadcaster(self, kube: Any) -> EventBroadcaster:
         from netsched.kube.client import derived_client
-        from netsched.kube.events import DEFAULT_WORKERS, new_event_broadcaster
+        from netsched.kube.events import POOL_SIZE, new_event_broadcaster
 
         # As kube-scheduler: events get a client, rate budget (the same qps/burst, their own bucket)
         # and pool of their own, so bindings never starve them; a large queue: a burst drops none.
         return new_event_broadcaster(
-            derived_client(kube.client, pool_size=DEFAULT_WORKERS),
+            derived_client(kube.client, pool_size=POOL_SIZE),
             queue_size=20000,
             on_drop=lambda why: self.metrics.events_dropped.labels(why).inc(),
             on_written=self.metrics.event_write_latency.observe,

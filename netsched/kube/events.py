@@ -10,8 +10,11 @@ bindings: like kube-scheduler, the event path has its own API client and rate
 budget (app.py builds it with `netsched.kube.client.derived_client`), so a
 burst of bindings never starves events and events never take a binding's
 token. `event()` only puts a record on a bounded in-memory queue; `workers`
-writer threads drain it, each owning the events of a slice of pods (events
-about one pod stay in order). A write that fails for a transient reason (429,
+writer threads (one by default) drain it, each owning the events of a slice
+of pods (events about one pod stay in order). A writer takes everything
+queued at once (up to BATCH) and creates the new events together, pipelined
+over LANES connections (Transport.request_many): a burst costs one wake-up
+and one round trip, not one each. A write that fails for a transient reason (429,
 5xx, reset, timeout) is retried with backoff (a server's Retry-After wins)
 for as long as the process lives: events are dropped only when the queue
 bound is hit (counted, `on_drop`, and logged once) or at shutdown. Permanent
@@ -49,7 +52,7 @@ import tenacity
 from netsched.clock import Clock, SystemClock
 from netsched.framework.types import PodInfo
 from netsched.kube.api import MERGE_PATCH, microtime, rfc3339
-from netsched.kube.client import KubeClient, wait_retry_after
+from netsched.kube.client import KubeClient, retry_after_first, wait_retry_after
 from netsched.kube.errors import AlreadyExists, ApiError, NotFound, is_transient
 
 log = logging.getLogger(__name__)
@@ -59,7 +62,14 @@ EVENTS_V1 = "events.k8s.io/v1"
 CORE_V1 = "v1"
 MAX_NOTE_BYTES = 1024  # events.k8s.io rejects longer notes
 _MAX_FIELD = 128  # reason, action, reportingController, reportingInstance
-DEFAULT_WORKERS = 8  # keeps up with 500 bound pods/s against a local API server (benchmarks/bench_e2e)
+# One writer: each wake-up of a writer thread costs as much CPU as the request it sends, so one
+# thread that takes what is queued in batches (up to BATCH creates, pipelined over LANES
+# connections, so the API server works on them in parallel) beats many (benchmarks/bench_e2e:
+# 0.17 vs 0.30 ms of CPU per event with 8 writers) and still keeps up with bursts.
+DEFAULT_WORKERS = 1
+BATCH = 32
+LANES = 4
+POOL_SIZE = DEFAULT_WORKERS * LANES  # connections the events client needs (app.py)
 _IDLE_WAKE = 0.5  # seconds a writer waits for work before checking for due series and shutdown
 
 
@@ -81,6 +91,13 @@ class KubeEventSink:
         self._client.request(
             "create", _resource(api), "POST", _events_path(api, namespace), body=body, retry=False
         )
+
+    def create_many(self, api: str, items: list[tuple[str, JsonObj]]) -> list[Exception | None]:
+        """One attempt at each (namespace, body) create, pipelined on one connection; per item
+        None or its error.  Safe to repeat: each event has a name of its own (AlreadyExists)."""
+        paths = [(_events_path(api, namespace), body) for namespace, body in items]
+        replies = self._client.request_many("create", _resource(api), "POST", paths, lanes=LANES)
+        return [r if isinstance(r, Exception) else None for r in replies]
 
     def patch(self, api: str, namespace: str, name: str, body: JsonObj) -> None:
         path = f"{_events_path(api, namespace)}/{quote(name, safe='')}"
@@ -453,15 +470,19 @@ class _Writer:
 
     def _run(self) -> None:
         o = self.owner
+        held: object = None  # a marker met while taking a batch: handled next, in its place
         while True:
-            try:
-                item = self.queue.get(timeout=0 if o._abandon.is_set() else _IDLE_WAKE)
-            except queue.Empty:
-                if o._abandon.is_set():
-                    return
-                if o.clock.wall() - self.last_sweep >= o.series_interval:
-                    self._guarded(self._sweep, False)
-                continue
+            if held is not None:
+                item, held = held, None
+            else:
+                try:
+                    item = self.queue.get(timeout=0 if o._abandon.is_set() else _IDLE_WAKE)
+                except queue.Empty:
+                    if o._abandon.is_set():
+                        return
+                    if o.clock.wall() - self.last_sweep >= o.series_interval:
+                        self._guarded(self._sweep, False)
+                    continue
             if item is _STOP:
                 self._guarded(self._sweep, True)
                 return
@@ -473,7 +494,18 @@ class _Writer:
                 if o._abandon.is_set():
                     o._drop("shutdown")
                     continue
-                self._guarded(self._record, item)
+                # What else is queued now goes too: one wake-up and one pipelined write for a burst.
+                batch = [item]
+                while len(batch) < BATCH:
+                    try:
+                        nxt = self.queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if not isinstance(nxt, _Occurrence):
+                        held = nxt
+                        break
+                    batch.append(nxt)
+                self._guarded(self._record_all, batch)
             if o.clock.wall() - self.last_sweep >= o.series_interval:
                 self._guarded(self._sweep, False)
 
@@ -483,47 +515,112 @@ class _Writer:
         except Exception:  # the writer thread must survive anything
             log.exception("Event writer failed")
 
-    def _call(self, fn: Callable[..., None], *args: Any) -> None:
-        """fn(*args), retrying transient failures until it succeeds or shutdown gives up."""
+    def _call(self, fn: Callable[..., None], *args: Any, first: Exception | None = None) -> None:
+        """fn(*args), retrying transient failures until it succeeds or shutdown gives up; with
+        `first`, the first attempt was made already (in a pipelined batch) and failed so."""
+        if first is None:
+            try:
+                fn(*args)
+                return
+            except Exception as e:
+                if not is_transient(e):
+                    raise
+                first = e
+        elif not is_transient(first):
+            raise first
         try:
-            self.retrying(fn, *args)
+            retry_after_first(self.retrying, first, fn, *args)
         except Exception as e:
             if self.owner._abandon.is_set() and is_transient(e):
                 raise _Abandoned from e
             raise
 
-    def _record(self, occ: _Occurrence) -> None:
-        key = occ.key
-        series = self.series.get(key)
+    def _record_all(self, occs: list[_Occurrence]) -> None:
+        """Record occurrences in order: runs of new events about different pods are created
+        together (pipelined where the sink can); a repeat of a series is handled in its place."""
+        run: list[_Occurrence] = []
+        pods: set[str] = set()  # a pod's events are written one after another, in order
+        for occ in occs:
+            if occ.pod in pods:
+                self._create_all(run)
+                run, pods = [], set()
+            if self._repeat_of(occ) is not None:
+                self._record(occ)
+            else:
+                run.append(occ)
+                pods.add(occ.pod)
+        self._create_all(run)
+
+    def _repeat_of(self, occ: _Occurrence) -> _Series | None:
+        series = self.series.get(occ.key)
         if series is not None and occ.wall - series.last_seen <= self.owner.dedup_window:
-            series.count += 1
-            series.last_seen = occ.wall
-            self.series.move_to_end(key)
-            self.owner._count("deduplicated")
-            if series.written_count == 1:
-                self._write_series(key, series)
+            return series
+        return None
+
+    def _record(self, occ: _Occurrence) -> None:
+        series = self._repeat_of(occ)
+        if series is None:
+            self._remember(occ, self._create(occ))
             return
-        created = self._create(occ)
+        key = occ.key
+        series.count += 1
+        series.last_seen = occ.wall
+        self.series.move_to_end(key)
+        self.owner._count("deduplicated")
+        if series.written_count == 1:
+            self._write_series(key, series)
+
+    def _remember(self, occ: _Occurrence, created: _Series | None) -> None:
         if created is None:
             return
+        key = occ.key
         self.series[key] = created
         self.series.move_to_end(key)
         while len(self.series) > self.max_series:
             self.series.popitem(last=False)
 
-    def _create(self, occ: _Occurrence) -> _Series | None:
+    def _create_all(self, occs: list[_Occurrence]) -> None:
+        """Create new events: one pipelined attempt at all of them when the sink can (the API
+        path's create_many), then each that failed goes the single-event way (retries included)."""
         o = self.owner
-        name = f"{occ.name}.{o._unique_ns(occ.wall):x}"
+        create_many = getattr(o.sink, "create_many", None)
+        if len(occs) < 2 or create_many is None or o._abandon.is_set():
+            for occ in occs:
+                self._remember(occ, self._create(occ))
+            return
+        api = o.api
+        names = [self._name(occ) for occ in occs]
+        errors = create_many(
+            api, [(occ.namespace, o._body(api, n, occ)) for occ, n in zip(occs, names, strict=True)]
+        )
+        for occ, name, err in zip(occs, names, errors, strict=True):
+            if err is None or isinstance(err, AlreadyExists):
+                o._written(occ)
+                self._remember(occ, _Series(api, occ.namespace, name, 1, occ.wall, 1, occ.wall))
+            else:
+                self._remember(occ, self._create(occ, name, api, err))
+
+    def _name(self, occ: _Occurrence) -> str:
+        return f"{occ.name}.{self.owner._unique_ns(occ.wall):x}"
+
+    def _create(
+        self, occ: _Occurrence, name: str = "", api: str = "", first: Exception | None = None
+    ) -> _Series | None:
+        """Create one event (its first attempt already made when `first` is given)."""
+        o = self.owner
+        name = name or self._name(occ)
         for _ in range(2):
-            api = o.api
+            api = api or o.api
             try:
-                self._call(o.sink.create, api, occ.namespace, o._body(api, name, occ))
+                self._call(o.sink.create, api, occ.namespace, o._body(api, name, occ), first=first)
             except AlreadyExists:
                 pass  # an attempt whose reply was lost did create it: the name is ours alone
             except NotFound as e:
                 if api == EVENTS_V1 and not _namespace_missing(e):
-                    log.info("events.k8s.io/v1 is not served, writing core/v1 Events instead")
+                    if o.api == EVENTS_V1:
+                        log.info("events.k8s.io/v1 is not served, writing core/v1 Events instead")
                     o.api = CORE_V1
+                    api, first = "", None
                     continue
                 o._failed(e, occ)
                 return None
@@ -612,6 +709,7 @@ __all__ = [
     "DEFAULT_WORKERS",
     "EVENTS_V1",
     "MAX_NOTE_BYTES",
+    "POOL_SIZE",
     "EventBroadcaster",
     "EventRecorder",
     "EventRetry",

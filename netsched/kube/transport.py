@@ -169,6 +169,73 @@ class Transport:
         except _Closed as e:
             raise http.client.RemoteDisconnected(str(e)) from None
 
+    def request_many(
+        self,
+        requests: Sequence[tuple[str, str, Mapping[str, str], bytes | None]],
+        timeout: tuple[float | None, float | None],
+        lanes: int = 1,
+    ) -> list[Response | Exception]:
+        """(method, path, headers, body) requests pipelined (HTTP/1.1 pipelining; Go's net/http
+        server, which the API server runs, answers pipelined requests in order) over up to `lanes`
+        connections, dealt round robin: every lane's requests are sent in one write each before
+        any reply is read, so the server works on the lanes in parallel and one thread waits
+        once.  One result per request, in order: its reply, or the error that ended its
+        connection before its reply came; the server may have acted on such a request, so send
+        only what a repeat cannot harm (creates with names of the caller's own: AlreadyExists).
+        Keep batches small (tens of requests, tens of KB): replies wait in socket buffers until
+        everything is sent.
+        """
+        n = len(requests)
+        groups = [list(range(i, n, max(1, lanes))) for i in range(min(max(1, lanes), n))]
+        results: list[Response | Exception | None] = [None] * n
+        sent: list[tuple[_Conn, list[int]]] = []
+        for rows in groups:
+            message = b"".join(self._message(*requests[i]) for i in rows)
+            try:
+                conn = self._take() or self._connect(timeout[0])
+            except Exception as e:
+                for i in rows:
+                    results[i] = e
+                continue
+            conn.used = True
+            try:
+                conn.sock.settimeout(timeout[1])
+                conn.sock.sendall(message)
+            except Exception as e:
+                conn.close()
+                for i in rows:
+                    results[i] = e
+                continue
+            sent.append((conn, rows))
+        for conn, rows in sent:
+            self._read_replies(conn, [(i, requests[i][0]) for i in rows], results)
+        return [r if r is not None else http.client.RemoteDisconnected("no reply") for r in results]
+
+    def _read_replies(
+        self, conn: _Conn, rows: list[tuple[int, str]], results: list[Response | Exception | None]
+    ) -> None:
+        """The replies to a pipelined write, in order; those never read get the error that ended it."""
+        done = 0
+        try:
+            for i, method in rows:
+                line = conn.reader.readline(_MAX_LINE + 1)
+                if not line:
+                    raise http.client.RemoteDisconnected("server closed the connection")
+                resp, keep = _read_reply(conn.reader, line, method)
+                results[i] = resp
+                done += 1
+                if not keep and done < len(rows):
+                    raise http.client.RemoteDisconnected("server closed the connection")
+        except Exception as e:
+            conn.close()
+            for i, _ in rows[done:]:
+                results[i] = e
+            return
+        if keep:
+            self._give_back(conn)
+        else:
+            conn.close()
+
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []

@@ -252,3 +252,89 @@ def test_a_connection_idle_too_long_is_not_reused(
     monkeypatch.setattr(transport_mod, "IDLE_SECONDS", -1.0)  # every idle connection is too old
     t.request("GET", "/", {}, None, (5, 5))
     assert server.accepted == 2 and t.connections_opened == 2
+
+
+# ---------------------------------------------------------------- pipelining (request_many)
+
+
+def _numbered_replies(limit: int | None = None) -> Handler:
+    """Answer each request on a connection with its own path as the body; after `limit` replies
+    close the connection (the requests sent after those get no reply)."""
+
+    def handle(conn: socket.socket, _n: int) -> None:
+        buf = b""
+        answered = 0
+        while limit is None or answered < limit:
+            while b"\r\n\r\n" not in buf:
+                got = conn.recv(65536)
+                if not got:
+                    conn.close()
+                    return
+                buf += got
+            head, _, buf = buf.partition(b"\r\n\r\n")
+            length = next(
+                (
+                    int(v)
+                    for n, _, v in (h.partition(b":") for h in head.split(b"\r\n")[1:])
+                    if n.lower() == b"content-length"
+                ),
+                0,
+            )
+            while len(buf) < length:
+                buf += conn.recv(65536)
+            buf = buf[length:]
+            path = head.split(b" ")[1]
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(path), path))
+            answered += 1
+        conn.close()
+
+    return handle
+
+
+def test_request_many_pipelines_over_lanes_and_keeps_the_order(
+    scripted: Callable[[Handler], Scripted],
+) -> None:
+    server = scripted(_numbered_replies())
+    t = Transport("127.0.0.1", server.port, tls=None, pool_size=4)
+    requests = [("POST", f"/r{i}", {}, b"{}") for i in range(7)]
+    results = t.request_many(requests, (5, 5), lanes=3)
+    assert [getattr(r, "data", r) for r in results] == [f"/r{i}".encode() for i in range(7)]
+    assert server.accepted == 3 and len(t._idle) == 3  # one connection a lane, all kept
+    again = t.request_many(requests[:2], (5, 5), lanes=3)  # two requests: two lanes, reused
+    assert [r.data for r in again if not isinstance(r, Exception)] == [b"/r0", b"/r1"]
+    assert server.accepted == 3
+
+
+def test_request_many_gives_the_unanswered_requests_a_transient_error(
+    scripted: Callable[[Handler], Scripted],
+) -> None:
+    from netsched.kube.errors import from_exception
+
+    server = scripted(_numbered_replies(limit=2))  # answers two, then closes
+    t = Transport("127.0.0.1", server.port, tls=None, pool_size=2)
+    results = t.request_many([("POST", f"/r{i}", {}, b"{}") for i in range(4)], (5, 5))
+    assert [r.data for r in results[:2] if not isinstance(r, Exception)] == [b"/r0", b"/r1"]
+    assert all(isinstance(r, http.client.RemoteDisconnected) for r in results[2:])
+    assert all(isinstance(from_exception(r), Transient) for r in results[2:] if isinstance(r, Exception))
+    assert t._idle == []  # a connection that failed is not kept
+
+
+def test_client_request_many_creates_over_tls_with_one_result_each(
+    tls_server: tuple[FakeAPIServer, str],
+) -> None:
+    from netsched.kube.client import Reply
+    from netsched.kube.errors import AlreadyExists
+
+    srv, kubeconfig = tls_server
+    client = build_api_client(kubeconfig, qps=1000, burst=1000)
+    path = "/apis/events.k8s.io/v1/namespaces/default/events"
+
+    def event(name: str) -> dict[str, object]:
+        return {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": name}, "note": name}
+
+    items = [(path, event(f"e{i}")) for i in range(5)] + [(path, event("e0"))]  # the last repeats e0
+    results = client.request_many("create", "events", "POST", items, lanes=2)
+    assert [type(r) for r in results] == [Reply] * 5 + [AlreadyExists]
+    stored = {e["metadata"]["name"] for e in srv.list("events.k8s.io/events", "default")}
+    assert stored == {f"e{i}" for i in range(5)}
+    assert client.transport is not None and client.transport.connections_opened == 2

@@ -192,3 +192,85 @@ def _wait_until(cond: Any, timeout: float = 5.0) -> bool:
             return True
         done.wait(0.01)
     return bool(cond())
+
+
+# ---------------------------------------------------------------- batches (pipelined creates)
+
+
+class BatchSink(FlakySink):
+    """A FlakySink that can also create many at once (as KubeEventSink pipelines them): each item
+    fails with `fail_by_note[note]` once, if set. The first single create waits for `gate`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+        self.fail_by_note: dict[str, ApiError] = {}
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def create(self, api: str, namespace: str, body: dict[str, Any]) -> None:
+        self.entered.set()
+        self.gate.wait(5)
+        super().create(api, namespace, body)
+
+    def create_many(self, api: str, items: list[tuple[str, dict[str, Any]]]) -> list[Exception | None]:
+        out: list[Exception | None] = []
+        with self.lock:
+            self.batches.append([body["note"] for _, body in items])
+            for _, body in items:
+                err = self.fail_by_note.pop(body["note"], None)
+                out.append(err)
+                if err is None:
+                    self.created.append(body)
+        return out
+
+
+def _queued_behind_a_slow_write(sink: BatchSink, events: list[tuple[int, str, str]]) -> EventBroadcaster:
+    """The writer busy with a first event while `events` (pod, reason, note) queue up behind it."""
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, workers=1)
+    rec = b.new_recorder("netsched")
+    rec.event(pod(99), "Normal", "Scheduled", "Binding", "first")
+    assert sink.entered.wait(5)
+    for i, reason, note in events:
+        rec.event(pod(i), "Normal", reason, "Binding", note)
+    sink.gate.set()
+    assert b.flush(5)
+    b.stop()
+    return b
+
+
+def test_events_queued_together_are_created_in_one_batch() -> None:
+    sink = BatchSink()
+    b = _queued_behind_a_slow_write(sink, [(i, "Scheduled", f"m{i}") for i in range(5)])
+    assert sink.batches == [[f"m{i}" for i in range(5)]]
+    assert [c["note"] for c in sink.created] == ["first"] + [f"m{i}" for i in range(5)]
+    assert (b.written, b.failed, b.dropped) == (6, 0, 0)
+
+
+def test_a_batch_member_that_fails_goes_the_single_event_way() -> None:
+    from netsched.kube.errors import Forbidden
+
+    sink = BatchSink()
+    sink.fail_by_note = {
+        "m1": Transient(0, "ConnectionResetError", "no reply"),  # retried alone: written
+        "m2": AlreadyExists(409, "AlreadyExists", "exists"),  # an earlier attempt made it: written
+        "m3": Forbidden(403, "Forbidden", "no"),  # permanent: counted failed, not sent again
+    }
+    b = _queued_behind_a_slow_write(sink, [(i, "Scheduled", f"m{i}") for i in range(5)])
+    assert sorted(c["note"] for c in sink.created) == ["first", "m0", "m1", "m4"]
+    assert sink.attempts == 2  # the first event and m1's retry: m3 was not sent alone
+    assert (b.written, b.failed, b.retries) == (5, 1, 1)
+
+
+def test_a_pods_events_in_one_batch_keep_their_order() -> None:
+    sink = BatchSink()
+    events = [
+        (1, "FailedScheduling", "a1"),
+        (2, "Scheduled", "b"),
+        (1, "Scheduled", "a2"),
+        (3, "Scheduled", "c"),
+    ]
+    _queued_behind_a_slow_write(sink, events)
+    assert sink.batches == [["a1", "b"], ["a2", "c"]]  # pod 1's second event waits for its first
+    notes = [c["note"] for c in sink.created]
+    assert notes.index("a1") < notes.index("a2")
