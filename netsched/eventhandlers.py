@@ -178,6 +178,7 @@ class EventHandlers:
             self._pod_gone(raw)
             return
         pod = self._same_pod_again(raw)
+        same = pod is not None
         if pod is None:
             try:
                 pod = parse_pod(raw)
@@ -185,7 +186,7 @@ class EventHandlers:
                 self._malformed(raw, e)
                 return
         if pod.node_name:
-            self._assigned(pod)
+            self._assigned(pod, same)
         else:
             self._pending_pod(pod)
 
@@ -218,9 +219,9 @@ class EventHandlers:
             nominated_node_name=status.get("nominatedNodeName") or "",
         )
 
-    def _assigned(self, pod: PodInfo) -> None:
+    def _assigned(self, pod: PodInfo, same_placement: bool = False) -> None:
         self._drop_pending(pod)
-        self.cache.add_or_update_pod(pod)
+        self.cache.add_or_update_pod(pod, same_placement=same_placement)
         if self._on_assigned is not None:
             self._on_assigned(pod)
 

@@ -149,8 +149,15 @@ class ClusterCache:
 
     # ------------------------------------------------------------ pods
 
-    def add_or_update_pod(self, pod: PodInfo) -> None:
-        """An assigned pod seen through the API (bound, running, terminating)."""
+    def add_or_update_pod(self, pod: PodInfo, *, same_placement: bool = False) -> None:
+        """An assigned pod seen through the API (bound, running, terminating).
+
+        `same_placement`: the caller found nothing that a node's totals or a snapshot reads
+        changed since the cached record (the binding that confirms an assumed pod, a kubelet's
+        status update; eventhandlers' _same_pod_again).  The new record then replaces the old
+        in place and the node is not marked changed, so the next cycle copies nothing for it
+        (kube's cache too leaves the NodeInfo of a confirmed assumed pod as it was).
+        """
         with self._lock:
             assumed = self._assumed.pop(pod.uid, None)
             if assumed is not None and assumed.node != pod.node_name:
@@ -161,6 +168,12 @@ class ClusterCache:
                     pod.node_name,
                 )
             old = self._pods.get(pod.uid)
+            if same_placement and old is not None and old.node_name == pod.node_name:
+                self._pods[pod.uid] = pod
+                node = self._nodes.get(pod.node_name)
+                if node is not None and pod.uid in node.pods:
+                    node.pods[pod.uid] = pod  # same totals; snapshots hold their own copies
+                return
             if old is not None:
                 self._detach(old)
             self._pods[pod.uid] = pod

@@ -134,3 +134,30 @@ def test_node_listener_hears_set_changes() -> None:
     c.remove_node("a")
     c.notify_node_listeners()
     assert seen == [["a"], ["a", "b", "c"], ["b", "c"]]
+
+
+def test_same_placement_update_replaces_the_record_without_copying_the_node() -> None:
+    """The binding that confirms an assumed pod (or a status-only update), flagged by the caller
+    as changing nothing a node's totals read: the record is replaced, the node not re-copied."""
+    c, _ = cache_with("a", "b")
+    pod = make_pod("p").req(cpu="1").info()
+    c.assume(pod, "a")
+    snap = Snapshot()
+    c.update_snapshot(snap)
+    before = list(snap.nodes)
+    bound = make_pod("p").uid(pod.uid).req(cpu="1").node("a").info()
+    c.add_or_update_pod(bound, same_placement=True)
+    assert not c.is_assumed(pod.uid) and c.get_pod(pod.uid) is bound
+    c.update_snapshot(snap)
+    assert snap.nodes[0] is before[0]  # nothing to copy
+    node = c.get_node("a")
+    assert node is not None and node.pods[pod.uid] is bound and node.requested["cpu"] == 1000
+    # Bound elsewhere than assumed: the flag cannot apply; the pod moves and both nodes change.
+    q = make_pod("q").req(cpu="1").info()
+    c.assume(q, "a")
+    moved = make_pod("q").uid(q.uid).req(cpu="1").node("b").info()
+    c.add_or_update_pod(moved, same_placement=True)
+    c.update_snapshot(snap)
+    assert snap.nodes[0] is not before[0] and snap.nodes[1] is not before[1]
+    assert snap.requested[snap.index["a"], snap.col["cpu"]] == 1000
+    assert snap.requested[snap.index["b"], snap.col["cpu"]] == 1000
