@@ -13,6 +13,7 @@ gangs miss a member (it is gated), so they wait at Permit until
 GangTopology (weight 2) fed static link load through the real metrics hub.
 
 Prints pods/s (members bound over the wall time of the scheduling calls),
+the scheduling attempts (every member's tries, retries included),
 the time from a gang's last member arriving to all its members bound
 (p50/p99/max over the gangs that started), and checks that after every failed
 or timed-out gang nothing is held: no assumed pod in the cache, no pod waiting
@@ -67,6 +68,7 @@ class Result:
     failed: int = 0
     timed_out: int = 0
     bound: int = 0
+    attempts: int = 0  # scheduling cycles run (each pod tried, retries included)
     seconds: float = 0.0  # wall time inside the scheduler's calls
     to_full_ms: list[float] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
@@ -146,7 +148,7 @@ def run(
 
     def schedule() -> None:
         t0 = time.perf_counter()
-        cluster.schedule_pending()
+        res.attempts += cluster.schedule_pending()
         res.seconds += time.perf_counter() - t0
 
     def held(group: str, keys: list[str]) -> None:
@@ -208,6 +210,7 @@ def render(r: Result) -> str:
         f"{r.started} started whole, {r.failed} failed (a member fits nowhere), {r.timed_out} timed out",
         f"  {r.bound} pods bound in {r.seconds:.2f} s of scheduling = {r.pods_per_s:.0f} pods/s; "
         f"peak RSS {peak_rss_mib():.0f} MiB",
+        f"  scheduling attempts: {r.attempts} ({r.attempts / r.bound if r.bound else 0.0:.2f} per bound pod)",
         f"  last member arriving -> all members bound: p50 {r.percentile(50):.2f} ms, "
         f"p99 {r.percentile(99):.2f} ms, max {max(r.to_full_ms, default=0.0):.2f} ms",
         "  reservations held after failed / timed-out gangs: "

@@ -24,6 +24,7 @@ from netsched.kube.resources import PODGROUPS
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 LEGACY_POD_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"
 PODGROUPS_KEY = PODGROUPS.key
+PODGROUP_KIND = PODGROUPS.kind  # the resource of its ClusterEvents (queueing hints)
 PODGROUP_API_VERSION = f"{PODGROUPS.group}/{PODGROUPS.version}"
 
 
@@ -161,3 +162,10 @@ class Backoff:
                 del self._until[group]
                 return 0.0
             return until - now
+
+    def expired(self, group: str, now: float) -> bool:
+        """The group was backed off and that is over, though no member has been tried since
+        (remaining() forgets the record when a member's PreFilter next asks)."""
+        with self._lock:
+            until = self._until.get(group)
+            return until is not None and until <= now

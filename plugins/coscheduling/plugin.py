@@ -15,12 +15,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from netsched.framework import (
+    ASSIGNED_POD,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     Diagnosis,
@@ -34,6 +40,7 @@ from netsched.framework import (
     PreFilterPlugin,
     PreFilterResult,
     QueuedPodInfo,
+    QueueingHint,
     QueueSortPlugin,
     ReservePlugin,
     Snapshot,
@@ -42,6 +49,7 @@ from netsched.framework import (
 from netsched.framework.quantity import PODS, format_canonical
 from plugins.coscheduling.args import CoschedulingArgs
 from plugins.coscheduling.groups import (
+    PODGROUP_KIND,
     PODGROUPS_KEY,
     Backoff,
     GroupCache,
@@ -98,6 +106,65 @@ class Coscheduling(
 
     def _waiting(self, group: str) -> list[Any]:
         return [wp for wp in self.handle.iterate_waiting_pods() if full_name(wp.pod) == group]
+
+    # ------------------------------------------------------------ queueing hints
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """What can undo each PreFilter rejection (see the README's Queueing hints).
+
+        Too few members: a member bound (by anyone) or the group's minMember lowered; a new
+        pending member needs no event, it is tried itself and wakes the rest at Permit.
+        PodGroup missing or malformed: the group added or its spec changed.  minResources
+        beyond the cluster: room freed or added.  Backed off: any of these once the backoff is
+        over.  Members rejected at Permit are woken by the sibling that reaches Permit next.
+        """
+        return [
+            ClusterEventWithHint(ClusterEvent(PODGROUP_KIND, ActionType.ADD), self._group_added),
+            ClusterEventWithHint(ClusterEvent(PODGROUP_KIND, ActionType.UPDATE), self._group_spec_changed),
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.ADD), self._member_bound),
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), self._room_freed),
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE), self._room_freed
+            ),
+        ]
+
+    def _is_own_group(self, pod: PodInfo, raw: Any) -> bool:
+        meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+        if not isinstance(meta, Mapping):
+            return False
+        name = group_name(pod)
+        return (
+            bool(name) and meta.get("name") == name and (meta.get("namespace") or "default") == pod.namespace
+        )
+
+    def _group_added(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+        return QueueingHint.QUEUE if self._is_own_group(pod, new) else QueueingHint.SKIP
+
+    def _group_spec_changed(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        """Only the spec decides PreFilter; status writes (ours included) change nothing."""
+        if not self._is_own_group(pod, new) or not isinstance(old, Mapping):
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE if old.get("spec") != new.get("spec") else QueueingHint.SKIP
+
+    def _member_bound(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+        if isinstance(new, PodInfo) and new.namespace == pod.namespace and group_name(new) == group_name(pod):
+            return QueueingHint.QUEUE
+        return self._backoff_over(pod)
+
+    def _room_freed(self, pod: PodInfo, _old: Any, _new: Any) -> QueueingHint:
+        try:
+            pg = self.group_of(pod)
+        except GroupError:
+            return QueueingHint.SKIP  # only the PodGroup's own update can mend it
+        if pg is not None and pg.min_resources:
+            return QueueingHint.QUEUE
+        return self._backoff_over(pod)
+
+    def _backoff_over(self, pod: PodInfo) -> QueueingHint:
+        group = full_name(pod)
+        if group and self.backoff.expired(group, self.handle.clock.now()):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
 
     # ------------------------------------------------------------ QueueSort
 

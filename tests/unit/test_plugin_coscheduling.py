@@ -12,9 +12,10 @@ import pytest
 from netsched.app import build_registry
 from netsched.clock import ManualClock
 from netsched.config import ConfigError, load_config
-from netsched.framework import Fields, QueuedPodInfo
+from netsched.framework import ASSIGNED_POD, NODE, ActionType, ClusterEvent, Fields, QueuedPodInfo
 from netsched.framework.fields import ErrorList
 from netsched.inmemory import InMemoryCluster
+from netsched.queue import UNSCHEDULABLE
 from netsched.testing.builders import make_node, make_pod
 from plugins.coscheduling import LEGACY_POD_GROUP_LABEL, POD_GROUP_LABEL, Coscheduling, CoschedulingArgs
 
@@ -189,10 +190,17 @@ def test_permit_waits_then_times_out_and_releases_everything() -> None:
         ("default/a", "Warning", "GangReleased", "group a timed out after 5s: 2 of 3 placed, released")
     ]
     assert status(c, "a")["phase"] == "Pending"
+    # Two of three members exist: no event can help them (our own status writes move
+    # nothing), so they stay parked instead of being retried on every cluster event.
     c.clock.step(10.0)
     c.queue.flush_backoff_completed()
+    assert c.schedule_pending() == 0
+    parked = [c.handlers.pending_pod_by_key(f"default/a{i}") for i in range(2)]
+    assert [c.queue.where(p.uid) for p in parked if p is not None] == [UNSCHEDULABLE, UNSCHEDULABLE]
+    # A replacement member arrives: it is tried itself and wakes the others at Permit.
+    c.add_pod(make_pod("a3").label(POD_GROUP_LABEL, "a").req(cpu="2").obj())
     c.schedule_pending()
-    assert "current pods number: 2, minMember of group: 3" in failed(c, "default/a0")
+    assert sorted(c.placements) == ["default/a0", "default/a1", "default/a3"]
     assert held(c) == (0, 0)
 
 
@@ -238,3 +246,103 @@ def test_members_arriving_one_by_one_are_woken_when_the_gang_can_start() -> None
     # a2 passes PreFilter and waits at Permit, waking a0 and a1 (no time passes, no flush).
     assert sorted(c.placements) == ["default/a0", "default/a1", "default/a2"]
     assert held(c) == (0, 0)
+
+
+def _pg_update(name: str, min_member: int, **status: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    old = podgroup(name, min_member)
+    new = {**old, "metadata": {**old["metadata"], "resourceVersion": "2"}, "status": status}
+    return old, new
+
+
+@pytest.mark.parametrize(
+    ("case", "event", "old", "new", "want"),
+    [
+        ("own group added", "group_add", None, podgroup("a", 2), "Queue"),
+        ("another group added", "group_add", None, podgroup("b", 2), "QueueSkip"),
+        (
+            "same name in another namespace",
+            "group_add",
+            None,
+            {**podgroup("a", 2), "metadata": {**podgroup("a", 2)["metadata"], "namespace": "other"}},
+            "QueueSkip",
+        ),
+        ("own group's status written", "group_update", *_pg_update("a", 2, phase="Scheduling"), "QueueSkip"),
+        ("own group's minMember lowered", "group_update", podgroup("a", 3), podgroup("a", 2), "Queue"),
+        (
+            "another group's minMember lowered",
+            "group_update",
+            podgroup("b", 3),
+            podgroup("b", 2),
+            "QueueSkip",
+        ),
+        ("a member bound", "pod_add", None, "member", "Queue"),
+        ("a pod of another group bound", "pod_add", None, "stranger", "QueueSkip"),
+        ("a pod of another group bound, backoff over", "pod_add_after_backoff", None, "stranger", "Queue"),
+        (
+            "a pod of another group bound, still backed off",
+            "pod_add_in_backoff",
+            None,
+            "stranger",
+            "QueueSkip",
+        ),
+        ("node added, no minResources", "node_add", None, None, "QueueSkip"),
+        ("node added, minResources", "node_add_min_resources", None, None, "Queue"),
+        ("pod deleted, malformed group", "pod_delete_bad_group", "stranger", None, "QueueSkip"),
+    ],
+)
+def test_queueing_hints_name_what_can_undo_each_rejection(
+    case: str, event: str, old: Any, new: Any, want: str
+) -> None:
+    c = cluster()
+    p = plugin(c)
+    spec: dict[str, Any] = {"minResources": {"cpu": "1"}} if event == "node_add_min_resources" else {}
+    if event == "pod_delete_bad_group":
+        spec = {"minResources": {"cpu": "lots"}}
+    c.add_object(PG, podgroup("a", 3, **spec))
+    pod = make_pod("a0").label(POD_GROUP_LABEL, "a").info()
+    pods = {
+        "member": make_pod("a9").label(POD_GROUP_LABEL, "a").node("n0").info(),
+        "stranger": make_pod("b0").label(POD_GROUP_LABEL, "b").node("n0").info(),
+    }
+    old, new = (
+        pods.get(old, old) if isinstance(old, str) else old,
+        pods.get(new, new) if isinstance(new, str) else new,
+    )
+    assert isinstance(c.clock, ManualClock)
+    if event in ("pod_add_after_backoff", "pod_add_in_backoff"):
+        p.backoff.add("default/a", c.clock.now(), 10)
+        c.clock.step(11 if event == "pod_add_after_backoff" else 5)
+    happened = {
+        "group_add": ClusterEvent("PodGroup", ActionType.ADD),
+        "group_update": ClusterEvent("PodGroup", ActionType.UPDATE_OTHER),
+        "node_add": ClusterEvent(NODE, ActionType.ADD),
+        "node_add_min_resources": ClusterEvent(NODE, ActionType.ADD),
+        "pod_delete_bad_group": ClusterEvent(ASSIGNED_POD, ActionType.DELETE),
+    }.get(event, ClusterEvent(ASSIGNED_POD, ActionType.ADD))
+    regs = [r for r in p.events_to_register() if r.event.match(happened)]
+    assert len(regs) == 1, (case, regs)
+    hint = regs[0].hint
+    assert hint is not None
+    assert hint(pod, old, new).value == want, case
+
+
+def test_a_parked_gang_ignores_unrelated_events_and_moves_when_its_group_changes() -> None:
+    c = cluster()
+    c.add_object(PG, podgroup("a", 3))
+    gang(c, "a", 2)
+    c.schedule_pending()
+    parked = [c.handlers.pending_pod_by_key(f"default/a{i}") for i in range(2)]
+    uids = [p.uid for p in parked if p is not None]
+    assert [c.queue.where(u) for u in uids] == [UNSCHEDULABLE, UNSCHEDULABLE]
+    c.add_node(make_node("n9").capacity(cpu="4", pods="110").obj())  # room does not help: too few
+    c.add_object(PG, {**podgroup("a", 3), "status": {"phase": "Pending"}}, kind="MODIFIED")
+    assert [c.queue.where(u) for u in uids] == [UNSCHEDULABLE, UNSCHEDULABLE]
+    lowered = podgroup("a", 2)
+    lowered["metadata"]["resourceVersion"] = "3"
+    c.add_object(PG, lowered, kind="MODIFIED")  # minMember 3 -> 2: the two can start
+    assert all(c.queue.where(u) != UNSCHEDULABLE for u in uids)
+    assert isinstance(c.clock, ManualClock)
+    c.clock.step(2.0)
+    c.queue.flush_backoff_completed()
+    c.schedule_pending()
+    assert sorted(c.placements) == ["default/a0", "default/a1"]
