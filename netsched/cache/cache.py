@@ -168,11 +168,10 @@ class ClusterCache:
                     pod.node_name,
                 )
             old = self._pods.get(pod.uid)
-            if same_placement and old is not None and old.node_name == pod.node_name:
+            node = self._nodes.get(pod.node_name) if same_placement else None
+            if node is not None and old is not None and node.pods.get(pod.uid) is old:
                 self._pods[pod.uid] = pod
-                node = self._nodes.get(pod.node_name)
-                if node is not None and pod.uid in node.pods:
-                    node.pods[pod.uid] = pod  # same totals; snapshots hold their own copies
+                node.pods[pod.uid] = pod  # same totals; snapshots hold their own copies
                 return
             if old is not None:
                 self._detach(old)

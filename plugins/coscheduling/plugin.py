@@ -132,10 +132,8 @@ class Coscheduling(
         meta = raw.get("metadata") if isinstance(raw, Mapping) else None
         if not isinstance(meta, Mapping):
             return False
-        name = group_name(pod)
-        return (
-            bool(name) and meta.get("name") == name and (meta.get("namespace") or "default") == pod.namespace
-        )
+        group = full_name(pod)
+        return bool(group) and f"{meta.get('namespace') or 'default'}/{meta.get('name')}" == group
 
     def _group_added(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
         return QueueingHint.QUEUE if self._is_own_group(pod, new) else QueueingHint.SKIP
@@ -147,7 +145,8 @@ class Coscheduling(
         return QueueingHint.QUEUE if old.get("spec") != new.get("spec") else QueueingHint.SKIP
 
     def _member_bound(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
-        if isinstance(new, PodInfo) and new.namespace == pod.namespace and group_name(new) == group_name(pod):
+        group = full_name(pod)
+        if group and isinstance(new, PodInfo) and full_name(new) == group:
             return QueueingHint.QUEUE
         return self._backoff_over(pod)
 

@@ -254,71 +254,76 @@ def _pg_update(name: str, min_member: int, **status: Any) -> tuple[dict[str, Any
     return old, new
 
 
+GROUP_ADD = ClusterEvent("PodGroup", ActionType.ADD)
+GROUP_UPDATE = ClusterEvent("PodGroup", ActionType.UPDATE_OTHER)
+NODE_ADD = ClusterEvent(NODE, ActionType.ADD)
+POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD)
+POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE)
+MEMBER = make_pod("a9").label(POD_GROUP_LABEL, "a").node("n0").info()
+STRANGER = make_pod("b0").label(POD_GROUP_LABEL, "b").node("n0").info()
+OTHER_NS = {**podgroup("a", 2), "metadata": {**podgroup("a", 2)["metadata"], "namespace": "other"}}
+
+
 @pytest.mark.parametrize(
-    ("case", "event", "old", "new", "want"),
+    ("case", "happened", "spec", "backed_off_for", "old", "new", "want"),
     [
-        ("own group added", "group_add", None, podgroup("a", 2), "Queue"),
-        ("another group added", "group_add", None, podgroup("b", 2), "QueueSkip"),
+        # backed_off_for: the group backed off for 10 s, then this much simulated time passed.
+        ("own group added", GROUP_ADD, {}, None, None, podgroup("a", 2), "Queue"),
+        ("another group added", GROUP_ADD, {}, None, None, podgroup("b", 2), "QueueSkip"),
+        ("same name in another namespace", GROUP_ADD, {}, None, None, OTHER_NS, "QueueSkip"),
+        ("own group's status written", GROUP_UPDATE, {}, None, *_pg_update("a", 2, phase="x"), "QueueSkip"),
         (
-            "same name in another namespace",
-            "group_add",
+            "own group's minMember lowered",
+            GROUP_UPDATE,
+            {},
             None,
-            {**podgroup("a", 2), "metadata": {**podgroup("a", 2)["metadata"], "namespace": "other"}},
-            "QueueSkip",
+            podgroup("a", 3),
+            podgroup("a", 2),
+            "Queue",
         ),
-        ("own group's status written", "group_update", *_pg_update("a", 2, phase="Scheduling"), "QueueSkip"),
-        ("own group's minMember lowered", "group_update", podgroup("a", 3), podgroup("a", 2), "Queue"),
         (
             "another group's minMember lowered",
-            "group_update",
+            GROUP_UPDATE,
+            {},
+            None,
             podgroup("b", 3),
             podgroup("b", 2),
             "QueueSkip",
         ),
-        ("a member bound", "pod_add", None, "member", "Queue"),
-        ("a pod of another group bound", "pod_add", None, "stranger", "QueueSkip"),
-        ("a pod of another group bound, backoff over", "pod_add_after_backoff", None, "stranger", "Queue"),
+        ("a member bound", POD_ADD, {}, None, None, MEMBER, "Queue"),
+        ("a pod of another group bound", POD_ADD, {}, None, None, STRANGER, "QueueSkip"),
+        ("a pod of another group bound, backoff over", POD_ADD, {}, 11.0, None, STRANGER, "Queue"),
+        ("a pod of another group bound, still backed off", POD_ADD, {}, 5.0, None, STRANGER, "QueueSkip"),
+        ("node added, no minResources", NODE_ADD, {}, None, None, None, "QueueSkip"),
+        ("node added, minResources", NODE_ADD, {"minResources": {"cpu": "1"}}, None, None, None, "Queue"),
         (
-            "a pod of another group bound, still backed off",
-            "pod_add_in_backoff",
+            "pod deleted, malformed group",
+            POD_DELETE,
+            {"minResources": {"cpu": "lots"}},
             None,
-            "stranger",
+            STRANGER,
+            None,
             "QueueSkip",
         ),
-        ("node added, no minResources", "node_add", None, None, "QueueSkip"),
-        ("node added, minResources", "node_add_min_resources", None, None, "Queue"),
-        ("pod deleted, malformed group", "pod_delete_bad_group", "stranger", None, "QueueSkip"),
     ],
 )
 def test_queueing_hints_name_what_can_undo_each_rejection(
-    case: str, event: str, old: Any, new: Any, want: str
+    case: str,
+    happened: ClusterEvent,
+    spec: dict[str, Any],
+    backed_off_for: float | None,
+    old: Any,
+    new: Any,
+    want: str,
 ) -> None:
     c = cluster()
     p = plugin(c)
-    spec: dict[str, Any] = {"minResources": {"cpu": "1"}} if event == "node_add_min_resources" else {}
-    if event == "pod_delete_bad_group":
-        spec = {"minResources": {"cpu": "lots"}}
     c.add_object(PG, podgroup("a", 3, **spec))
     pod = make_pod("a0").label(POD_GROUP_LABEL, "a").info()
-    pods = {
-        "member": make_pod("a9").label(POD_GROUP_LABEL, "a").node("n0").info(),
-        "stranger": make_pod("b0").label(POD_GROUP_LABEL, "b").node("n0").info(),
-    }
-    old, new = (
-        pods.get(old, old) if isinstance(old, str) else old,
-        pods.get(new, new) if isinstance(new, str) else new,
-    )
     assert isinstance(c.clock, ManualClock)
-    if event in ("pod_add_after_backoff", "pod_add_in_backoff"):
+    if backed_off_for is not None:
         p.backoff.add("default/a", c.clock.now(), 10)
-        c.clock.step(11 if event == "pod_add_after_backoff" else 5)
-    happened = {
-        "group_add": ClusterEvent("PodGroup", ActionType.ADD),
-        "group_update": ClusterEvent("PodGroup", ActionType.UPDATE_OTHER),
-        "node_add": ClusterEvent(NODE, ActionType.ADD),
-        "node_add_min_resources": ClusterEvent(NODE, ActionType.ADD),
-        "pod_delete_bad_group": ClusterEvent(ASSIGNED_POD, ActionType.DELETE),
-    }.get(event, ClusterEvent(ASSIGNED_POD, ActionType.ADD))
+        c.clock.step(backed_off_for)
     regs = [r for r in p.events_to_register() if r.event.match(happened)]
     assert len(regs) == 1, (case, regs)
     hint = regs[0].hint
