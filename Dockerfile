@@ -1,5 +1,5 @@
 # netsched's image: `docker build -t netsched:0.1.0 .` at the repository root.
-# The package (netsched + plugins) is installed with pip; the process runs as
+# The package (netsched, with plugins/ as netsched.plugins through the netsched/plugins link) is installed with pip; the process runs as
 # an unprivileged user and needs nothing writable but /tmp (see deploy/deployment.yaml).
 FROM python:3.11-slim
 

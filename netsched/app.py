@@ -59,7 +59,7 @@ profiles:
 
 def build_registry(out_of_tree: Sequence[type[Plugin]] = ()) -> Registry:
     """In-tree plugins merged with out-of-tree ones; a duplicate name raises RegistryError."""
-    from plugins.registry import in_tree_plugins
+    from netsched.plugins.registry import in_tree_plugins
 
     return Registry(in_tree_plugins()).merge(out_of_tree)
 

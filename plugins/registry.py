@@ -7,32 +7,32 @@ from netsched.framework import Plugin
 
 
 def in_tree_plugins() -> list[type[Plugin]]:
-    from plugins.check_pod_count_limit import CheckPodCountLimit
-    from plugins.check_pod_limit_resources import CheckPodLimitResources
-    from plugins.coscheduling import Coscheduling
-    from plugins.default_binder import DefaultBinder
-    from plugins.default_preemption import DefaultPreemption
-    from plugins.gang_topology import GangTopology
-    from plugins.image_locality import ImageLocality
-    from plugins.inter_pod_affinity import InterPodAffinity
-    from plugins.load_aware import LoadAware
-    from plugins.load_threshold import LoadThreshold
-    from plugins.lvm_volume_capacity import LvmVolumeCapacity
-    from plugins.network_traffic import NetworkTraffic
-    from plugins.node_affinity import NodeAffinity
-    from plugins.node_name import NodeName
-    from plugins.node_ports import NodePorts
-    from plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
-    from plugins.node_resources_fit import NodeResourcesFit
-    from plugins.node_unschedulable import NodeUnschedulable
-    from plugins.node_volume_limits import NodeVolumeLimits
-    from plugins.pod_topology_spread import PodTopologySpread
-    from plugins.priority_sort import PrioritySort
-    from plugins.scheduling_gates import SchedulingGates
-    from plugins.taint_toleration import TaintToleration
-    from plugins.volume_binding import CheckCSIStorageCapacity, VolumeBinding
-    from plugins.volume_restrictions import VolumeRestrictions
-    from plugins.volume_zone import VolumeZone
+    from netsched.plugins.check_pod_count_limit import CheckPodCountLimit
+    from netsched.plugins.check_pod_limit_resources import CheckPodLimitResources
+    from netsched.plugins.coscheduling import Coscheduling
+    from netsched.plugins.default_binder import DefaultBinder
+    from netsched.plugins.default_preemption import DefaultPreemption
+    from netsched.plugins.gang_topology import GangTopology
+    from netsched.plugins.image_locality import ImageLocality
+    from netsched.plugins.inter_pod_affinity import InterPodAffinity
+    from netsched.plugins.load_aware import LoadAware
+    from netsched.plugins.load_threshold import LoadThreshold
+    from netsched.plugins.lvm_volume_capacity import LvmVolumeCapacity
+    from netsched.plugins.network_traffic import NetworkTraffic
+    from netsched.plugins.node_affinity import NodeAffinity
+    from netsched.plugins.node_name import NodeName
+    from netsched.plugins.node_ports import NodePorts
+    from netsched.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
+    from netsched.plugins.node_resources_fit import NodeResourcesFit
+    from netsched.plugins.node_unschedulable import NodeUnschedulable
+    from netsched.plugins.node_volume_limits import NodeVolumeLimits
+    from netsched.plugins.pod_topology_spread import PodTopologySpread
+    from netsched.plugins.priority_sort import PrioritySort
+    from netsched.plugins.scheduling_gates import SchedulingGates
+    from netsched.plugins.taint_toleration import TaintToleration
+    from netsched.plugins.volume_binding import CheckCSIStorageCapacity, VolumeBinding
+    from netsched.plugins.volume_restrictions import VolumeRestrictions
+    from netsched.plugins.volume_zone import VolumeZone
 
     return [
         PrioritySort,

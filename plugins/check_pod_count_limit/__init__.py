@@ -1,6 +1,6 @@
 """CheckPodCountLimit filter plugin (a seed example made in-tree)."""
 
-from plugins.check_pod_count_limit.args import CheckPodCountLimitArgs
-from plugins.check_pod_count_limit.plugin import CheckPodCountLimit
+from netsched.plugins.check_pod_count_limit.args import CheckPodCountLimitArgs
+from netsched.plugins.check_pod_count_limit.plugin import CheckPodCountLimit
 
 __all__ = ["CheckPodCountLimit", "CheckPodCountLimitArgs"]

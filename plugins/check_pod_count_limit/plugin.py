@@ -22,7 +22,7 @@ from netsched.framework import (
     Snapshot,
     Status,
 )
-from plugins.check_pod_count_limit.args import CheckPodCountLimitArgs
+from netsched.plugins.check_pod_count_limit.args import CheckPodCountLimitArgs
 
 NAME = "CheckPodCountLimit"
 ERR_REASON = "node(s) reached the pod count limit"

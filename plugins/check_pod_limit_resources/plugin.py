@@ -30,7 +30,7 @@ from netsched.framework import (
     Snapshot,
     Status,
 )
-from plugins.check_pod_limit_resources.args import CheckPodLimitResourcesArgs
+from netsched.plugins.check_pod_limit_resources.args import CheckPodLimitResourcesArgs
 
 NAME = "CheckPodLimitResources"
 

@@ -47,8 +47,8 @@ from netsched.framework import (
     Status,
 )
 from netsched.framework.quantity import PODS, format_canonical
-from plugins.coscheduling.args import CoschedulingArgs
-from plugins.coscheduling.groups import (
+from netsched.plugins.coscheduling.args import CoschedulingArgs
+from netsched.plugins.coscheduling.groups import (
     PODGROUP_KIND,
     PODGROUPS_KEY,
     Backoff,
@@ -58,7 +58,7 @@ from plugins.coscheduling.groups import (
     full_name,
     group_name,
 )
-from plugins.coscheduling.status import StatusWriter
+from netsched.plugins.coscheduling.status import StatusWriter
 
 log = logging.getLogger(__name__)
 

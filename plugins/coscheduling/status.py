@@ -26,7 +26,7 @@ from typing import Any
 from netsched.framework import Handle
 from netsched.kube.errors import NotFound
 from netsched.kube.resources import PODGROUPS
-from plugins.coscheduling.groups import PodGroup
+from netsched.plugins.coscheduling.groups import PodGroup
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """DefaultBinder bind plugin."""
 
-from plugins.default_binder.plugin import DefaultBinder
+from netsched.plugins.default_binder.plugin import DefaultBinder
 
 __all__ = ["DefaultBinder"]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from netsched.framework import PodInfo
-from plugins.default_preemption.victims import Victims, start_time
+from netsched.plugins.default_preemption.victims import Victims, start_time
 
 _PRIORITY_SHIFT = 2**31
 

@@ -38,9 +38,9 @@ from netsched.framework import (
     Status,
 )
 from netsched.kube.errors import NotFound
-from plugins.default_preemption.args import DefaultPreemptionArgs
-from plugins.default_preemption.candidates import Candidate, pick_one
-from plugins.default_preemption.victims import Pdb, parse_pdbs, select_victims_on_node
+from netsched.plugins.default_preemption.args import DefaultPreemptionArgs
+from netsched.plugins.default_preemption.candidates import Candidate, pick_one
+from netsched.plugins.default_preemption.victims import Pdb, parse_pdbs, select_victims_on_node
 
 log = logging.getLogger(__name__)
 

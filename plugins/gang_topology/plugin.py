@@ -38,8 +38,8 @@ from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
 from netsched.metrics.mapping import FloatArray
 from netsched.metrics.scoring import MetricScorePlugin
 from netsched.metrics.utilisation import cold_link_scores, source_for, to_int_scores
-from plugins.coscheduling.groups import group_name
-from plugins.gang_topology.args import GangTopologyArgs
+from netsched.plugins.coscheduling.groups import group_name
+from netsched.plugins.gang_topology.args import GangTopologyArgs
 
 
 class GangTopology(MetricScorePlugin):

@@ -17,8 +17,8 @@ import numpy as np
 
 from netsched.framework import BoolArray, Code, IntArray, NodeInfo, PodInfo, Rejection, Snapshot, Status
 from netsched.framework.pod_index import PodGroup, PodIndex, label_codes
-from plugins.inter_pod_affinity.counts import TopoCounts
-from plugins.inter_pod_affinity.terms import (
+from netsched.plugins.inter_pod_affinity.counts import TopoCounts
+from netsched.plugins.inter_pod_affinity.terms import (
     NamespaceLabels,
     PodTerms,
     Term,

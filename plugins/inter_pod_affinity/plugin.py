@@ -40,9 +40,9 @@ from netsched.framework import (
     Status,
 )
 from netsched.framework.pod_index import PodIndex, pod_index
-from plugins.inter_pod_affinity import filtering, scoring
-from plugins.inter_pod_affinity.args import InterPodAffinityArgs
-from plugins.inter_pod_affinity.terms import NamespaceLabels
+from netsched.plugins.inter_pod_affinity import filtering, scoring
+from netsched.plugins.inter_pod_affinity.args import InterPodAffinityArgs
+from netsched.plugins.inter_pod_affinity.terms import NamespaceLabels
 
 
 class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):

@@ -21,9 +21,9 @@ import numpy as np
 
 from netsched.framework import MAX_NODE_SCORE, IntArray, NodeInfo, PodInfo, Snapshot
 from netsched.framework.pod_index import PodGroup, PodIndex, label_codes
-from plugins.inter_pod_affinity.counts import TopoCounts
-from plugins.inter_pod_affinity.filtering import group_terms, selected_counts
-from plugins.inter_pod_affinity.terms import NamespaceLabels, Term, compile_preferred, term_matches
+from netsched.plugins.inter_pod_affinity.counts import TopoCounts
+from netsched.plugins.inter_pod_affinity.filtering import group_terms, selected_counts
+from netsched.plugins.inter_pod_affinity.terms import NamespaceLabels, Term, compile_preferred, term_matches
 
 PRE_SCORE_KEY = "PreScoreInterPodAffinity"
 

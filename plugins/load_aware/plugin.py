@@ -37,7 +37,7 @@ from netsched.metrics.estimation import CPU_COL, MEMORY_COL
 from netsched.metrics.mapping import FloatArray
 from netsched.metrics.scoring import MetricScorePlugin
 from netsched.metrics.utilisation import fill_stale, ratio, resource_usage, source_for, to_int_scores
-from plugins.load_aware.args import LoadAwareArgs
+from netsched.plugins.load_aware.args import LoadAwareArgs
 
 
 def target_load_packing(u_percent: FloatArray, target: float) -> FloatArray:

@@ -44,7 +44,7 @@ from netsched.framework import (
 )
 from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
 from netsched.metrics.utilisation import METRICS_EVENTS, network_load, resource_usage, source_for
-from plugins.load_threshold.args import LoadThresholdArgs
+from netsched.plugins.load_threshold.args import LoadThresholdArgs
 
 NETWORK = "network"
 _STATE = "LoadThreshold/bits"

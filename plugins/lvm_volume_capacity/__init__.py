@@ -1,5 +1,5 @@
 """LvmVolumeCapacity: a refusal standing in for a vendor plugin netsched does not ship."""
 
-from plugins.lvm_volume_capacity.plugin import REFUSAL, LvmVolumeCapacity
+from netsched.plugins.lvm_volume_capacity.plugin import REFUSAL, LvmVolumeCapacity
 
 __all__ = ["REFUSAL", "LvmVolumeCapacity"]

@@ -31,7 +31,7 @@ from netsched.framework import (
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
 from netsched.metrics.scoring import MetricScorePlugin
 from netsched.metrics.utilisation import cold_link_scores, source_for, to_int_scores
-from plugins.network_traffic.args import NetworkTrafficArgs
+from netsched.plugins.network_traffic.args import NetworkTrafficArgs
 
 
 class NetworkTraffic(MetricScorePlugin):

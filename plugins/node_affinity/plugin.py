@@ -49,7 +49,7 @@ from netsched.framework import (
     default_normalize_score,
 )
 from netsched.framework.selectors import NodeSelector, NodeSelectorTerm, PreferredSchedulingTerm, Requirement
-from plugins.node_affinity.args import NodeAffinityArgs
+from netsched.plugins.node_affinity.args import NodeAffinityArgs
 
 NAME = "NodeAffinity"
 PRE_FILTER_KEY = "PreFilter" + NAME

@@ -1,5 +1,5 @@
 """NodeName filter plugin."""
 
-from plugins.node_name.plugin import NodeName
+from netsched.plugins.node_name.plugin import NodeName
 
 __all__ = ["NodeName"]

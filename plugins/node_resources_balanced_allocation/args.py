@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from netsched.framework import Fields, PluginArgs, join
-from plugins.node_resources_fit.args import resource_specs
-from plugins.node_resources_fit.resources import DEFAULT_RESOURCES, ResourceSpec
+from netsched.plugins.node_resources_fit.args import resource_specs
+from netsched.plugins.node_resources_fit.resources import DEFAULT_RESOURCES, ResourceSpec
 
 
 @dataclass(frozen=True)

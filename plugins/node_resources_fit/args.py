@@ -12,7 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from netsched.framework import Fields, PluginArgs, join
-from plugins.node_resources_fit.resources import DEFAULT_RESOURCES, ResourceSpec, qualified_name_errors
+from netsched.plugins.node_resources_fit.resources import (
+    DEFAULT_RESOURCES,
+    ResourceSpec,
+    qualified_name_errors,
+)
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"

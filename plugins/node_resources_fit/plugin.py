@@ -47,15 +47,15 @@ from netsched.framework import (
     Snapshot,
     Status,
 )
-from plugins.node_resources_fit.args import NodeResourcesFitArgs
-from plugins.node_resources_fit.resources import (
+from netsched.plugins.node_resources_fit.args import NodeResourcesFitArgs
+from netsched.plugins.node_resources_fit.resources import (
     is_extended,
     is_scalar,
     node_pair,
     pod_score_request,
     table_pair,
 )
-from plugins.node_resources_fit.scoring import strategy_for
+from netsched.plugins.node_resources_fit.scoring import strategy_for
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_KEY = "PreFilter" + NAME

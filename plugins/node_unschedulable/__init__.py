@@ -1,5 +1,5 @@
 """NodeUnschedulable filter plugin."""
 
-from plugins.node_unschedulable.plugin import NodeUnschedulable
+from netsched.plugins.node_unschedulable.plugin import NodeUnschedulable
 
 __all__ = ["NodeUnschedulable"]

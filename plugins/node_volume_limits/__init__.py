@@ -1,5 +1,5 @@
 """NodeVolumeLimits: CSI attach limits per driver from CSINode allocatable counts."""
 
-from plugins.node_volume_limits.plugin import NodeVolumeLimits
+from netsched.plugins.node_volume_limits.plugin import NodeVolumeLimits
 
 __all__ = ["NodeVolumeLimits"]

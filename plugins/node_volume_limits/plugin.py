@@ -35,7 +35,7 @@ from netsched.framework import (
     Snapshot,
     Status,
 )
-from plugins.volumes import (
+from netsched.plugins.volumes import (
     Claim,
     VolumeObjectError,
     VolumeReader,
@@ -44,7 +44,7 @@ from plugins.volumes import (
     pod_has_claims,
     report_bad_object,
 )
-from plugins.volumes.events import CLAIMS, CSI_NODES, NODE_ADD, POD_RELEASES
+from netsched.plugins.volumes.events import CLAIMS, CSI_NODES, NODE_ADD, POD_RELEASES
 
 NAME = "NodeVolumeLimits"
 STATE_KEY = "PreFilter" + NAME

@@ -20,7 +20,7 @@ import numpy as np
 
 from netsched.framework import BoolArray, Code, IntArray, NodeInfo, PodInfo, Rejection, Snapshot, Status
 from netsched.framework.pod_index import LabelCodes, PodIndex, label_codes
-from plugins.pod_topology_spread.constraints import (
+from netsched.plugins.pod_topology_spread.constraints import (
     Constraint,
     affinity_mask,
     inclusion_mask,

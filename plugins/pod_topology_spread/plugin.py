@@ -38,14 +38,14 @@ from netsched.framework import (
     Status,
 )
 from netsched.framework.pod_index import PodIndex, pod_index
-from plugins.pod_topology_spread import filtering, scoring
-from plugins.pod_topology_spread.args import (
+from netsched.plugins.pod_topology_spread import filtering, scoring
+from netsched.plugins.pod_topology_spread.args import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
     SYSTEM_DEFAULTING,
     PodTopologySpreadArgs,
 )
-from plugins.pod_topology_spread.constraints import (
+from netsched.plugins.pod_topology_spread.constraints import (
     DEFAULTED_OWNER_KINDS,
     Constraint,
     default_constraints,

@@ -27,8 +27,8 @@ import numpy.typing as npt
 
 from netsched.framework import MAX_NODE_SCORE, IntArray, NodeInfo, PodInfo, Snapshot
 from netsched.framework.pod_index import LabelCodes, PodIndex, label_codes
-from plugins.pod_topology_spread.args import LABEL_HOSTNAME
-from plugins.pod_topology_spread.constraints import (
+from netsched.plugins.pod_topology_spread.args import LABEL_HOSTNAME
+from netsched.plugins.pod_topology_spread.constraints import (
     Constraint,
     affinity_mask,
     count_on_node,

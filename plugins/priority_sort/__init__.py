@@ -1,5 +1,5 @@
 """PrioritySort queue-sort plugin."""
 
-from plugins.priority_sort.plugin import PrioritySort
+from netsched.plugins.priority_sort.plugin import PrioritySort
 
 __all__ = ["PrioritySort"]

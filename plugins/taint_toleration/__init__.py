@@ -1,5 +1,5 @@
 """TaintToleration filter/pre-score/score plugin."""
 
-from plugins.taint_toleration.plugin import TaintToleration
+from netsched.plugins.taint_toleration.plugin import TaintToleration
 
 __all__ = ["TaintToleration"]

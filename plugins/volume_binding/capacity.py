@@ -28,9 +28,9 @@ from netsched.framework import (
     PodInfo,
     Status,
 )
-from plugins.volume_binding.binder import ERR_REASON_NOT_ENOUGH_SPACE, VolumeBinder
-from plugins.volume_binding.plugin import STATE_KEY as VOLUME_BINDING_STATE
-from plugins.volumes import (
+from netsched.plugins.volume_binding.binder import ERR_REASON_NOT_ENOUGH_SPACE, VolumeBinder
+from netsched.plugins.volume_binding.plugin import STATE_KEY as VOLUME_BINDING_STATE
+from netsched.plugins.volumes import (
     NO_PROVISIONER,
     Capacity,
     Claim,
@@ -39,7 +39,7 @@ from plugins.volumes import (
     pod_claims,
     pod_has_claims,
 )
-from plugins.volumes.events import CAPACITIES, CLAIMS, CLASSES, DRIVERS, NODE_ADD_OR_LABEL
+from netsched.plugins.volumes.events import CAPACITIES, CLAIMS, CLASSES, DRIVERS, NODE_ADD_OR_LABEL
 
 NAME = "CheckCSIStorageCapacity"
 STATE_KEY = NAME + "/claims"

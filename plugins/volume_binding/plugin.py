@@ -39,9 +39,9 @@ from netsched.framework import (
     Status,
 )
 from netsched.kube.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES
-from plugins.volume_binding.args import VolumeBindingArgs
-from plugins.volume_binding.binder import BindingError, PodClaims, PodVolumes, VolumeBinder
-from plugins.volumes import (
+from netsched.plugins.volume_binding.args import VolumeBindingArgs
+from netsched.plugins.volume_binding.binder import BindingError, PodClaims, PodVolumes, VolumeBinder
+from netsched.plugins.volumes import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
     Claim,
@@ -52,7 +52,15 @@ from plugins.volumes import (
     pod_has_claims,
     report_bad_object,
 )
-from plugins.volumes.events import CAPACITIES, CLAIMS, CLASSES, CSI_NODES, DRIVERS, NODE_ADD_OR_LABEL, VOLUMES
+from netsched.plugins.volumes.events import (
+    CAPACITIES,
+    CLAIMS,
+    CLASSES,
+    CSI_NODES,
+    DRIVERS,
+    NODE_ADD_OR_LABEL,
+    VOLUMES,
+)
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ from netsched.framework import (
     Snapshot,
     Status,
 )
-from plugins.volumes import VolumeObjectError, VolumeReader, report_bad_object
-from plugins.volumes.events import CLAIMS, NODE_ADD, POD_RELEASES
+from netsched.plugins.volumes import VolumeObjectError, VolumeReader, report_bad_object
+from netsched.plugins.volumes.events import CLAIMS, NODE_ADD, POD_RELEASES
 
 NAME = "VolumeRestrictions"
 STATE_KEY = "PreFilter" + NAME

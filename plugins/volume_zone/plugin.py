@@ -27,8 +27,8 @@ from netsched.framework import (
     Snapshot,
     Status,
 )
-from plugins.volumes import Volume, VolumeObjectError, VolumeReader, report_bad_object
-from plugins.volumes.events import CLAIMS, CLASSES, NODE_ADD_OR_LABEL, VOLUMES
+from netsched.plugins.volumes import Volume, VolumeObjectError, VolumeReader, report_bad_object
+from netsched.plugins.volumes.events import CLAIMS, CLASSES, NODE_ADD_OR_LABEL, VOLUMES
 
 NAME = "VolumeZone"
 STATE_KEY = "PreFilter" + NAME

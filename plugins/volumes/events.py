@@ -23,8 +23,8 @@ from netsched.framework import (
     QueueingHint,
     QueueingHintFn,
 )
-from plugins.volumes.objects import Capacity, VolumeObjectError, parse_capacity
-from plugins.volumes.pod import pod_claims, pod_volumes
+from netsched.plugins.volumes.objects import Capacity, VolumeObjectError, parse_capacity
+from netsched.plugins.volumes.pod import pod_claims, pod_volumes
 
 PV = "PersistentVolume"
 PVC = "PersistentVolumeClaim"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from netsched.framework import Handle
-from plugins.volumes.objects import (
+from netsched.plugins.volumes.objects import (
     CSIDRIVERS_KEY,
     CSINODES_KEY,
     CSISTORAGECAPACITIES_KEY,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from netsched.framework import Handle, PodInfo
-from plugins.volumes.objects import VolumeObjectError
+from netsched.plugins.volumes.objects import VolumeObjectError
 
 log = logging.getLogger(__name__)
 

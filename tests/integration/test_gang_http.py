@@ -16,11 +16,11 @@ import pytest
 from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
 from netsched.kube import KubeAPI, build_api_client
+from netsched.plugins.coscheduling import POD_GROUP_LABEL
 from netsched.queue import UNSCHEDULABLE
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.wait import wait_until
-from plugins.coscheduling import POD_GROUP_LABEL
 
 pytestmark = pytest.mark.integration
 

@@ -19,11 +19,11 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics import NETWORK_RX, MetricsHub, PrometheusArgs
+from netsched.plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
 from netsched.testing.builders import PodBuilder, make_node, make_pod, node_infos
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
 from netsched.testing.framework import build_plugin
 from netsched.testing.prometheus import PrometheusServer, require_prometheus
-from plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
 
 pytestmark = pytest.mark.integration
 

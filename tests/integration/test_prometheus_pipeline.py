@@ -20,13 +20,13 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import Snapshot
 from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX, MetricsHub, PrometheusArgs
 from netsched.metrics.args import NodeMappingArgs
+from netsched.plugins.load_aware import LoadAware, LoadAwareArgs
+from netsched.plugins.load_threshold import LoadThreshold, LoadThresholdArgs
+from netsched.plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
 from netsched.testing.framework import build_framework, plugin_of
 from netsched.testing.prometheus import PrometheusServer, require_prometheus
-from plugins.load_aware import LoadAware, LoadAwareArgs
-from plugins.load_threshold import LoadThreshold, LoadThresholdArgs
-from plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
 
 pytestmark = pytest.mark.integration
 

@@ -22,11 +22,11 @@ import pytest
 from kube_cases import knode, kpod
 
 from netsched.framework.search import FitError
+from netsched.plugins.default_preemption import DefaultPreemption
+from netsched.plugins.node_resources_fit import NodeResourcesFit
+from netsched.plugins.pod_topology_spread import PodTopologySpread
 from netsched.testing.framework import build_framework, schedule_pod
 from netsched.testing.handle import RecordingAPI
-from plugins.default_preemption import DefaultPreemption
-from plugins.node_resources_fit import NodeResourcesFit
-from plugins.pod_topology_spread import PodTopologySpread
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": "100m", "memory": "100"}

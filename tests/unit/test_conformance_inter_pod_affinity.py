@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from kube_cases import UNRES, UNSCHED, knode, kpod, run_filter
 
-from plugins.inter_pod_affinity import InterPodAffinity
-from plugins.inter_pod_affinity.filtering import (
+from netsched.plugins.inter_pod_affinity import InterPodAffinity
+from netsched.plugins.inter_pod_affinity.filtering import (
     REASON_AFFINITY,
     REASON_ANTI_AFFINITY,
     REASON_EXISTING_ANTI_AFFINITY,

@@ -15,10 +15,10 @@ import pytest
 from kube_cases import UNRES, decode_args, knode, kpod, run_score, snapshot
 
 from netsched.framework.cycle_state import CycleState
+from netsched.plugins.node_affinity import NodeAffinity
+from netsched.plugins.node_affinity.plugin import ERR_REASON_CONFLICT, ERR_REASON_ENFORCED, ERR_REASON_POD
 from netsched.testing.agreement import filter_statuses
 from netsched.testing.framework import build_plugin
-from plugins.node_affinity import NodeAffinity
-from plugins.node_affinity.plugin import ERR_REASON_CONFLICT, ERR_REASON_ENFORCED, ERR_REASON_POD
 
 POD = (UNRES, (ERR_REASON_POD,))
 SKIP = "skip"

@@ -20,9 +20,9 @@ from kube_cases import knode, kpod, run_score
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import Snapshot
+from netsched.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
 from netsched.testing.builders import node_infos
 from netsched.testing.framework import build_plugin
-from plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
 
 GPU = "nvidia.com/gpu"
 CPU_ONLY = [{"cpu": "1000m", "memory": "0"}, {"cpu": "2000m", "memory": "0"}]

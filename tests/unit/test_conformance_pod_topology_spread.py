@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from kube_cases import UNRES, UNSCHED, knode, kpod, run_filter
 
-from plugins.pod_topology_spread import PodTopologySpread
+from netsched.plugins.pod_topology_spread import PodTopologySpread
 
 OK = None
 
@@ -521,8 +521,8 @@ def test_pod_topology_spread_score(
 def feasible(
     pod: Any, nodes: list[tuple[str, dict[str, str], list[dict[str, str]]]], existing: list[tuple[str, str]]
 ) -> set[str]:
-    from plugins.node_affinity import NodeAffinity
-    from plugins.taint_toleration import TaintToleration
+    from netsched.plugins.node_affinity import NodeAffinity
+    from netsched.plugins.taint_toleration import TaintToleration
 
     def infos() -> list[Any]:
         return [

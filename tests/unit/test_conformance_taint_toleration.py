@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from kube_cases import UNRES, knode, kpod, run_filter, run_score
 
-from plugins.taint_toleration import TaintToleration
+from netsched.plugins.taint_toleration import TaintToleration
 
 
 def taint(key: str, value: str, effect: str) -> dict[str, str]:

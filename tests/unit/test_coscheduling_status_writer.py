@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-import plugins.coscheduling.status as status_mod
+import netsched.plugins.coscheduling.status as status_mod
+from netsched.plugins.coscheduling.groups import PodGroup
+from netsched.plugins.coscheduling.status import StatusWriter
 from netsched.testing.framework import build_framework
 from netsched.testing.handle import RecordingAPI
-from plugins.coscheduling.groups import PodGroup
-from plugins.coscheduling.status import StatusWriter
 
 
 def test_idle_writer_thread_ends_and_a_new_mark_starts_another(monkeypatch: pytest.MonkeyPatch) -> None:

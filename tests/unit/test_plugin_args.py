@@ -9,10 +9,10 @@ import pytest
 
 from netsched.framework.interfaces import Plugin, PluginArgs, PluginArgsError
 from netsched.framework.runtime import FrameworkBuildError
+from netsched.plugins.node_resources_fit import NodeResourcesFitArgs
+from netsched.plugins.registry import in_tree_plugins
 from netsched.testing.framework import build_framework, build_plugin
 from netsched.testing.prometheus import fake_hub
-from plugins.node_resources_fit import NodeResourcesFitArgs
-from plugins.registry import in_tree_plugins
 
 CONFIGURABLE = [p for p in in_tree_plugins() if p.Args is not None]
 

@@ -8,9 +8,9 @@ import pytest
 from kube_cases import UNSCHED, run_filter
 
 from netsched.framework.fields import ErrorList, Fields
+from netsched.plugins.check_pod_count_limit import CheckPodCountLimit, CheckPodCountLimitArgs
+from netsched.plugins.check_pod_count_limit.plugin import ERR_REASON
 from netsched.testing.builders import make_node, make_pod
-from plugins.check_pod_count_limit import CheckPodCountLimit, CheckPodCountLimitArgs
-from plugins.check_pod_count_limit.plugin import ERR_REASON
 
 FULL = (UNSCHED, (ERR_REASON,))
 

@@ -8,8 +8,8 @@ import pytest
 from kube_cases import UNRES, UNSCHED, run_filter
 
 from netsched.framework.fields import ErrorList, Fields
+from netsched.plugins.check_pod_limit_resources import CheckPodLimitResources, CheckPodLimitResourcesArgs
 from netsched.testing.builders import make_node, make_pod
-from plugins.check_pod_limit_resources import CheckPodLimitResources, CheckPodLimitResourcesArgs
 
 SEED = {"limitRatio": {"cpu": 0.7, "memory": 0.7}}  # the seed article's args
 CPU = "Insufficient cpu limit headroom"

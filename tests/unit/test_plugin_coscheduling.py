@@ -15,9 +15,14 @@ from netsched.config import ConfigError, load_config
 from netsched.framework import ASSIGNED_POD, NODE, ActionType, ClusterEvent, Fields, QueuedPodInfo
 from netsched.framework.fields import ErrorList
 from netsched.inmemory import InMemoryCluster
+from netsched.plugins.coscheduling import (
+    LEGACY_POD_GROUP_LABEL,
+    POD_GROUP_LABEL,
+    Coscheduling,
+    CoschedulingArgs,
+)
 from netsched.queue import UNSCHEDULABLE
 from netsched.testing.builders import make_node, make_pod
-from plugins.coscheduling import LEGACY_POD_GROUP_LABEL, POD_GROUP_LABEL, Coscheduling, CoschedulingArgs
 
 SEED = Path(__file__).resolve().parents[2] / "examples" / "coscheduling" / "config.yaml"
 PG = "scheduling.x-k8s.io/podgroups"

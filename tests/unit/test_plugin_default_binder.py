@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.status import Code
+from netsched.plugins.default_binder import DefaultBinder
 from netsched.testing.builders import make_pod
 from netsched.testing.framework import build_plugin
 from netsched.testing.handle import RecordingAPI
-from plugins.default_binder import DefaultBinder
 
 
 class Conflict(Exception):

@@ -21,15 +21,15 @@ from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.framework.waiting import WaitingPodImpl, WaitingPods
 from netsched.kube.errors import NotFound
+from netsched.plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
+from netsched.plugins.default_preemption.candidates import Candidate, pick_one
+from netsched.plugins.default_preemption.victims import Victims, parse_pdbs, select_victims_on_node
+from netsched.plugins.inter_pod_affinity import InterPodAffinity
+from netsched.plugins.pod_topology_spread import PodTopologySpread
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.framework import build_framework, fake_services, plugin_of, schedule_pod
 from netsched.testing.handle import RecordingAPI, RecordingEvents
-from plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
-from plugins.default_preemption.candidates import Candidate, pick_one
-from plugins.default_preemption.victims import Victims, parse_pdbs, select_victims_on_node
-from plugins.inter_pod_affinity import InterPodAffinity
-from plugins.pod_topology_spread import PodTopologySpread
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

@@ -13,13 +13,13 @@ from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.snapshot import Snapshot
 from netsched.inmemory import InMemoryCluster
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX, MetricsHub
+from netsched.plugins.coscheduling import POD_GROUP_LABEL
+from netsched.plugins.gang_topology import GangTopology, GangTopologyArgs
 from netsched.testing.agreement import score_outcomes
 from netsched.testing.builders import PodBuilder, make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.framework import build_framework, plugin_of
 from netsched.testing.prometheus import FakePrometheus, fake_hub
-from plugins.coscheduling import POD_GROUP_LABEL
-from plugins.gang_topology import GangTopology, GangTopologyArgs
 
 GBIT = 125_000_000.0
 RACK = "topology.example.com/rack"

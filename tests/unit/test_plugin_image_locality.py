@@ -11,11 +11,11 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.parse import parse_pod
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
+from netsched.plugins.image_locality import ImageLocality
+from netsched.plugins.image_locality.plugin import image_aliases, normalized_image_name
 from netsched.testing.agreement import score_outcomes
 from netsched.testing.builders import NodeBuilder, make_node, make_pod, node_infos
 from netsched.testing.framework import build_plugin
-from plugins.image_locality import ImageLocality
-from plugins.image_locality.plugin import image_aliases, normalized_image_name
 
 MB = 1024 * 1024
 

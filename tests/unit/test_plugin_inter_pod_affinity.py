@@ -16,15 +16,15 @@ from netsched.framework.search import FitError
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo
-from netsched.testing.agreement import filter_verdicts, score_outcomes
-from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
-from netsched.testing.framework import build_plugin, schedule_pod
-from plugins.inter_pod_affinity import InterPodAffinity, InterPodAffinityArgs
-from plugins.inter_pod_affinity.filtering import (
+from netsched.plugins.inter_pod_affinity import InterPodAffinity, InterPodAffinityArgs
+from netsched.plugins.inter_pod_affinity.filtering import (
     REASON_AFFINITY,
     REASON_ANTI_AFFINITY,
     REASON_EXISTING_ANTI_AFFINITY,
 )
+from netsched.testing.agreement import filter_verdicts, score_outcomes
+from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
+from netsched.testing.framework import build_plugin, schedule_pod
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -674,11 +674,11 @@ def test_namespace_selector_uses_the_handles_namespace_labels() -> None:
     """A required anti-affinity term with namespaceSelector sees pods of namespaces whose labels match."""
     from netsched.framework.cycle_state import CycleState as _CycleState
     from netsched.framework.snapshot import Snapshot as _Snapshot
+    from netsched.plugins.inter_pod_affinity import InterPodAffinity as _IPA
     from netsched.testing.builders import make_node as _node
     from netsched.testing.builders import make_pod as _pod
     from netsched.testing.builders import node_infos as _infos
     from netsched.testing.framework import build_plugin as _build
-    from plugins.inter_pod_affinity import InterPodAffinity as _IPA
 
     term = {
         "labelSelector": {"matchLabels": {"app": "db"}},

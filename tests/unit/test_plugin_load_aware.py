@@ -14,19 +14,19 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.snapshot import Snapshot
 from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX, PrometheusArgs, QueryError
-from netsched.testing.builders import make_node, make_pod, node_infos
-from netsched.testing.clock import FakeClock
-from netsched.testing.framework import build_framework, plugin_of
-from netsched.testing.metric_rig import MetricRig
-from netsched.testing.prometheus import fake_hub
-from plugins.load_aware import (
+from netsched.plugins.load_aware import (
     LoadAware,
     LoadAwareArgs,
     ResourceWeight,
     TargetLoadPacking,
     target_load_packing,
 )
-from plugins.network_traffic import NetworkTraffic
+from netsched.plugins.network_traffic import NetworkTraffic
+from netsched.testing.builders import make_node, make_pod, node_infos
+from netsched.testing.clock import FakeClock
+from netsched.testing.framework import build_framework, plugin_of
+from netsched.testing.metric_rig import MetricRig
+from netsched.testing.prometheus import fake_hub
 
 TINY = make_pod("tiny").req(cpu="1m", memory="1").info()  # adds ~nothing: scores show measured load
 

@@ -14,9 +14,9 @@ from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.interfaces import Diagnosis
 from netsched.framework.status import Code
 from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX, PrometheusArgs, QueryError
+from netsched.plugins.load_threshold import LoadThreshold, LoadThresholdArgs
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.metric_rig import MetricRig
-from plugins.load_threshold import LoadThreshold, LoadThresholdArgs
 
 GBIT = 125_000_000.0
 POD = make_pod("p").info()

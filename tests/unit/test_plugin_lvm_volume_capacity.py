@@ -8,8 +8,8 @@ from netsched.app import build_registry
 from netsched.framework import CycleState, FilterPlugin, NodeInfo, PodInfo, Status
 from netsched.framework.registry import RegistryError
 from netsched.framework.runtime import FrameworkBuildError
+from netsched.plugins.lvm_volume_capacity import REFUSAL, LvmVolumeCapacity
 from netsched.testing.framework import build_framework
-from plugins.lvm_volume_capacity import REFUSAL, LvmVolumeCapacity
 
 
 class Mine(FilterPlugin):

@@ -10,9 +10,9 @@ import pytest
 from netsched.app import build_registry
 from netsched.config import load_config
 from netsched.framework.interfaces import PluginArgs
-from plugins.load_aware import LoadAwareArgs
-from plugins.load_threshold import LoadThresholdArgs
-from plugins.network_traffic import NetworkTrafficArgs
+from netsched.plugins.load_aware import LoadAwareArgs
+from netsched.plugins.load_threshold import LoadThresholdArgs
+from netsched.plugins.network_traffic import NetworkTrafficArgs
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,12 +12,12 @@ import pytest
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX, MetricsHub, PrometheusArgs, QueryError
+from netsched.plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
 from netsched.testing.builders import make_pod
 from netsched.testing.clock import FakeClock
 from netsched.testing.framework import build_framework, build_plugin
 from netsched.testing.metric_rig import MetricRig
 from netsched.testing.prometheus import FakePrometheus
-from plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
 
 GBIT = 125_000_000.0  # bytes/s
 

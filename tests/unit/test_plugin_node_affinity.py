@@ -14,10 +14,10 @@ from netsched.framework.interfaces import IntArray
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import PodInfo
+from netsched.plugins.node_affinity import NodeAffinity, NodeAffinityArgs
 from netsched.testing.agreement import filter_statuses, score_outcomes, verdict
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
 from netsched.testing.framework import build_plugin
-from plugins.node_affinity import NodeAffinity, NodeAffinityArgs
 
 UNRES = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 POD_REASON = (UNRES, ("node(s) didn't match Pod's node affinity/selector",))

@@ -7,9 +7,9 @@ import numpy as np
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
+from netsched.plugins.node_name import NodeName
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.framework import build_plugin
-from plugins.node_name import NodeName
 
 REASON = "node(s) didn't match the requested node name"
 

@@ -11,10 +11,10 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import PodInfo
+from netsched.plugins.node_ports import NodePorts
 from netsched.testing.agreement import filter_statuses, verdict
 from netsched.testing.builders import PodBuilder, make_node, make_pod, node_infos
 from netsched.testing.framework import build_plugin
-from plugins.node_ports import NodePorts
 
 REASON = (Code.UNSCHEDULABLE, ("node(s) didn't have free ports for the requested pod ports",))
 

@@ -13,13 +13,13 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import NodeInfo, PodInfo
-from netsched.testing.agreement import score_outcomes
-from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
-from netsched.testing.framework import build_plugin
-from plugins.node_resources_balanced_allocation import (
+from netsched.plugins.node_resources_balanced_allocation import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
 )
+from netsched.testing.agreement import score_outcomes
+from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
+from netsched.testing.framework import build_plugin
 
 GPU = "nvidia.com/gpu"
 

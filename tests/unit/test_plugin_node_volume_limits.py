@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from netsched.framework import Code, Snapshot, Status
+from netsched.plugins.node_volume_limits import NodeVolumeLimits
+from netsched.plugins.volumes import csi_attach_limit_key
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.framework import build_framework
 from netsched.testing.volumes import csi_node, pv, pvc, storage_class, volume_objects
-from plugins.node_volume_limits import NodeVolumeLimits
-from plugins.volumes import csi_attach_limit_key
 
 DRIVER = "ebs.csi.aws.com"
 EXCEEDED = ["node(s) exceed max volume count"]

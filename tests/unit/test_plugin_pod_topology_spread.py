@@ -15,13 +15,13 @@ from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import NodeInfo, PodInfo
+from netsched.plugins.pod_topology_spread import PodTopologySpread, PodTopologySpreadArgs
+from netsched.plugins.pod_topology_spread.args import SYSTEM_DEFAULT_CONSTRAINTS
+from netsched.plugins.pod_topology_spread.filtering import REASON_CONSTRAINTS, REASON_MISSING_LABEL
+from netsched.plugins.pod_topology_spread.scoring import IGNORED, normalize
 from netsched.testing.agreement import filter_verdicts, score_outcomes
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
 from netsched.testing.framework import build_plugin, schedule_pod
-from plugins.pod_topology_spread import PodTopologySpread, PodTopologySpreadArgs
-from plugins.pod_topology_spread.args import SYSTEM_DEFAULT_CONSTRAINTS
-from plugins.pod_topology_spread.filtering import REASON_CONSTRAINTS, REASON_MISSING_LABEL
-from plugins.pod_topology_spread.scoring import IGNORED, normalize
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

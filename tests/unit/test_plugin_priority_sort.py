@@ -6,9 +6,9 @@ import functools
 import random
 
 from netsched.framework.types import QueuedPodInfo
+from netsched.plugins.priority_sort import PrioritySort
 from netsched.testing.builders import make_pod
 from netsched.testing.framework import build_plugin
-from plugins.priority_sort import PrioritySort
 
 
 def qp(name: str, priority: int, ts: float) -> QueuedPodInfo:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from netsched.framework.status import Code
+from netsched.plugins.scheduling_gates import SchedulingGates
 from netsched.testing.builders import make_pod
 from netsched.testing.framework import build_plugin
-from plugins.scheduling_gates import SchedulingGates
 
 
 def test_ungated_pod_is_admitted() -> None:

@@ -12,10 +12,10 @@ from netsched.framework.interfaces import IntArray
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import PodInfo
+from netsched.plugins.taint_toleration import TaintToleration
 from netsched.testing.agreement import filter_statuses, score_outcomes, verdict
 from netsched.testing.builders import NodeBuilder, make_node, make_pod, node_infos
 from netsched.testing.framework import build_plugin
-from plugins.taint_toleration import TaintToleration
 
 UNRES = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 

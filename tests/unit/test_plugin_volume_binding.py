@@ -15,6 +15,8 @@ from netsched.framework import Code, CycleState, Snapshot, Status
 from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.runtime import Framework
 from netsched.kube.errors import Conflict
+from netsched.plugins.registry import in_tree_plugins
+from netsched.plugins.volume_binding import CheckCSIStorageCapacity, VolumeBinding, VolumeBindingArgs
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.framework import build_framework, plugin_of
 from netsched.testing.handle import RecordingAPI, RecordingEvents
@@ -32,8 +34,6 @@ from netsched.testing.volumes import (
     storage_class,
     volume_objects,
 )
-from plugins.registry import in_tree_plugins
-from plugins.volume_binding import CheckCSIStorageCapacity, VolumeBinding, VolumeBindingArgs
 
 NODES = [make_node(f"n-{z}").label(ZONE, z).label(HOSTNAME, f"n-{z}") for z in ("a", "b", "c")]
 FAST = storage_class("fast")  # WaitForFirstConsumer, csi.example.com
@@ -640,7 +640,7 @@ def test_reserve_after_the_batch_filter_uses_the_shared_answer() -> None:
 
 
 def test_malformed_storage_class_is_an_event_and_no_other_volume_plugin_crashes() -> None:
-    from plugins.node_volume_limits import NodeVolumeLimits
+    from netsched.plugins.node_volume_limits import NodeVolumeLimits
 
     bad = storage_class("fast")
     bad["volumeBindingMode"] = "Eventually"

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from netsched.framework import Code, Snapshot, Status
+from netsched.plugins.volume_restrictions import VolumeRestrictions
+from netsched.plugins.volume_restrictions.plugin import volume_conflict
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.framework import build_framework
 from netsched.testing.volumes import pvc, volume_objects
-from plugins.volume_restrictions import VolumeRestrictions
-from plugins.volume_restrictions.plugin import volume_conflict
 
 RWOP = ["ReadWriteOncePod"]
 

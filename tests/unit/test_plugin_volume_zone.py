@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from netsched.framework import Code, Snapshot, Status
+from netsched.plugins.volume_zone import VolumeZone
+from netsched.plugins.volume_zone.plugin import zones
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.framework import build_framework
 from netsched.testing.volumes import pv, pvc, storage_class, volume_objects
-from plugins.volume_zone import VolumeZone
-from plugins.volume_zone.plugin import zones
 
 ZONE = "topology.kubernetes.io/zone"
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"

@@ -20,25 +20,25 @@ from netsched.framework import (
 )
 from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.types import PodInfo, QueuedPodInfo
+from netsched.plugins.inter_pod_affinity.plugin import InterPodAffinity
+from netsched.plugins.load_threshold.plugin import LoadThreshold
+from netsched.plugins.node_affinity.plugin import NodeAffinity
+from netsched.plugins.node_ports.plugin import NodePorts
+from netsched.plugins.node_resources_fit.plugin import NodeResourcesFit
+from netsched.plugins.node_unschedulable.plugin import NodeUnschedulable
+from netsched.plugins.node_volume_limits.plugin import NodeVolumeLimits
+from netsched.plugins.pod_topology_spread.plugin import PodTopologySpread
+from netsched.plugins.priority_sort.plugin import PrioritySort
+from netsched.plugins.taint_toleration.plugin import TaintToleration
+from netsched.plugins.volume_binding.capacity import CheckCSIStorageCapacity
+from netsched.plugins.volume_binding.plugin import VolumeBinding
+from netsched.plugins.volume_restrictions.plugin import VolumeRestrictions
+from netsched.plugins.volume_zone.plugin import VolumeZone
 from netsched.queue import UNSCHEDULABLE, HintMap, SchedulingQueue
 from netsched.testing import volumes as vol
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.clock import FakeClock
 from netsched.testing.framework import build_plugin
-from plugins.inter_pod_affinity.plugin import InterPodAffinity
-from plugins.load_threshold.plugin import LoadThreshold
-from plugins.node_affinity.plugin import NodeAffinity
-from plugins.node_ports.plugin import NodePorts
-from plugins.node_resources_fit.plugin import NodeResourcesFit
-from plugins.node_unschedulable.plugin import NodeUnschedulable
-from plugins.node_volume_limits.plugin import NodeVolumeLimits
-from plugins.pod_topology_spread.plugin import PodTopologySpread
-from plugins.priority_sort.plugin import PrioritySort
-from plugins.taint_toleration.plugin import TaintToleration
-from plugins.volume_binding.capacity import CheckCSIStorageCapacity
-from plugins.volume_binding.plugin import VolumeBinding
-from plugins.volume_restrictions.plugin import VolumeRestrictions
-from plugins.volume_zone.plugin import VolumeZone
 
 NODE_ADD = ClusterEvent(NODE, ActionType.ADD, "NodeAdd")
 NODE_LABEL = ClusterEvent(NODE, ActionType.UPDATE_NODE_LABEL, "NodeUpdate")

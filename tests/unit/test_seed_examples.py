@@ -27,10 +27,10 @@ from netsched.framework import CycleState, FilterPlugin, NodeInfo, PodInfo, Stat
 from netsched.framework.runtime import Framework, FrameworkBuildError
 from netsched.framework.search import FitError
 from netsched.framework.snapshot import Snapshot
+from netsched.plugins.lvm_volume_capacity import REFUSAL
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.framework import build_framework, fake_services, plugin_of, schedule_pod
 from netsched.testing.prometheus import fake_hub
-from plugins.lvm_volume_capacity import REFUSAL
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MB = 1e6
@@ -209,7 +209,7 @@ def test_seed_profile_with_an_out_of_tree_lvm_plugin_schedules() -> None:
 
 
 def test_seed_plugins_alone_through_build_framework() -> None:
-    from plugins.check_pod_count_limit import CheckPodCountLimit, CheckPodCountLimitArgs
+    from netsched.plugins.check_pod_count_limit import CheckPodCountLimit, CheckPodCountLimitArgs
 
     fwk = build_framework([CheckPodCountLimit], args={"CheckPodCountLimit": CheckPodCountLimitArgs(1)})
     out = schedule_pod(

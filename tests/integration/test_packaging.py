@@ -1,0 +1,50 @@
+"""What installing netsched puts into site-packages: netsched (with the plugins as
+netsched.plugins) and no top-level `plugins` package to collide with another project's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    (whl,) = out.glob("netsched-*.whl")
+    with zipfile.ZipFile(whl) as z:
+        return z.namelist()
+
+
+def test_the_wheel_has_no_top_level_plugins_package(wheel_names: list[str]) -> None:
+    tops = {name.split("/", 1)[0] for name in wheel_names}
+    assert "plugins" not in tops
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"netsched"}
+
+
+def test_every_plugin_module_is_installed_under_netsched(wheel_names: list[str]) -> None:
+    sources = {
+        "netsched/plugins/" + p.relative_to(ROOT / "plugins").as_posix()
+        for p in (ROOT / "plugins").rglob("*.py")
+    }
+    missing = sorted(sources - set(wheel_names))
+    assert not missing, missing
+    assert "netsched/plugins/registry.py" in wheel_names
+
+
+def test_the_link_points_at_the_plugins_folder() -> None:
+    link = ROOT / "netsched" / "plugins"
+    assert link.is_symlink() and link.resolve() == (ROOT / "plugins").resolve()
