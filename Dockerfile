@@ -9,10 +9,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /src
-COPY pyproject.toml README.md ./
+# constraints.txt pins every runtime dependency (uv pip compile, see its header): a rebuild
+# installs exactly the versions CI tested, never whatever is newest that day.
+COPY pyproject.toml README.md constraints.txt ./
 COPY netsched/ netsched/
 COPY plugins/ plugins/
-RUN pip install . \
+RUN pip install -c constraints.txt . \
     && rm -rf /src \
     && groupadd --gid 65532 netsched \
     && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin netsched

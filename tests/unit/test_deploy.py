@@ -331,7 +331,7 @@ def test_dockerfile_runs_netsched_as_non_root() -> None:
     user = next(line for line in instructions if line.startswith("USER "))
     assert user.split()[1].split(":")[0] not in ("0", "root")
     assert user.split()[1].split(":")[0].isdigit()  # numeric, so runAsNonRoot can be verified
-    assert any(line.startswith("RUN pip install .") for line in instructions)
+    assert any(line.startswith("RUN pip install -c constraints.txt .") for line in instructions)
     assert instructions[-1] == 'ENTRYPOINT ["netsched"]'
     ignored = (ROOT / ".dockerignore").read_text().splitlines()
     assert ".venv" in ignored and ".git" in ignored
