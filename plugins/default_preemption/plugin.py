@@ -2,16 +2,18 @@
 
 As kube-scheduler's DefaultPreemption (PostFilter):
   1. Eligibility: preemptionPolicy Never never preempts; a pod already
-     nominated to a node where a lower-priority pod is terminating waits
-     for it instead of preempting again (unless that node is now
+     nominated to a node where a lower-priority pod is terminating because
+     of a preemption (DisruptionTarget=True, reason PreemptionByScheduler)
+     waits for it instead of preempting again (unless that node is now
      UnschedulableAndUnresolvable for it).
   2. Candidates: only nodes whose filter verdict was Unschedulable (removing
      pods might help), dry-run from a random offset until enough are found
      (args.py), victims chosen per node as in victims.py.
-  3. The best candidate (candidates.py) is prepared: victims are deleted (a
-     victim waiting in Permit is rejected instead) with a "Preempted" event
-     each, and lower-priority pods nominated to that node lose their
-     nomination so they look elsewhere.
+  3. The best candidate (candidates.py) is prepared: each victim gets the
+     DisruptionTarget condition and is then deleted (a victim waiting in
+     Permit is rejected instead), with a "Preempted" event each, and
+     lower-priority pods nominated to that node lose their nomination so
+     they look elsewhere.
   4. Success with the node name: the scheduler records it as the pod's
      nominatedNodeName and retries the pod once the victims are gone.
 Without a candidate the status message is kube's ("0/N nodes are available:
@@ -47,6 +49,10 @@ log = logging.getLogger(__name__)
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+# The pod condition a preemption victim carries while it terminates (core/v1 DisruptionTarget,
+# reason PodReasonPreemptionByScheduler).
+DISRUPTION_TARGET = "DisruptionTarget"
+REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
 class DefaultPreemption(PostFilterPlugin):
@@ -208,26 +214,26 @@ class DefaultPreemption(PostFilterPlugin):
 
 
 def terminating_by_preemption(pod: PodInfo) -> bool:
-    """A terminating pod, unless its DisruptionTarget condition says something other than preemption.
-
-    kube checks for DisruptionTarget=True with reason PreemptionByScheduler.
-    An API without update_pod_condition cannot set that condition on the
-    victims, so a terminating pod without the condition is taken to be ours.
-    """
+    """A terminating pod that a scheduler's preemption is deleting (kube v1.31's
+    podTerminatingByPreemption): its first DisruptionTarget condition is True with reason
+    PreemptionByScheduler, the mark prepare() sets before each delete.  A pod terminating for
+    any other reason (a rollout, the eviction API, a drain) is no preemption in progress."""
     if not pod.deleting:
         return False
     status = pod.raw.get("status") if isinstance(pod.raw, dict) else None
-    for cond in (status or {}).get("conditions") or ():
-        if isinstance(cond, dict) and cond.get("type") == "DisruptionTarget":
-            return cond.get("status") == "True" and cond.get("reason") == "PreemptionByScheduler"
-    return True
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for cond in conditions if isinstance(conditions, list) else ():
+        if isinstance(cond, dict) and cond.get("type") == DISRUPTION_TARGET:
+            return cond.get("status") == "True" and cond.get("reason") == REASON_PREEMPTION_BY_SCHEDULER
+    return False
 
 
 def disruption_target(preemptor: PodInfo) -> dict[str, str]:
+    """The condition kube v1.31's prepareCandidate patches into a victim's status before deleting it."""
     return {
-        "type": "DisruptionTarget",
+        "type": DISRUPTION_TARGET,
         "status": "True",
-        "reason": "PreemptionByScheduler",
+        "reason": REASON_PREEMPTION_BY_SCHEDULER,
         "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
     }
 

@@ -568,13 +568,12 @@ def test_preemption_victim_terminating_with_the_disruption_target_condition() ->
 
 
 def test_non_victim_pods_terminating() -> None:
-    """kube (PodDisruptionConditions on, GA in v1.31): a terminating lower-priority pod WITHOUT the
-    DisruptionTarget condition is not a preemption victim, so the pod is eligible (True).
-    MARKED DIFFERENCE (plugins/default_preemption/README.md): netsched takes such a pod to be a
-    victim, because a ClusterAPI without update_pod_condition cannot mark victims; the pod waits."""
+    """kube's "non-victim Pods terminating" (named "..., feature PodDisruptionConditions is enabled"
+    before the gate went GA in v1.31): a terminating lower-priority pod WITHOUT the DisruptionTarget
+    condition is not a preemption in progress, so the pod is eligible to preempt again."""
     pod = kpod(name="p", priority=HIGH)
     pod.nominated_node_name = "node1"
-    assert not eligible(pod, [victim()], ["node1"])
+    assert eligible(pod, [victim()], ["node1"])
 
 
 # ---------------------------------------------------------------- TestPreempt (no extenders)

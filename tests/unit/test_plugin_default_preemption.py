@@ -185,8 +185,17 @@ def test_preemption_policy_never() -> None:
     assert run.api.calls == []
 
 
+PREEMPTED = [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]
+
+
+def terminating(conditions: list[dict[str, str]] | None = None) -> PodBuilder:
+    """A lower-priority pod on n1 that is being deleted, with these status conditions."""
+    pod = low("a", "n1", "4").set("metadata.deletionTimestamp", "2024-01-01T00:00:00Z")
+    return pod if conditions is None else pod.set("status.conditions", conditions)
+
+
 def test_terminating_victim_on_the_nominated_node_blocks_new_preemption() -> None:
-    dying = low("a", "n1", "4").set("metadata.deletionTimestamp", "2024-01-01T00:00:00Z")
+    dying = terminating(PREEMPTED)  # a victim of an earlier preemption
     pod = make_pod("p").req(cpu="2").priority(10).nominated("n1")
     run = preempt(pod, [make_node("n1"), make_node("n2")], [dying, low("b", "n2", "4")])
     assert run.status == Status.unschedulable("not eligible due to a terminating pod on the nominated node.")
@@ -199,12 +208,14 @@ def test_terminating_victim_on_the_nominated_node_blocks_new_preemption() -> Non
     )
     assert run.status.ok and run.result == PostFilterResult("n2")
     # A pod terminating for another reason (eviction API) does not block.
-    evicted = dying.set(
-        "status.conditions",
-        [{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}],
-    )
+    evicted = terminating([{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}])
     run = preempt(pod, [make_node("n1")], [evicted])
     assert run.status.ok and run.result == PostFilterResult("n1")
+    # Nor does one without any DisruptionTarget condition (kube v1.31: a rollout, a plain delete),
+    # nor one whose condition is not True.
+    for other in (terminating(), terminating([{**PREEMPTED[0], "status": "False"}])):
+        run = preempt(pod, [make_node("n1")], [other])
+        assert run.status.ok and run.result == PostFilterResult("n1")
 
 
 # ---------------------------------------------------------------- victims and candidates
