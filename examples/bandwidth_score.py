@@ -7,10 +7,10 @@ import sys
 
 import netsched
 from netsched.framework import CycleState, IntArray, NodeInfo, PodInfo, default_normalize_score
-from netsched.metrics.scoring import QueryScorePlugin
+from netsched.metrics.scoring import MetricArgs, QueryScorePlugin
 
 
-class BandwidthScore(QueryScorePlugin):
+class BandwidthScore(QueryScorePlugin[MetricArgs]):  # args: the `prometheus:` block
     name = "BandwidthScore"  # the shared poller runs `query` for all nodes; a cycle reads its cache
     query = 'sum by ($by) (rate(node_network_transmit_bytes_total{device!~"lo|veth.*"}[$window]))'
 

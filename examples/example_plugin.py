@@ -25,7 +25,7 @@ from netsched.framework import (
 log = logging.getLogger("example_plugin")
 
 
-class Example(PreFilterPlugin, FilterPlugin, PreBindPlugin):
+class Example(PreFilterPlugin[None], FilterPlugin[None], PreBindPlugin[None]):
     name = "example"
 
     def pre_filter(

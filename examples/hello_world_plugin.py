@@ -18,7 +18,6 @@ from netsched.framework import (
     Handle,
     IntArray,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     default_normalize_score,
 )
@@ -45,14 +44,13 @@ class HelloWorldArgs(MetricArgs):
         return {**super().encode(), "xxx": self.xxx, "yyy": self.yyy, "zzz": self.zzz}
 
 
-class HelloWorldPlugin(QueryScorePlugin):
+class HelloWorldPlugin(QueryScorePlugin[HelloWorldArgs]):
     name = "HelloWorldPlugin"
-    Args = HelloWorldArgs
     query = 'sum by ($by) (rate(node_network_transmit_bytes_total{device!~"lo|veth.*"}[$window]))'
 
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: HelloWorldArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        a = self.args_as(HelloWorldArgs)
+        a = self.args  # typed: HelloWorldArgs
         log.info("HelloWorldPlugin args xxx=%r yyy=%r zzz=%d", a.xxx, a.yyy, a.zzz)
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:

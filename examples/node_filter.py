@@ -14,7 +14,7 @@ from netsched.framework import CPU, MEMORY, CycleState, FilterPlugin, NodeInfo, 
 log = logging.getLogger("node_filter")
 
 
-class NodeFilter(FilterPlugin):
+class NodeFilter(FilterPlugin[None]):
     name = "nodeFilter"
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:

@@ -20,7 +20,7 @@ import netsched
 from netsched.framework import MAX_NODE_SCORE, CycleState, NodeInfo, PodInfo, ScorePlugin
 
 
-class FewestPods(ScorePlugin):
+class FewestPods(ScorePlugin[None]):  # [None]: it takes no args
     name = "FewestPods"
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:

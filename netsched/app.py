@@ -34,7 +34,12 @@ from netsched.cache import ObjectStore
 from netsched.clock import Clock, SystemClock
 from netsched.config import ConfigError, SchedulerConfig, load_config, validate_config, write_config
 from netsched.framework.fields import FieldError
-from netsched.framework.interfaces import METRICS_POLLED_EVENT, EventRecorder, FrameworkBuildError, Plugin
+from netsched.framework.interfaces import (
+    METRICS_POLLED_EVENT,
+    EventRecorder,
+    FrameworkBuildError,
+    PluginFactory,
+)
 from netsched.framework.registry import Registry, RegistryError
 from netsched.observability.auth import AuthSettings, DelegatingAuth
 from netsched.observability.metrics import SchedulerMetrics
@@ -57,7 +62,7 @@ profiles:
 """
 
 
-def build_registry(out_of_tree: Sequence[type[Plugin]] = ()) -> Registry:
+def build_registry(out_of_tree: Sequence[PluginFactory] = ()) -> Registry:
     """In-tree plugins merged with out-of-tree ones; a duplicate name raises RegistryError."""
     from netsched.plugins.registry import in_tree_plugins
 
@@ -93,7 +98,7 @@ class SchedulerApp:
     def __init__(
         self,
         cfg: SchedulerConfig,
-        registry: Mapping[str, type[Plugin]],
+        registry: Mapping[str, PluginFactory],
         kube: Any,
         *,
         events: Any = None,
@@ -449,7 +454,7 @@ def _warn_about_flags(opts: argparse.Namespace, cfg: SchedulerConfig, ignored: S
         )
 
 
-def run(opts: argparse.Namespace, out_of_tree: Sequence[type[Plugin]] = ()) -> int:
+def run(opts: argparse.Namespace, out_of_tree: Sequence[PluginFactory] = ()) -> int:
     logutil.setup(opts.verbosity, opts.logging_format)
     try:
         registry = build_registry(out_of_tree)

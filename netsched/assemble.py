@@ -22,7 +22,7 @@ from netsched.clock import Clock
 from netsched.config import SchedulerConfig
 from netsched.eventhandlers import EventHandlers
 from netsched.framework.handle import Services
-from netsched.framework.interfaces import ActionType, ClusterEvent, EventRecorder, Plugin
+from netsched.framework.interfaces import ActionType, ClusterEvent, EventRecorder, PluginFactory
 from netsched.framework.runtime import Framework
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
@@ -106,7 +106,7 @@ class InlineBinder:
         return True
 
 
-def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: Edges) -> Parts:
+def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges: Edges) -> Parts:
     """Build every part for `cfg`; raises FrameworkBuildError on a profile that cannot run."""
     cache = ClusterCache(edges.clock)
     if edges.hub is not None and hasattr(edges.hub, "update_nodes"):
@@ -197,7 +197,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, type[Plugin]], edges: 
 
 def _frameworks(
     cfg: SchedulerConfig,
-    registry: Mapping[str, type[Plugin]],
+    registry: Mapping[str, PluginFactory],
     edges: Edges,
     nominator: Nominator,
     recorders: Mapping[str, EventRecorder],

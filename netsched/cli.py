@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from netsched.config.duration import DurationError, parse_duration
-from netsched.framework.interfaces import Plugin
+from netsched.framework.interfaces import PluginFactory
 
 
 def _bool(text: str) -> bool:
@@ -215,7 +215,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return opts
 
 
-def main(*plugins: type[Plugin], argv: Sequence[str] | None = None) -> int:
+def main(*plugins: PluginFactory, argv: Sequence[str] | None = None) -> int:
     """The `netsched` command; a binary with out-of-tree plugins passes them here:
 
     netsched.main(netsched.with_plugin(MyPlugin))

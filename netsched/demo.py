@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from netsched import logutil
-from netsched.framework.interfaces import Plugin
+from netsched.framework.interfaces import PluginFactory
 from netsched.framework.parse import parse_pod
 from netsched.framework.quantity import to_canonical
 
@@ -45,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str], plugins: Sequence[type[Plugin]] = ()) -> int:
+def main(argv: Sequence[str], plugins: Sequence[PluginFactory] = ()) -> int:
     opts = parser().parse_args(list(argv))
     logutil.setup(opts.verbosity)
     if opts.verbosity < 2:

@@ -22,7 +22,7 @@ from netsched.cache import ObjectStore
 from netsched.clock import Clock, ManualClock
 from netsched.config import SchedulerConfig
 from netsched.fakeapi.patch import merge_patch
-from netsched.framework.interfaces import Plugin
+from netsched.framework.interfaces import PluginFactory
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.kube.errors import NotFound
 from netsched.kube.resources import Resource
@@ -85,7 +85,7 @@ class InMemoryCluster:
     def __init__(
         self,
         cfg: SchedulerConfig,
-        registry: Mapping[str, type[Plugin]],
+        registry: Mapping[str, PluginFactory],
         *,
         metrics_hub: Any = None,
         clock: Clock | None = None,

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from netsched.framework import Plugin
+from netsched.framework import PluginFactory
 
 
-def in_tree_plugins() -> list[type[Plugin]]:
+def in_tree_plugins() -> list[PluginFactory]:
     from netsched.plugins.check_pod_count_limit import CheckPodCountLimit
     from netsched.plugins.check_pod_limit_resources import CheckPodLimitResources
     from netsched.plugins.coscheduling import Coscheduling

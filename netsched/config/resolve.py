@@ -13,14 +13,14 @@ from collections.abc import Iterable, Mapping
 
 from netsched.config.types import EXTENSION_POINTS, MULTI_POINT, PLUGIN_SET_KEYS, PluginRef, PluginSet
 from netsched.framework.fields import ErrorList, join
-from netsched.framework.interfaces import Plugin, extension_points_of
+from netsched.framework.interfaces import PluginFactory, extension_points_of
 
-Registry = Mapping[str, "type[Plugin]"]
+Registry = Mapping[str, PluginFactory]
 
 _log = logging.getLogger(__name__)
 
 
-def _points_of(cls: type[Plugin]) -> frozenset[str]:
+def _points_of(cls: PluginFactory) -> frozenset[str]:
     return frozenset(extension_points_of(cls))
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import Plugin, RuntimeMetrics
+from netsched.framework.interfaces import AnyPlugin, RuntimeMetrics
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
 
@@ -47,7 +47,13 @@ class PluginCalls:
         return state
 
     def call(
-        self, point: str, p: Plugin, state: CycleState | None, pod: PodInfo, fn: Callable[..., R], *args: Any
+        self,
+        point: str,
+        p: AnyPlugin,
+        state: CycleState | None,
+        pod: PodInfo,
+        fn: Callable[..., R],
+        *args: Any,
     ) -> tuple[R | None, Status | None]:
         """(fn(*args), None), or (None, an Error status naming the plugin) when fn raises."""
         obs = self._obs

@@ -18,7 +18,18 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    cast,
+    get_args,
+    get_origin,
+)
 
 import numpy as np
 import numpy.typing as npt
@@ -181,15 +192,67 @@ class ClusterEventWithHint:
     hint: QueueingHintFn | None = None
 
 
-class Plugin:
-    """Base of every plugin. Subclasses set `name` and, if configurable, `Args`."""
+# Covariant: a plugin's args are set once, by its constructor, so a plugin whose args are
+# NodeAffinityArgs is an AnyPlugin (Plugin[PluginArgs | None]).
+ArgsT = TypeVar("ArgsT", bound="PluginArgs | None", covariant=True)
+
+
+class Plugin(Generic[ArgsT]):
+    """Base of every plugin, generic in the type of its args.
+
+    `class NodeAffinity(FilterPlugin[NodeAffinityArgs], ScorePlugin[NodeAffinityArgs])`
+    types `self.args` as NodeAffinityArgs and sets `Args`, the class the runtime
+    decodes the plugin's pluginConfig with; `[None]`: the plugin takes no args.
+    Every base of one plugin names the same type (a class that does not is refused
+    when it is defined).  The constructor is given the args the runtime decoded, or
+    None when the plugin is not configured: `self.args` is then `Args`' defaults, as
+    kube defaults an absent args block; args of another type are a PluginArgsError
+    (the runtime refuses them before the constructor, naming the plugin).
+
+    A class that names no type (the older `class X(ScorePlugin): Args = XArgs`) still
+    works: `Args` as it sets it, `self.args` untyped for mypy.
+    """
 
     name: ClassVar[str] = ""
     Args: ClassVar[type[PluginArgs] | None] = None
+    args: ArgsT
 
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
-        self.args = args
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        named = _named_args_types(cls)
+        if not named:
+            return
+        if len(named) > 1:
+            listed = ", ".join(sorted(_type_name(t) for t in named))
+            raise TypeError(
+                f"plugin class {cls.__qualname__}: its bases name different args types ({listed})"
+            )
+        (kind,) = named
+        given = cls.__dict__.get("Args", kind)
+        if given is not kind:
+            raise TypeError(
+                f"plugin class {cls.__qualname__}: Args is {_type_name(given)} "
+                f"but its bases name {_type_name(kind)}"
+            )
+        cls.Args = kind
+
+    def __init__(self, args: ArgsT | None, handle: Handle) -> None:
+        self.args = self._typed_args(args)
         self.handle = handle
+
+    def _typed_args(self, args: object) -> ArgsT:
+        kind = type(self).Args
+        if kind is None:
+            if args is not None:
+                raise PluginArgsError(f"plugin {self.name!r} takes no args, got {type(args).__name__}")
+            return cast(ArgsT, None)
+        if args is None:
+            return cast(ArgsT, kind.default())
+        if not isinstance(args, kind):
+            raise PluginArgsError(
+                f"plugin {self.name!r} wants args of type {kind.__name__}, got {type(args).__name__}"
+            )
+        return cast(ArgsT, args)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint] | None:
         """The cluster events that may make a pod this plugin rejected schedulable (kube's
@@ -198,9 +261,9 @@ class Plugin:
         return None
 
     def args_as(self, kind: type[A]) -> A:
-        """self.args as `kind`: its defaults when not configured (as kube), else PluginArgsError."""
-        if self.args is None:
-            return kind.default()
+        """Transitional, for the two plugins not yet on the typed `self.args` (coscheduling and
+        gang_topology, rewritten for issue 22): self.args as `kind`, else PluginArgsError.
+        Removed with their conversion; new code reads `self.args`."""
         if not isinstance(self.args, kind):
             raise PluginArgsError(
                 f"plugin {self.name!r} wants args of type {kind.__name__}, got {type(self.args).__name__}"
@@ -208,16 +271,50 @@ class Plugin:
         return self.args
 
 
+def _named_args_types(cls: type) -> set[type[PluginArgs] | None]:
+    """The args types `cls`'s own Plugin bases name (`FilterPlugin[XArgs]`); type variables
+    (a generic intermediate class) name none."""
+    out: set[type[PluginArgs] | None] = set()
+    for base in cls.__dict__.get("__orig_bases__", ()):
+        origin = get_origin(base)
+        if not (isinstance(origin, type) and issubclass(origin, Plugin)):
+            continue
+        for arg in get_args(base):
+            if isinstance(arg, TypeVar):
+                continue
+            if arg is type(None):
+                out.add(None)
+            elif isinstance(arg, type) and issubclass(arg, PluginArgs):
+                out.add(arg)
+            else:
+                raise TypeError(
+                    f"plugin class {cls.__qualname__}: {base} names {arg!r}, "
+                    "not a PluginArgs subclass or None"
+                )
+    return out
+
+
+def _type_name(kind: object) -> str:
+    return "None" if kind is None else getattr(kind, "__name__", repr(kind))
+
+
+# Whatever args a plugin takes; a plugin of any args type (`FilterPlugin[AnyArgs]`: any filter
+# plugin), and its class, what a Registry holds.
+AnyArgs: TypeAlias = PluginArgs | None
+AnyPlugin: TypeAlias = Plugin[AnyArgs]
+PluginFactory: TypeAlias = type[AnyPlugin]
+
+
 # ---------------------------------------------------------------- queueing
 
 
-class PreEnqueuePlugin(Plugin):
+class PreEnqueuePlugin(Plugin[ArgsT]):
     def pre_enqueue(self, pod: PodInfo) -> Status:
         """Success lets the pod into the active queue; anything else keeps it gated."""
         raise NotImplementedError
 
 
-class QueueSortPlugin(Plugin):
+class QueueSortPlugin(Plugin[ArgsT]):
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         raise NotImplementedError
 
@@ -236,7 +333,7 @@ class PreFilterResult:
     node_names: set[str] | None = None
 
 
-class PreFilterPlugin(Plugin):
+class PreFilterPlugin(Plugin[ArgsT]):
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
@@ -259,7 +356,7 @@ class Rejection:
     code: Code = Code.UNSCHEDULABLE
 
 
-class FilterPlugin(Plugin):
+class FilterPlugin(Plugin[ArgsT]):
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         raise NotImplementedError
 
@@ -290,19 +387,19 @@ class PostFilterResult:
     victims: int = field(default=0, compare=False)
 
 
-class PostFilterPlugin(Plugin):
+class PostFilterPlugin(Plugin[ArgsT]):
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
         raise NotImplementedError
 
 
-class PreScorePlugin(Plugin):
+class PreScorePlugin(Plugin[ArgsT]):
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
         raise NotImplementedError
 
 
-class ScorePlugin(Plugin):
+class ScorePlugin(Plugin[ArgsT]):
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         raise NotImplementedError
 
@@ -327,7 +424,7 @@ class PluginScores:
     weighted: IntArray
 
 
-class ReservePlugin(Plugin):
+class ReservePlugin(Plugin[ArgsT]):
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         raise NotImplementedError
 
@@ -336,7 +433,7 @@ class ReservePlugin(Plugin):
         raise NotImplementedError
 
 
-class PermitPlugin(Plugin):
+class PermitPlugin(Plugin[ArgsT]):
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
         """(Success|Wait|rejection, timeout seconds for Wait)."""
         raise NotImplementedError
@@ -345,23 +442,23 @@ class PermitPlugin(Plugin):
 # ---------------------------------------------------------------- binding cycle
 
 
-class PreBindPlugin(Plugin):
+class PreBindPlugin(Plugin[ArgsT]):
     def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         raise NotImplementedError
 
 
-class BindPlugin(Plugin):
+class BindPlugin(Plugin[ArgsT]):
     def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Success when bound; Skip to let the next bind plugin try."""
         raise NotImplementedError
 
 
-class PostBindPlugin(Plugin):
+class PostBindPlugin(Plugin[ArgsT]):
     def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         raise NotImplementedError
 
 
-EXTENSION_POINTS: dict[str, type[Plugin]] = {
+EXTENSION_POINTS: dict[str, PluginFactory] = {
     "preEnqueue": PreEnqueuePlugin,
     "queueSort": QueueSortPlugin,
     "preFilter": PreFilterPlugin,
@@ -377,7 +474,7 @@ EXTENSION_POINTS: dict[str, type[Plugin]] = {
 }
 
 
-def extension_points_of(cls: type[Plugin]) -> list[str]:
+def extension_points_of(cls: PluginFactory) -> list[str]:
     """The extension points a plugin class implements, in framework order."""
     return [ep for ep, base in EXTENSION_POINTS.items() if issubclass(cls, base)]
 
@@ -640,10 +737,10 @@ class ObjectReader(Protocol):
     def by_index(self, key: str, name: str, value: str) -> Sequence[Mapping[str, Any]]: ...
 
 
-PluginFactory = type[Plugin]
-
 __all__ = [
     "MAX_NODE_SCORE",
+    "AnyArgs",
+    "AnyPlugin",
     "MIN_NODE_SCORE",
     "BindPlugin",
     "Clock",

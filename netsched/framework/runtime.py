@@ -26,14 +26,16 @@ from netsched.framework.interfaces import (
     EXTENSION_POINTS,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    AnyArgs,
+    AnyPlugin,
     BindPlugin,
     Diagnosis,
     FilterPlugin,
     FrameworkBuildError,
     IntArray,
     PermitPlugin,
-    Plugin,
     PluginArgs,
+    PluginFactory,
     PluginFault,
     PluginScores,
     PostBindPlugin,
@@ -55,7 +57,7 @@ from netsched.framework.waiting import WaitingPodImpl
 
 log = logging.getLogger(__name__)
 
-P = TypeVar("P", bound=Plugin)
+P = TypeVar("P", bound=AnyPlugin)
 R = TypeVar("R")
 
 
@@ -63,15 +65,15 @@ class Framework(FrameworkHandle):
     """One profile's plugins, and the Handle they see."""
 
     def __init__(
-        self, profile: ProfileLike, registry: Mapping[str, type[Plugin]], services: Services
+        self, profile: ProfileLike, registry: Mapping[str, PluginFactory], services: Services
     ) -> None:
         super().__init__(profile.scheduler_name, services)
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self._profile = profile
         self._registry = registry
-        self._instances: dict[str, Plugin] = {}
+        self._instances: dict[str, AnyPlugin] = {}
         self.weights: dict[str, int] = {}
-        points: dict[str, list[Plugin]] = {ep: [] for ep in EXTENSION_POINTS}
+        points: dict[str, list[AnyPlugin]] = {ep: [] for ep in EXTENSION_POINTS}
         problems: list[str] = []
         for ep, refs in profile.plugins.items():
             if ep == "multiPoint":
@@ -116,7 +118,7 @@ class Framework(FrameworkHandle):
         self.post_bind_plugins = at("postBind", PostBindPlugin)
         self._calls = PluginCalls(self.profile_name, services.observe)
 
-    def _instance(self, name: str, problems: list[str]) -> Plugin | None:
+    def _instance(self, name: str, problems: list[str]) -> AnyPlugin | None:
         got = self._instances.get(name)
         if got is not None:
             return got
@@ -143,7 +145,7 @@ class Framework(FrameworkHandle):
         return Framework(self._profile, self._registry, self._services)
 
     @property
-    def plugins(self) -> Mapping[str, Plugin]:
+    def plugins(self) -> Mapping[str, AnyPlugin]:
         return self._instances
 
     def seed(self, seed: int) -> None:
@@ -232,7 +234,7 @@ class Framework(FrameworkHandle):
 
     def filter_statuses(
         self, state: CycleState, pod: PodInfo, node: NodeInfo
-    ) -> Iterator[tuple[FilterPlugin, Status]]:
+    ) -> Iterator[tuple[FilterPlugin[AnyArgs], Status]]:
         """Each filter's verdict on one node, in order (Skipped plugins left out)."""
         for p in self.filter_plugins:
             if p.name in state.skip_filter_plugins:
@@ -275,7 +277,7 @@ class Framework(FrameworkHandle):
         return self._run_pre_filter_extension(state, pod, lambda p: p.remove_pod(state, pod, to_remove, node))
 
     def _run_pre_filter_extension(
-        self, state: CycleState, pod: PodInfo, call: Callable[[PreFilterPlugin], Status]
+        self, state: CycleState, pod: PodInfo, call: Callable[[PreFilterPlugin[AnyArgs]], Status]
     ) -> Status:
         """PreFilterExtensions AddPod/RemovePod of every PreFilter plugin that did not Skip."""
         plugins = [p for p in self.pre_filter_plugins if p.name not in state.skip_filter_plugins]
@@ -308,7 +310,7 @@ class Framework(FrameworkHandle):
     def run_pre_score(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, feasible: IntArray
     ) -> Status:
-        def call(p: PreScorePlugin) -> Status:
+        def call(p: PreScorePlugin[AnyArgs]) -> Status:
             st = p.pre_score(state, pod, snapshot, feasible)
             if st.is_skip:  # its Score is skipped for this pod
                 state.skip_score_plugins.add(p.name)
@@ -422,7 +424,7 @@ class Framework(FrameworkHandle):
 
 
 def _score(
-    p: ScorePlugin,
+    p: ScorePlugin[AnyArgs],
     state: CycleState,
     pod: PodInfo,
     snapshot: Snapshot,

@@ -4,19 +4,20 @@ NetworkTraffic and LoadAware compute every candidate's score at once in
 PreScore (vector operations over the metrics cache) and serve Score and
 score_nodes from that, so the per-node and batch forms always agree.  Both
 also reserve the pod with the estimator so a burst between two polls is
-counted.  A subclass sets `name`, `Args`, its `source` and implements
-`candidate_scores`.
+counted.  A subclass names its args type (`MetricScorePlugin[NetworkTrafficArgs]`),
+sets `name` and its `source` and implements `candidate_scores`.
 
 QueryScorePlugin is the short road for a user's own metric plugin: declare
 one PromQL `query` (polled by the shared poller, never by the plugin) and
-read each node's value from the cache in score().
+read each node's value from the cache in score().  Its args are the `prometheus:`
+block (`QueryScorePlugin[MetricArgs]`) or a MetricArgs subclass adding the plugin's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import Fields
 from netsched.framework.interfaces import (
     MAX_NODE_SCORE,
+    ArgsT,
     ClusterEventWithHint,
     Handle,
     IntArray,
@@ -47,7 +49,7 @@ class RowScores:
     rows: IntArray  # score per snapshot row (candidates only; others 0)
 
 
-class MetricScorePlugin(PreScorePlugin, ScorePlugin, ReservePlugin):
+class MetricScorePlugin(PreScorePlugin[ArgsT], ScorePlugin[ArgsT], ReservePlugin[ArgsT]):
     source: MetricSource
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
@@ -102,7 +104,10 @@ class MetricArgs(PluginArgs):
         return {"prometheus": self.prometheus.encode()}
 
 
-class QueryScorePlugin(ScorePlugin):
+MetricArgsT = TypeVar("MetricArgsT", bound=MetricArgs, covariant=True)
+
+
+class QueryScorePlugin(ScorePlugin[MetricArgsT]):
     """A Score plugin fed by one PromQL query: set `name` and `query`, implement score().
 
     `query` must return one series per node ($by and $window are substituted);
@@ -110,14 +115,14 @@ class QueryScorePlugin(ScorePlugin):
     node_value() reads the node's latest fresh sample from the cache.
     """
 
-    Args: ClassVar[type[PluginArgs] | None] = MetricArgs
+    Args: ClassVar[type[PluginArgs] | None] = MetricArgs  # a subclass that names no args type
     query: ClassVar[str] = ""
 
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: MetricArgsT | None, handle: Handle) -> None:
         super().__init__(args, handle)
         if not self.query:
             raise ValueError(f"plugin {self.name} declares no query")
-        self.source = source_for(handle, self.args_as(MetricArgs).prometheus, self.name)
+        self.source = source_for(handle, self.args.prometheus, self.name)
         self.source.require_query(self.name, self.query)
 
     _read: tuple[FloatArray, BoolArray] | None = None  # the cache, read once per score_nodes call

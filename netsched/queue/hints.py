@@ -21,9 +21,9 @@ from typing import Any
 from netsched.framework.interfaces import (
     WILDCARD,
     ActionType,
+    AnyPlugin,
     ClusterEvent,
     ClusterEventWithHint,
-    Plugin,
     QueueingHint,
 )
 from netsched.framework.types import QueuedPodInfo
@@ -42,7 +42,7 @@ class HintMap:
         self._regs = {name: None if regs is None else tuple(regs) for name, regs in registrations.items()}
 
     @classmethod
-    def of_plugins(cls, plugins: Mapping[str, Plugin]) -> HintMap:
+    def of_plugins(cls, plugins: Mapping[str, AnyPlugin]) -> HintMap:
         """Ask every plugin once; a plugin whose events_to_register() raises gets every event."""
         regs: dict[str, Sequence[ClusterEventWithHint] | None] = {}
         for name, plugin in plugins.items():

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netsched.clock import Clock, SystemClock
-from netsched.framework.interfaces import WILDCARD, ActionType, ClusterEvent, QueueSortPlugin
+from netsched.framework.interfaces import WILDCARD, ActionType, AnyArgs, ClusterEvent, QueueSortPlugin
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo, QueuedPodInfo
 from netsched.queue.heap import KeyedHeap, KeyFn
@@ -96,7 +96,7 @@ class _LessKey:
         return self.seq < other.seq
 
 
-def _active_key(sort: QueueSortPlugin) -> KeyFn[QueuedPodInfo]:
+def _active_key(sort: QueueSortPlugin[AnyArgs]) -> KeyFn[QueuedPodInfo]:
     if type(sort).sort_key is QueueSortPlugin.sort_key:
         less = sort.less
         return lambda qp, seq: _LessKey(qp, seq, less)
@@ -115,7 +115,7 @@ class SchedulingQueue:
 
     def __init__(
         self,
-        less_or_key: QueueSortPlugin,
+        less_or_key: QueueSortPlugin[AnyArgs],
         pre_enqueue: PreEnqueueFn | None = None,
         clock: Clock | None = None,
         initial_backoff: float = DEFAULT_INITIAL_BACKOFF,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from netsched import logutil
 from netsched.config import ConfigError, SchedulerConfig, load_config
-from netsched.framework.interfaces import Plugin
+from netsched.framework.interfaces import PluginFactory
 from netsched.framework.registry import Registry, RegistryError
 from netsched.simulate.configs import (
     EXAMPLE_CONFIG,
@@ -78,7 +78,7 @@ class _Source:
     base: Path | Traversable
 
 
-def main(argv: Sequence[str], plugins: Sequence[type[Plugin]] = ()) -> int:
+def main(argv: Sequence[str], plugins: Sequence[PluginFactory] = ()) -> int:
     opts = parser().parse_args(list(argv))
     logutil.setup(opts.verbosity)
     if opts.verbosity < 2:

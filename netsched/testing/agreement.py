@@ -19,7 +19,14 @@ from typing import Any
 import numpy as np
 
 from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import FilterPlugin, IntArray, PreFilterPlugin, PreScorePlugin, ScorePlugin
+from netsched.framework.interfaces import (
+    AnyArgs,
+    FilterPlugin,
+    IntArray,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+)
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import PodInfo
@@ -36,7 +43,7 @@ def verdict(st: Status) -> Verdict:
 
 
 def filter_statuses(
-    plugin: FilterPlugin,
+    plugin: FilterPlugin[AnyArgs],
     pod: PodInfo,
     snapshot: Snapshot,
     idx: IntArray | None = None,
@@ -69,7 +76,10 @@ def filter_statuses(
 
 
 def filter_verdicts(
-    plugin: FilterPlugin, pod: PodInfo | PodBuilder, nodes: Sequence[Any], existing: Sequence[Any] = ()
+    plugin: FilterPlugin[AnyArgs],
+    pod: PodInfo | PodBuilder,
+    nodes: Sequence[Any],
+    existing: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """node -> OK | (code, first reason) | "skip" (when PreFilter skips), both forms checked equal."""
     pi = pod.info() if isinstance(pod, PodBuilder) else pod
@@ -85,7 +95,7 @@ def filter_verdicts(
 
 
 def score_outcomes(
-    plugin: ScorePlugin,
+    plugin: ScorePlugin[AnyArgs],
     pod: PodInfo,
     snapshot: Snapshot,
     idx: IntArray | None = None,

@@ -18,13 +18,14 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.handle import NAMESPACES_KEY, PDBS_KEY, Services
 from netsched.framework.interfaces import (
     EXTENSION_POINTS,
+    AnyPlugin,
     BindPlugin,
     Clock,
     ClusterAPI,
     EventRecorder,
     MetricsProvider,
-    Plugin,
     PluginArgs,
+    PluginFactory,
     PluginScores,
     QueueSortPlugin,
     extension_points_of,
@@ -38,7 +39,7 @@ from netsched.testing.builders import NodeBuilder, PodBuilder, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.handle import RecordingAPI, RecordingEvents
 
-P = TypeVar("P", bound=Plugin)
+P = TypeVar("P", bound=AnyPlugin)
 
 
 @dataclass
@@ -57,7 +58,7 @@ class TestProfile:
     plugin_config: dict[str, PluginArgs] = field(default_factory=dict)
 
 
-class FifoSort(QueueSortPlugin):
+class FifoSort(QueueSortPlugin[None]):
     """Minimal queue sort so a test profile builds without PrioritySort."""
 
     name = "TestFifoSort"
@@ -66,7 +67,7 @@ class FifoSort(QueueSortPlugin):
         return a.timestamp < b.timestamp
 
 
-class NoopBinder(BindPlugin):
+class NoopBinder(BindPlugin[None]):
     """Binds through handle.api (RecordingAPI in tests)."""
 
     name = "TestBinder"
@@ -77,7 +78,7 @@ class NoopBinder(BindPlugin):
 
 
 def build_framework(
-    plugins: Sequence[type[Plugin]],
+    plugins: Sequence[PluginFactory],
     *,
     weights: Mapping[str, int] | None = None,
     args: Mapping[str, PluginArgs] | None = None,
@@ -191,7 +192,7 @@ def build_plugin(
     cls: type[P],
     args: PluginArgs | None = None,
     *,
-    with_plugins: Sequence[type[Plugin]] = (),
+    with_plugins: Sequence[PluginFactory] = (),
     **kw: Any,
 ) -> P:
     """One plugin built by a real Framework (its Handle), optionally next to others.
@@ -215,7 +216,7 @@ def schedule_pod(
     pod: PodInfo | PodBuilder,
     nodes: Sequence[NodeInfo | NodeBuilder],
     *,
-    plugins: Sequence[type[Plugin]] = (),
+    plugins: Sequence[PluginFactory] = (),
     framework: Framework | None = None,
     existing: Sequence[PodInfo | PodBuilder] = (),
     weights: Mapping[str, int] | None = None,

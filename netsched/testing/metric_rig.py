@@ -17,7 +17,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from netsched.framework.interfaces import FilterPlugin, IntArray, Plugin, PluginArgs, ScorePlugin
+from netsched.framework.interfaces import AnyPlugin, FilterPlugin, IntArray, PluginArgs, ScorePlugin
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import NodeInfo, PodInfo
@@ -27,7 +27,7 @@ from netsched.testing.clock import FakeClock
 from netsched.testing.framework import build_framework, plugin_of
 from netsched.testing.prometheus import fake_hub
 
-P = TypeVar("P", bound=Plugin)
+P = TypeVar("P", bound=AnyPlugin)
 
 
 class MetricRig(Generic[P]):

@@ -13,10 +13,8 @@ from netsched.framework import (
     PODS,
     CycleState,
     FilterPlugin,
-    Handle,
     IntArray,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     Rejection,
     Snapshot,
@@ -29,24 +27,19 @@ ERR_REASON = "node(s) reached the pod count limit"
 _TERMINAL = ("Succeeded", "Failed")
 
 
-class CheckPodCountLimit(FilterPlugin):
+class CheckPodCountLimit(FilterPlugin[CheckPodCountLimitArgs]):
     name = NAME
-    Args = CheckPodCountLimitArgs
-
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
-        super().__init__(args, handle)
-        self.limit = self.args_as(CheckPodCountLimitArgs).pod_count_limit
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         running = sum(1 for p in node.pods.values() if p.phase not in _TERMINAL)
-        if running >= self.limit:
+        if running >= self.args.pod_count_limit:
             return Status.unschedulable(ERR_REASON)
         return Status.success()
 
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
-        mask = snapshot.requested[:, snapshot.col[PODS]][idx] >= self.limit
+        mask = snapshot.requested[:, snapshot.col[PODS]][idx] >= self.args.pod_count_limit
         if not mask.any():
             return []
         # The cache drops terminated pods, but a hand-built snapshot may hold some: recount those rows.

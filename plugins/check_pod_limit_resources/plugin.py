@@ -21,10 +21,8 @@ from netsched.framework import (
     Code,
     CycleState,
     FilterPlugin,
-    Handle,
     IntArray,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     Rejection,
     Snapshot,
@@ -45,18 +43,13 @@ def reason(resource: str) -> str:
     return f"Insufficient {resource} limit headroom"
 
 
-class CheckPodLimitResources(FilterPlugin):
+class CheckPodLimitResources(FilterPlugin[CheckPodLimitResourcesArgs]):
     name = NAME
-    Args = CheckPodLimitResourcesArgs
-
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
-        super().__init__(args, handle)
-        self.ratios = self.args_as(CheckPodLimitResourcesArgs).limit_ratio
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         reasons: list[str] = []
         unresolvable = False
-        for resource, ratio in self.ratios:
+        for resource, ratio in self.args.limit_ratio:
             want = limit_or_request(pod, resource)
             cap = int(node.allocatable.get(resource, 0) * ratio)
             used = sum(limit_or_request(p, resource) for p in node.pods.values())

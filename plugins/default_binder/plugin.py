@@ -31,7 +31,7 @@ def already_bound_to(err: BaseException, node_name: str) -> bool:
     return f'already assigned to node "{node_name}"' in text
 
 
-class DefaultBinder(BindPlugin):
+class DefaultBinder(BindPlugin[None]):
     name = "DefaultBinder"
 
     def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:

@@ -32,7 +32,6 @@ from netsched.framework import (
     CycleState,
     Diagnosis,
     Handle,
-    PluginArgs,
     PodInfo,
     PostFilterPlugin,
     PostFilterResult,
@@ -55,13 +54,11 @@ DISRUPTION_TARGET = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
-class DefaultPreemption(PostFilterPlugin):
+class DefaultPreemption(PostFilterPlugin[DefaultPreemptionArgs]):
     name = "DefaultPreemption"
-    Args = DefaultPreemptionArgs
 
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: DefaultPreemptionArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.dp_args = self.args_as(DefaultPreemptionArgs)
         self.rng = random.Random()  # the dry-run's starting offset; tests seed it
 
     def post_filter(
@@ -118,7 +115,7 @@ class DefaultPreemption(PostFilterPlugin):
         return True, ""
 
     def num_candidates(self, num_nodes: int) -> int:
-        return self.dp_args.num_candidates(num_nodes)
+        return self.args.num_candidates(num_nodes)
 
     def dry_run(
         self,

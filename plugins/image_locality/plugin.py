@@ -29,7 +29,6 @@ from netsched.framework import (
     Handle,
     IntArray,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     ScorePlugin,
     Snapshot,
@@ -107,10 +106,10 @@ class _ImageIndex:
     scores: dict[tuple[str, ...], IntArray] = field(default_factory=dict)
 
 
-class ImageLocality(ScorePlugin):
+class ImageLocality(ScorePlugin[None]):
     name = NAME
 
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: None, handle: Handle) -> None:
         super().__init__(args, handle)
         # Name memos shared by all snapshots (image names outlive layouts).
         self._canonical: dict[str, str] = {}

@@ -28,7 +28,6 @@ from netsched.framework import (
     Handle,
     IntArray,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     PreFilterPlugin,
     PreFilterResult,
@@ -45,7 +44,12 @@ from netsched.plugins.inter_pod_affinity.args import InterPodAffinityArgs
 from netsched.plugins.inter_pod_affinity.terms import NamespaceLabels
 
 
-class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class InterPodAffinity(
+    PreFilterPlugin[InterPodAffinityArgs],
+    FilterPlugin[InterPodAffinityArgs],
+    PreScorePlugin[InterPodAffinityArgs],
+    ScorePlugin[InterPodAffinityArgs],
+):
     name = "InterPodAffinity"
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
@@ -56,11 +60,8 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
         ]
 
-    Args = InterPodAffinityArgs
-
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: InterPodAffinityArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.ipa_args = self.args_as(InterPodAffinityArgs)
         self._index: PodIndex | None = None
 
     def _pod_index(self, state: CycleState, snapshot: Snapshot) -> PodIndex:
@@ -118,7 +119,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
         own = bool(pod.preferred_affinity or pod.preferred_anti_affinity)
         if not own and (
-            self.ipa_args.ignore_preferred_terms_of_existing_pods or not snapshot.nodes_with_pod_affinity()
+            self.args.ignore_preferred_terms_of_existing_pods or not snapshot.nodes_with_pod_affinity()
         ):
             return Status.skip()
         if len(idx) == 0:
@@ -128,7 +129,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             snapshot,
             self._pod_index(state, snapshot),
             NamespaceLabels.of(self.handle),
-            hard_weight=self.ipa_args.hard_pod_affinity_weight,
+            hard_weight=self.args.hard_pod_affinity_weight,
             with_own_terms=own,
         )
         if not s.touched:

@@ -28,7 +28,6 @@ from netsched.framework import (
     MAX_NODE_SCORE,
     Handle,
     IntArray,
-    PluginArgs,
     PodInfo,
     Snapshot,
 )
@@ -49,16 +48,13 @@ def target_load_packing(u_percent: FloatArray, target: float) -> FloatArray:
     return np.where(u <= x, rising, np.where(u <= 100.0, falling, 0.0))
 
 
-class LoadAware(MetricScorePlugin):
+class LoadAware(MetricScorePlugin[LoadAwareArgs]):
     name = "LoadAware"
 
-    Args = LoadAwareArgs
-
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: LoadAwareArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.cfg = self.args_as(LoadAwareArgs)
-        self.weights = {r.name: float(r.weight) for r in self.cfg.resources if r.weight > 0}
-        self.source = source_for(handle, self.cfg.prometheus, self.name)
+        self.weights = {r.name: float(r.weight) for r in self.args.resources if r.weight > 0}
+        self.source = source_for(handle, self.args.prometheus, self.name)
         self.source.require(*self.weights)
 
     # ------------------------------------------------------------ scoring
@@ -85,7 +81,7 @@ class LoadAware(MetricScorePlugin):
         return to_int_scores(total / sum(self.weights.values()))
 
     def _curve(self, u: FloatArray) -> FloatArray:
-        tlp = self.cfg.target_load_packing
+        tlp = self.args.target_load_packing
         if tlp.enabled:
             return target_load_packing(100.0 * u, tlp.target_utilization)
         return MAX_NODE_SCORE * (1.0 - np.clip(u, 0.0, 1.0))

@@ -35,7 +35,6 @@ from netsched.framework import (
     Handle,
     IntArray,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     Rejection,
     ReservePlugin,
@@ -59,21 +58,18 @@ class _Check:
     stale_reason: str
 
 
-class LoadThreshold(FilterPlugin, ReservePlugin):
+class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThresholdArgs]):
     name = "LoadThreshold"
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return METRICS_EVENTS
 
-    Args = LoadThresholdArgs
-
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: LoadThresholdArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.cfg = self.args_as(LoadThresholdArgs)
         limits = (
-            (NETWORK, self.cfg.network_utilization_percent),
-            (CPU, self.cfg.cpu_utilization_percent),
-            (MEMORY, self.cfg.memory_utilization_percent),
+            (NETWORK, self.args.network_utilization_percent),
+            (CPU, self.args.cpu_utilization_percent),
+            (MEMORY, self.args.memory_utilization_percent),
         )
         self.checks = tuple(
             _Check(
@@ -85,7 +81,7 @@ class LoadThreshold(FilterPlugin, ReservePlugin):
             for kind, pct in limits
             if pct > 0
         )
-        self.source = source_for(handle, self.cfg.prometheus, self.name)
+        self.source = source_for(handle, self.args.prometheus, self.name)
         for c in self.checks:
             if c.kind == NETWORK:
                 self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from netsched.framework import CycleState, FilterPlugin, Handle, NodeInfo, PluginArgs, PodInfo, Status
+from netsched.framework import CycleState, FilterPlugin, Handle, NodeInfo, PodInfo, Status
 
 NAME = "LvmVolumeCapacity"
 REFUSAL = (
@@ -28,11 +28,11 @@ REFUSAL = (
 )
 
 
-class LvmVolumeCapacity(FilterPlugin):
+class LvmVolumeCapacity(FilterPlugin[None]):
     name = NAME
     replaceable: ClassVar[bool] = True
 
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: None, handle: Handle) -> None:
         raise NotImplementedError(REFUSAL)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:  # pragma: no cover

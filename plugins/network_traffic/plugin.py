@@ -24,7 +24,6 @@ from __future__ import annotations
 from netsched.framework import (
     Handle,
     IntArray,
-    PluginArgs,
     PodInfo,
     Snapshot,
 )
@@ -34,15 +33,12 @@ from netsched.metrics.utilisation import cold_link_scores, source_for, to_int_sc
 from netsched.plugins.network_traffic.args import NetworkTrafficArgs
 
 
-class NetworkTraffic(MetricScorePlugin):
+class NetworkTraffic(MetricScorePlugin[NetworkTrafficArgs]):
     name = "NetworkTraffic"
 
-    Args = NetworkTrafficArgs
-
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: NetworkTrafficArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.cfg = self.args_as(NetworkTrafficArgs)
-        self.source = source_for(handle, self.cfg.prometheus, self.name)
+        self.source = source_for(handle, self.args.prometheus, self.name)
         self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
 
     def candidate_scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:

@@ -33,10 +33,8 @@ from netsched.framework import (
     Code,
     CycleState,
     FilterPlugin,
-    Handle,
     IntArray,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     PreFilterPlugin,
     PreFilterResult,
@@ -230,7 +228,12 @@ class _Evaluator:
         return scores
 
 
-class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class NodeAffinity(
+    PreFilterPlugin[NodeAffinityArgs],
+    FilterPlugin[NodeAffinityArgs],
+    PreScorePlugin[NodeAffinityArgs],
+    ScorePlugin[NodeAffinityArgs],
+):
     name = NAME
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
@@ -248,7 +251,9 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         req = RequiredAffinity.of(pod)
 
         def admits(node: Any) -> bool:
-            if self.added_required is not None and not self.added_required.matches(node.labels, node.name):
+            if self.args.added_required is not None and not self.args.added_required.matches(
+                node.labels, node.name
+            ):
                 return False
             return req.matches(node.labels, node.name)
 
@@ -257,14 +262,6 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         if old is not None and admits(old):
             return QueueingHint.SKIP  # admitted before as well: this change is not what helps
         return QueueingHint.QUEUE
-
-    Args = NodeAffinityArgs
-
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
-        super().__init__(args, handle)
-        a = self.args_as(NodeAffinityArgs)
-        self.added_required = a.added_required
-        self.added_preferred = a.added_preferred
 
     # ------------------------------------------------------------ filter
 
@@ -276,7 +273,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
         req = RequiredAffinity.of(pod)
-        if req.empty and self.added_required is None:
+        if req.empty and self.args.added_required is None:
             return None, Status.skip()
         state.write(PRE_FILTER_KEY, req)
         names = pinned_node_names(req.selector)
@@ -287,7 +284,9 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         return PreFilterResult(names), Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        if self.added_required is not None and not self.added_required.matches(node.labels, node.name):
+        if self.args.added_required is not None and not self.args.added_required.matches(
+            node.labels, node.name
+        ):
             return Status.unresolvable(ERR_REASON_ENFORCED)
         if not self._required(state, pod).matches(node.labels, node.name):
             return Status.unresolvable(ERR_REASON_POD)
@@ -297,13 +296,13 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
         req = self._required(state, pod)
-        if req.empty and self.added_required is None:
+        if req.empty and self.args.added_required is None:
             return []
         ev = _Evaluator(snapshot)
         out = []
         passed = np.ones(len(idx), dtype=bool)
-        if self.added_required is not None:
-            passed = ev.selector(self.added_required)[idx]
+        if self.args.added_required is not None:
+            passed = ev.selector(self.args.added_required)[idx]
             if not passed.all():
                 out.append(Rejection(~passed, (ERR_REASON_ENFORCED,), Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
         if not req.empty:
@@ -317,11 +316,13 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     def _preferred(self, state: CycleState, pod: PodInfo) -> tuple[PreferredSchedulingTerm, ...]:
         got = state.get(PRE_SCORE_KEY)
         return (
-            got.terms if isinstance(got, _Preferred) else self.added_preferred + pod.preferred_node_affinity
+            got.terms
+            if isinstance(got, _Preferred)
+            else self.args.added_preferred + pod.preferred_node_affinity
         )
 
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
-        terms = self.added_preferred + pod.preferred_node_affinity
+        terms = self.args.added_preferred + pod.preferred_node_affinity
         if not terms:
             return Status.skip()
         state.write(PRE_SCORE_KEY, _Preferred(terms))

@@ -24,7 +24,7 @@ from netsched.framework import (
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName(FilterPlugin):
+class NodeName(FilterPlugin[None]):
     name = "NodeName"
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:

@@ -64,7 +64,7 @@ def fits(used: Mapping[tuple[str, str, int], int], wanted: tuple[HostPort, ...])
     return not used or not any(conflicts(used, w) for w in wanted)
 
 
-class NodePorts(PreFilterPlugin, FilterPlugin):
+class NodePorts(PreFilterPlugin[None], FilterPlugin[None]):
     name = NAME
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:

@@ -26,7 +26,6 @@ from netsched.framework import (
     Handle,
     IntArray,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     PreScorePlugin,
     ScorePlugin,
@@ -105,14 +104,14 @@ def balanced_scores(pairs: Sequence[tuple[IntArray, IntArray] | None], n: int) -
     return out
 
 
-class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
+class NodeResourcesBalancedAllocation(
+    PreScorePlugin[NodeResourcesBalancedAllocationArgs], ScorePlugin[NodeResourcesBalancedAllocationArgs]
+):
     name = NAME
-    Args = NodeResourcesBalancedAllocationArgs
 
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        a = self.args_as(NodeResourcesBalancedAllocationArgs)
-        self.resources = tuple(r.name for r in a.resources)
+        self.resources = tuple(r.name for r in self.args.resources)
 
     def _request(self, state: CycleState, pod: PodInfo) -> BalancedRequest:
         got = state.get(PRE_SCORE_KEY)

@@ -36,7 +36,6 @@ from netsched.framework import (
     Handle,
     IntArray,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     PreFilterPlugin,
     PreFilterResult,
@@ -79,7 +78,12 @@ class ScoreRequest:
     amounts: tuple[int, ...]
 
 
-class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class NodeResourcesFit(
+    PreFilterPlugin[NodeResourcesFitArgs],
+    FilterPlugin[NodeResourcesFitArgs],
+    PreScorePlugin[NodeResourcesFitArgs],
+    ScorePlugin[NodeResourcesFitArgs],
+):
     name = NAME
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
@@ -91,15 +95,12 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), _frees_requested),
         ]
 
-    Args = NodeResourcesFitArgs
-
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: NodeResourcesFitArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.fit_args = self.args_as(NodeResourcesFitArgs)
-        self.ignored = frozenset(self.fit_args.ignored_resources)
-        self.ignored_groups = frozenset(self.fit_args.ignored_resource_groups)
-        self.strategy = strategy_for(self.fit_args)
-        self.score_resources = tuple(r.name for r in self.fit_args.resources)
+        self.ignored = frozenset(self.args.ignored_resources)
+        self.ignored_groups = frozenset(self.args.ignored_resource_groups)
+        self.strategy = strategy_for(self.args)
+        self.score_resources = tuple(r.name for r in self.args.resources)
 
     # ------------------------------------------------------------ filter
 

@@ -36,7 +36,7 @@ def tolerates_unschedulable(pod: PodInfo) -> bool:
     return any(t.tolerates(UNSCHEDULABLE_TAINT) for t in pod.tolerations)
 
 
-class NodeUnschedulable(FilterPlugin):
+class NodeUnschedulable(FilterPlugin[None]):
     name = "NodeUnschedulable"
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:

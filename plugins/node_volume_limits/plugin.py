@@ -27,7 +27,6 @@ from netsched.framework import (
     Handle,
     IntArray,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     PreFilterPlugin,
     PreFilterResult,
@@ -61,14 +60,14 @@ class LimitsState:
     csi_limits: dict[str, dict[str, int]]  # node -> limit key -> CSINode count, for those drivers
 
 
-class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
+class NodeVolumeLimits(PreFilterPlugin[None], FilterPlugin[None]):
     name = NAME
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """CSINodes (limits), an assigned pod with volumes deleted, its claims, a node added."""
         return [CSI_NODES, POD_RELEASES, CLAIMS, NODE_ADD]
 
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: None, handle: Handle) -> None:
         super().__init__(args, handle)
         self.reader = VolumeReader(handle)
         # kube's randomVolumeIDPrefix: names a not-yet-bound claim's future volume.

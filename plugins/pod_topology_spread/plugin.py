@@ -26,7 +26,6 @@ from netsched.framework import (
     Handle,
     IntArray,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     PreFilterPlugin,
     PreFilterResult,
@@ -53,7 +52,12 @@ from netsched.plugins.pod_topology_spread.constraints import (
 )
 
 
-class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class PodTopologySpread(
+    PreFilterPlugin[PodTopologySpreadArgs],
+    FilterPlugin[PodTopologySpreadArgs],
+    PreScorePlugin[PodTopologySpreadArgs],
+    ScorePlugin[PodTopologySpreadArgs],
+):
     name = "PodTopologySpread"
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
@@ -67,13 +71,10 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             ClusterEventWithHint(ClusterEvent(NODE, node_actions)),
         ]
 
-    Args = PodTopologySpreadArgs
-
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: PodTopologySpreadArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.pts_args = self.args_as(PodTopologySpreadArgs)
-        self.defaults = self.pts_args.effective_defaults
-        self.system_defaulted = self.pts_args.defaulting_type == SYSTEM_DEFAULTING
+        self.defaults = self.args.effective_defaults
+        self.system_defaulted = self.args.defaulting_type == SYSTEM_DEFAULTING
         self._default_actions = frozenset(c.when_unsatisfiable for c in self.defaults)
         self._index: PodIndex | None = None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from netsched.framework import QueuedPodInfo, QueueSortPlugin
 
 
-class PrioritySort(QueueSortPlugin):
+class PrioritySort(QueueSortPlugin[None]):
     name = "PrioritySort"
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from netsched.framework import PodInfo, PreEnqueuePlugin, Status
 
 
-class SchedulingGates(PreEnqueuePlugin):
+class SchedulingGates(PreEnqueuePlugin[None]):
     name = "SchedulingGates"
 
     def pre_enqueue(self, pod: PodInfo) -> Status:

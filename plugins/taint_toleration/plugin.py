@@ -137,7 +137,7 @@ class _PreScore:
     tolerations: tuple[Toleration, ...]
 
 
-class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
+class TaintToleration(FilterPlugin[None], PreScorePlugin[None], ScorePlugin[None]):
     name = NAME
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:

@@ -24,7 +24,6 @@ from netsched.framework import (
     FilterPlugin,
     Handle,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     Status,
 )
@@ -45,14 +44,14 @@ NAME = "CheckCSIStorageCapacity"
 STATE_KEY = NAME + "/claims"
 
 
-class CheckCSIStorageCapacity(FilterPlugin):
+class CheckCSIStorageCapacity(FilterPlugin[None]):
     name = NAME
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """What its capacity check reads: claims, classes, drivers, capacities, node labels."""
         return [CLASSES, CLAIMS, DRIVERS, CAPACITIES, NODE_ADD_OR_LABEL]
 
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: None, handle: Handle) -> None:
         super().__init__(args, handle)
         self.binder = VolumeBinder(VolumeReader(handle))
 

@@ -27,7 +27,6 @@ from netsched.framework import (
     Handle,
     IntArray,
     NodeInfo,
-    PluginArgs,
     PluginError,
     PodInfo,
     PreBindPlugin,
@@ -87,17 +86,20 @@ class VolumeState:
         return self  # as kube: preemption's what-ifs never change volume choices
 
 
-class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin):
+class VolumeBinding(
+    PreFilterPlugin[VolumeBindingArgs],
+    FilterPlugin[VolumeBindingArgs],
+    ReservePlugin[VolumeBindingArgs],
+    PreBindPlugin[VolumeBindingArgs],
+):
     name = NAME
-    Args = VolumeBindingArgs
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """Its claims, classes, volumes, CSI objects and node labels (kube v1.31; CSIDriver Add too)."""
         return [CLASSES, CLAIMS, VOLUMES, NODE_ADD_OR_LABEL, CSI_NODES, DRIVERS, CAPACITIES]
 
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: VolumeBindingArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.bind_timeout = float(self.args_as(VolumeBindingArgs).bind_timeout_seconds)
         self.binder = VolumeBinder(VolumeReader(handle))
 
     # ------------------------------------------------------------ PreFilter
@@ -289,7 +291,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
     def _wait(self, pod: PodInfo, volumes: PodVolumes, node_name: str, written: dict[str, str]) -> None:
         """Until every claim is bound, reading the informer's copies (never the API)."""
         clock = self.handle.clock
-        deadline = clock.now() + self.bind_timeout
+        deadline = clock.now() + self.args.bind_timeout_seconds
         poll = FIRST_POLL_SECONDS
         while not self.binder.check_bindings(volumes, node_name, written):
             if clock.now() >= deadline:

@@ -25,7 +25,6 @@ from netsched.framework import (
     FilterPlugin,
     Handle,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     PreFilterPlugin,
     PreFilterResult,
@@ -96,14 +95,14 @@ def volume_conflict(volume: dict[str, Any], existing: dict[str, Any]) -> bool:
     return False
 
 
-class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
+class VolumeRestrictions(PreFilterPlugin[None], FilterPlugin[None]):
     name = NAME
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """An assigned pod with volumes deleted, a node added, one of its claims created or changed."""
         return [POD_RELEASES, NODE_ADD, CLAIMS]
 
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: None, handle: Handle) -> None:
         super().__init__(args, handle)
         self.reader = VolumeReader(handle)
 

@@ -20,7 +20,6 @@ from netsched.framework import (
     FilterPlugin,
     Handle,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     PreFilterPlugin,
     PreFilterResult,
@@ -73,14 +72,14 @@ def pv_topologies(pv: Volume) -> list[PVTopology]:
     return out
 
 
-class VolumeZone(PreFilterPlugin, FilterPlugin):
+class VolumeZone(PreFilterPlugin[None], FilterPlugin[None]):
     name = NAME
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """Classes, claims, volumes and node labels (kube v1.31; class and claim updates too)."""
         return [CLASSES, CLAIMS, VOLUMES, NODE_ADD_OR_LABEL]
 
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: None, handle: Handle) -> None:
         super().__init__(args, handle)
         self.reader = VolumeReader(handle)
 

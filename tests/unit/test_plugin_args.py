@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from netsched.framework.interfaces import Plugin, PluginArgs, PluginArgsError
+from netsched.framework.interfaces import FilterPlugin, Plugin, PluginArgs, PluginArgsError, ScorePlugin
 from netsched.framework.runtime import FrameworkBuildError
 from netsched.plugins.node_resources_fit import NodeResourcesFitArgs
 from netsched.plugins.registry import in_tree_plugins
@@ -51,17 +51,62 @@ def test_no_args_means_the_documented_defaults(cls: type[Plugin]) -> None:
     hub, _ = fake_hub()
     assert cls.Args is not None
     plugin = build_plugin(cls, metrics=hub)
-    assert plugin.args_as(cls.Args) == cls.Args.default()
-    plugin.args = None  # not configured at all (the runtime fills defaults in; args_as does too)
-    assert plugin.args_as(cls.Args) == cls.Args.default()
+    assert plugin.args == cls.Args.default()
+    # Not configured at all (the runtime fills defaults in; so does the constructor).
+    assert cls(None, plugin.handle).args == cls.Args.default()
 
 
-def test_args_as_error_is_a_type_error_naming_both_types() -> None:
-    class Mine(Plugin):
+def test_args_of_another_type_are_a_type_error_naming_both_types() -> None:
+    class Mine(FilterPlugin[NodeResourcesFitArgs]):
         name = "Mine"
 
     hub, _ = fake_hub()
-    plugin = Mine(WrongArgs(), build_framework([], metrics=hub))
-    with pytest.raises(PluginArgsError, match="plugin 'Mine' wants args of type .*, got WrongArgs"):
-        plugin.args_as(NodeResourcesFitArgs)
+    with pytest.raises(
+        PluginArgsError, match="plugin 'Mine' wants args of type NodeResourcesFitArgs, got WrongArgs"
+    ):
+        Mine(WrongArgs(), build_framework([], metrics=hub))
     assert issubclass(PluginArgsError, TypeError)
+
+
+def test_the_args_type_comes_from_the_bases() -> None:
+    class Typed(FilterPlugin[NodeResourcesFitArgs], ScorePlugin[NodeResourcesFitArgs]):
+        name = "Typed"
+
+    class Bare(FilterPlugin[None]):
+        name = "Bare"
+
+    class Old(FilterPlugin):  # type: ignore[type-arg]  # the older way: Args set by hand
+        name = "Old"
+        Args = NodeResourcesFitArgs
+
+    assert (Typed.Args, Bare.Args, Old.Args) == (NodeResourcesFitArgs, None, NodeResourcesFitArgs)
+    handle = build_framework([])
+    assert Typed(None, handle).args == NodeResourcesFitArgs.default()
+    assert Old(None, handle).args == NodeResourcesFitArgs.default()
+    assert Bare(None, handle).args is None
+    with pytest.raises(PluginArgsError, match="plugin 'Bare' takes no args, got WrongArgs"):
+        Bare(WrongArgs(), handle)  # type: ignore[arg-type]
+
+
+def test_bases_naming_different_args_types_are_refused_when_the_class_is_defined() -> None:
+    with pytest.raises(
+        TypeError, match=r"plugin class .*Split: its bases name different args types \(None, WrongArgs\)"
+    ):
+
+        class Split(FilterPlugin[WrongArgs], ScorePlugin[None]):
+            name = "Split"
+
+    with pytest.raises(
+        TypeError, match=r"plugin class .*Contrary: Args is WrongArgs but its bases name NodeResourcesFitArgs"
+    ):
+
+        class Contrary(FilterPlugin[NodeResourcesFitArgs]):
+            name = "Contrary"
+            Args = WrongArgs
+
+    with pytest.raises(
+        TypeError, match=r"plugin class .*NotArgs: .* names <class 'int'>, not a PluginArgs subclass or None"
+    ):
+
+        class NotArgs(FilterPlugin[int]):  # type: ignore[type-var]
+            name = "NotArgs"
