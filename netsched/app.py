@@ -2,11 +2,11 @@
 
 `build_registry` merges the in-tree plugins with out-of-tree ones.
 `SchedulerApp` puts the parts netsched.assemble wires around one KubeAPI
-(event broadcaster, metrics hub, reflectors, leader election) and runs them.
-`run()` is what `netsched` does (netsched.cli parses the flags): load and
-validate the config (every problem at once, exit 1), then schedule until
-SIGTERM, which stops taking pods, drains bindings, releases the lease and
-exits 0.
+(event broadcaster, metrics hub, reflectors) and runs them: informers,
+background loops, the scheduling loop (started and paused by leadership),
+hot reload (`apply_config`) and shutdown. What the `netsched` command does
+around it is netsched.serve (start-up, endpoints, leader election, signals);
+the flags and the config they change are netsched.options.
 
 Out-of-tree plugins are added with one call:
 
@@ -16,11 +16,8 @@ Out-of-tree plugins are added with one call:
 
 from __future__ import annotations
 
-import argparse
 import gc
 import logging
-import signal
-import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,11 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
-from netsched import logutil
 from netsched.assemble import Edges, assemble
 from netsched.cache import ObjectStore
 from netsched.clock import Clock, SystemClock
-from netsched.config import ConfigError, SchedulerConfig, load_config, validate_config, write_config
+from netsched.config import ConfigError, SchedulerConfig
 from netsched.framework.fields import FieldError
 from netsched.framework.interfaces import (
     METRICS_POLLED_EVENT,
@@ -40,26 +36,15 @@ from netsched.framework.interfaces import (
     FrameworkBuildError,
     PluginFactory,
 )
-from netsched.framework.registry import Registry, RegistryError
-from netsched.observability.auth import AuthSettings, DelegatingAuth
+from netsched.framework.registry import Registry
 from netsched.observability.metrics import SchedulerMetrics
-from netsched.observability.server import ObservabilityServer, SecureServing, parse_bind_address
-from netsched.observability.tls import CertificateError, ServingCert, serving_cert
+from netsched.observability.server import SecureServing
+from netsched.observability.tls import ServingCert
 
 if TYPE_CHECKING:
-    from netsched.config.reload import ConfigReloader
     from netsched.kube.events import EventBroadcaster
 
 log = logging.getLogger(__name__)
-
-NETSCHED_SCHEDULER_NAME = "netsched"
-# Used when no --config is given: one profile named netsched with kube's default plugins.
-DEFAULT_CONFIG = """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: netsched
-"""
 
 
 def build_registry(out_of_tree: Sequence[PluginFactory] = ()) -> Registry:
@@ -67,13 +52,6 @@ def build_registry(out_of_tree: Sequence[PluginFactory] = ()) -> Registry:
     from netsched.plugins.registry import in_tree_plugins
 
     return Registry(in_tree_plugins()).merge(out_of_tree)
-
-
-def load(path: str, registry: Registry) -> SchedulerConfig:
-    """The validated config from a file (or the built-in default when path is empty)."""
-    return load_config(
-        path if path else DEFAULT_CONFIG, registry, default_scheduler_name=NETSCHED_SCHEDULER_NAME
-    )
 
 
 @dataclass
@@ -227,7 +205,7 @@ class SchedulerApp:
         """
         if not freeze_heap:
             return self._list_and_watch(sync_timeout)
-        from netsched.kube.client import gc_paused
+        from netsched.gcpause import gc_paused
 
         with gc_paused():
             synced = self._list_and_watch(sync_timeout)
@@ -338,387 +316,3 @@ class SchedulerApp:
         self.hub.stop()
         # Every queued event is written within the grace period (SIGTERM), retries included.
         self.broadcaster.stop(min(timeout, 10.0))
-
-
-# ---------------------------------------------------------------- CLI entry
-
-# Flags that kube-scheduler marks DEPRECATED and ignores when --config is given
-# (cmd/kube-scheduler/app/options/deprecated.go, ApplyTo); dest -> flag.
-DEPRECATED_FLAGS = {
-    "kubeconfig": "--kubeconfig",
-    "kube_api_qps": "--kube-api-qps",
-    "kube_api_burst": "--kube-api-burst",
-    "kube_api_content_type": "--kube-api-content-type",
-    "profiling": "--profiling",
-    "contention_profiling": "--contention-profiling",
-}
-# kube v1.31 gates about scheduling that netsched knows: accepted, so kube command lines keep
-# working; APPLIED_FEATURE_GATES change behaviour, the others keep their v1.31 default whatever
-# value is given.
-APPLIED_FEATURE_GATES = frozenset({"SchedulerQueueingHints"})
-KNOWN_FEATURE_GATES = frozenset(
-    {
-        "SchedulerQueueingHints",
-        "PodSchedulingReadiness",
-        "MatchLabelKeysInPodAffinity",
-        "MatchLabelKeysInPodTopologySpread",
-        "NodeInclusionPolicyInPodTopologySpread",
-        "MinDomainsInPodTopologySpread",
-        "PodDisruptionConditions",
-        "DynamicResourceAllocation",
-        "VolumeCapacityPriority",
-        "InPlacePodVerticalScaling",
-        "PodLevelResources",
-        "AllAlpha",
-        "AllBeta",
-    }
-)
-
-
-def apply_flags(cfg: SchedulerConfig, opts: argparse.Namespace) -> list[str]:
-    """Command-line flags over the config, with kube-scheduler's precedence; returns the flags ignored.
-
-    As kube's Options.ApplyTo: leader-election flags that were given override the
-    file's leaderElection either way; the deprecated flags that map to config
-    fields (--kubeconfig, --kube-api-qps/-burst/-content-type, --profiling,
-    --contention-profiling) apply only without --config and are ignored (the
-    caller warns) when a config file is given.
-    """
-    le = cfg.leader_election
-    for dest, attr in (
-        ("leader_elect", "leader_elect"),
-        ("leader_elect_lease_duration", "lease_duration"),
-        ("leader_elect_renew_deadline", "renew_deadline"),
-        ("leader_elect_retry_period", "retry_period"),
-        ("leader_elect_resource_lock", "resource_lock"),
-        ("leader_elect_resource_name", "resource_name"),
-        ("leader_elect_resource_namespace", "resource_namespace"),
-    ):
-        value = getattr(opts, dest, None)
-        if value is not None:
-            setattr(le, attr, value)
-    given = [flag for dest, flag in DEPRECATED_FLAGS.items() if getattr(opts, dest, None) is not None]
-    if getattr(opts, "config", ""):
-        return given
-    cc = cfg.client_connection
-    if opts.kubeconfig is not None:
-        cc.kubeconfig = opts.kubeconfig
-    if opts.kube_api_qps is not None:
-        cc.qps = opts.kube_api_qps
-    if opts.kube_api_burst is not None:
-        cc.burst = opts.kube_api_burst
-    if opts.kube_api_content_type is not None:
-        cc.content_type = opts.kube_api_content_type
-    if opts.profiling is not None:
-        cfg.enable_profiling = opts.profiling
-        cfg.enable_contention_profiling = opts.profiling
-    if opts.contention_profiling is not None:
-        cfg.enable_contention_profiling = opts.contention_profiling
-    return []
-
-
-def _print_config_error(err: ConfigError, source: str) -> None:
-    print(f"netsched: invalid configuration in {source or 'the built-in default'}:", file=sys.stderr)
-    for e in err.errors:
-        print(f"  {e}", file=sys.stderr)
-
-
-def _load_with_flags(source: str, registry: Registry, opts: argparse.Namespace) -> SchedulerConfig:
-    """The config from a file (or YAML text, on reload) with the flags applied, validated again."""
-    cfg = load(source, registry)
-    apply_flags(cfg, opts)
-    errs = validate_config(cfg)
-    if errs:
-        raise ConfigError(errs)
-    return cfg
-
-
-def _warn_about_flags(opts: argparse.Namespace, cfg: SchedulerConfig, ignored: Sequence[str]) -> None:
-    for flag in ignored:
-        log.warning("Flag ignored because --config is given (as kube-scheduler) flag=%s", flag)
-    if opts.port == 0:
-        log.warning("--port is deprecated and has no effect (insecure serving was removed)")
-    for gate, value in sorted(opts.feature_gates.items()):
-        if gate in APPLIED_FEATURE_GATES:
-            log.info("Feature gate applied gate=%s value=%s", gate, value)
-        elif gate in KNOWN_FEATURE_GATES:
-            log.info("Feature gate accepted; netsched follows kube v1.31 gate=%s value=%s", gate, value)
-        else:
-            log.warning("Unknown feature gate; ignored gate=%s value=%s", gate, value)
-    if opts.tls_cipher_suites:
-        log.warning("--tls-cipher-suites is not applied: OpenSSL's defaults for the TLS version are used")
-    if cfg.client_connection.content_type != "application/json":
-        log.info(
-            "Content type accepted; netsched sends and reads JSON contentType=%s",
-            cfg.client_connection.content_type,
-        )
-
-
-def run(opts: argparse.Namespace, out_of_tree: Sequence[PluginFactory] = ()) -> int:
-    logutil.setup(opts.verbosity, opts.logging_format)
-    try:
-        registry = build_registry(out_of_tree)
-    except RegistryError as e:
-        print(f"netsched: {e}", file=sys.stderr)
-        return 1
-    try:
-        cfg = load(opts.config, registry)
-        ignored = apply_flags(cfg, opts)
-        errs = validate_config(cfg)
-        if errs:
-            raise ConfigError(errs)
-    except ConfigError as e:
-        _print_config_error(e, opts.config)
-        return 1
-    except OSError as e:
-        print(f"netsched: cannot read --config {opts.config!r}: {e}", file=sys.stderr)
-        return 1
-    _warn_about_flags(opts, cfg, ignored)
-    if opts.write_config_to:
-        write_config(cfg, opts.write_config_to)
-        log.info("Wrote configuration file=%s", opts.write_config_to)
-        return 0
-
-    from netsched.kube import KubeAPI, KubeConfigError, build_api_client
-
-    try:
-        client = build_api_client(
-            cfg.client_connection.kubeconfig,
-            opts.master,
-            qps=cfg.client_connection.qps,
-            burst=cfg.client_connection.burst,
-            pool_size=cfg.parallelism + 8,
-        )
-    except KubeConfigError as e:
-        print(f"netsched: {e}", file=sys.stderr)
-        return 1
-    try:
-        app = SchedulerApp(
-            cfg,
-            registry,
-            KubeAPI(client),
-            options=AppOptions(
-                metrics_bind_address=opts.metrics_bind_address,
-                secure=_secure_serving(opts),
-                dry_run=opts.dry_run,
-                shadow_scheduler_name=opts.shadow_scheduler_name,
-                shadow_annotate=opts.shadow_annotate,
-                explain_annotations=opts.explain_annotations,
-                queueing_hints=opts.feature_gates.get("SchedulerQueueingHints", True),
-            ),
-        )
-    except (FrameworkBuildError, ConfigError) as e:
-        print(f"netsched: {e}", file=sys.stderr)
-        return 1
-    reloader = None
-    if opts.config:
-        from netsched.config.reload import ConfigReloader
-
-        reloader = ConfigReloader(
-            opts.config,
-            cfg,
-            lambda text: _load_with_flags(text, registry, opts),
-            app.apply_config,
-            metrics=app.metrics,
-        )
-    return serve(app, reloader, reload_interval=opts.config_reload_interval)
-
-
-def _secure_serving(opts: argparse.Namespace) -> SecureServing | None:
-    if opts.secure_port == 0:
-        return None
-    return SecureServing(
-        bind_address=opts.bind_address,
-        port=opts.secure_port,
-        cert_file=opts.tls_cert_file,
-        key_file=opts.tls_private_key_file,
-        cert_dir=opts.cert_dir,
-        min_tls_version=opts.tls_min_version,
-        authentication_kubeconfig=opts.authentication_kubeconfig,
-        authorization_kubeconfig=opts.authorization_kubeconfig,
-        always_allow_paths=tuple(opts.authorization_always_allow_paths),
-        token_cache_ttl=opts.authentication_token_webhook_cache_ttl,
-        authorized_cache_ttl=opts.authorization_webhook_cache_authorized_ttl,
-        unauthorized_cache_ttl=opts.authorization_webhook_cache_unauthorized_ttl,
-    )
-
-
-def serve(app: SchedulerApp, reloader: ConfigReloader | None = None, *, reload_interval: float = 2.0) -> int:
-    """Run until SIGTERM/SIGINT: informers, endpoints, leader election, scheduling; SIGHUP reloads."""
-    stop = threading.Event()
-
-    def _signal(signum: int, _frame: Any) -> None:
-        log.info("Received signal, shutting down signal=%s", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _signal)
-    signal.signal(signal.SIGINT, _signal)
-    if reloader is not None:
-        _watch_config(reloader, stop, reload_interval)
-    # The endpoints (a certificate to generate, sockets to bind) come up while the informers
-    # list the cluster: neither waits for the other, and a start-up failure still stops us.
-    started: list[Any] = []
-    failed: list[BaseException] = []
-
-    def _endpoints() -> None:
-        try:
-            started.extend(s for s in (_start_secure_server(app), _start_server(app)) if s is not None)
-        except (CertificateError, OSError) as e:
-            failed.append(e)
-
-    endpoints = threading.Thread(target=_endpoints, name="endpoints-start", daemon=True)
-    endpoints.start()
-    app.start_informers(freeze_heap=True)
-    endpoints.join()
-    servers = started
-    if failed:
-        log.error("Cannot serve the endpoints err=%s", failed[0])
-        for server in servers:
-            server.stop()
-        app.shutdown(timeout=1)
-        return 1
-    app.start_background()
-    elector = _start_election(app, stop)
-    if elector is None:
-        app.start_scheduling()
-    stop.wait()
-    log.info("Stopping: no new pods; draining bindings")
-    app.stop_scheduling()
-    if elector is not None:
-        elector.stop(release=True)
-    app.shutdown()
-    for server in servers:
-        server.stop()
-    if app.serving_cert is not None:
-        app.serving_cert.close()
-    log.info("Stopped")
-    return 0
-
-
-def _watch_config(reloader: ConfigReloader, stop: threading.Event, interval: float) -> None:
-    """Poll the file on a daemon thread; SIGHUP reloads at once (on its own thread: a signal
-    handler must not block on the reload lock)."""
-
-    def _hup(_signum: int, _frame: Any) -> None:
-        threading.Thread(target=reloader.reload, args=("SIGHUP",), name="config-reload", daemon=True).start()
-
-    signal.signal(signal.SIGHUP, _hup)
-    if interval > 0:
-        threading.Thread(target=reloader.run, args=(stop, interval), name="config-watch", daemon=True).start()
-
-
-def _endpoint_checks(app: SchedulerApp) -> dict[str, Any]:
-    def ready() -> tuple[bool, dict[str, Any]]:
-        role = "leader" if app.leading else "standby"
-        return app.synced, {"synced": app.synced, "role": role}
-
-    return {
-        "registry": app.metrics_registry,
-        "health": lambda: (True, "ok"),
-        "ready": ready,
-        "debug_handlers": debug_handlers(app),
-    }
-
-
-def _start_server(app: SchedulerApp) -> ObservabilityServer | None:
-    """The plain-HTTP, unauthenticated endpoints, only when --metrics-bind-address asks for them."""
-    if not app.options.metrics_bind_address:
-        return None
-    host, port = parse_bind_address(app.options.metrics_bind_address)
-    if port == 0:
-        return None
-    server = ObservabilityServer(address=host, port=port, **_endpoint_checks(app))
-    server.start()
-    log.warning("Serving plain HTTP WITHOUT authentication (local use only) address=%s", server.url)
-    return server
-
-
-def _start_secure_server(app: SchedulerApp) -> ObservabilityServer | None:
-    """HTTPS on --secure-port with delegated authentication and authorization, as kube-scheduler."""
-    s = app.options.secure
-    if s is None or s.port == 0:
-        return None
-    from netsched.kube.reviews import review_client
-
-    cert = serving_cert(s.cert_file, s.key_file, cert_dir=s.cert_dir, bind_address=s.bind_address)
-    app.serving_cert = cert
-    auth = DelegatingAuth(
-        review_client(s.authentication_kubeconfig, "--authentication-kubeconfig"),
-        review_client(s.authorization_kubeconfig, "--authorization-kubeconfig"),
-        AuthSettings(
-            always_allow_paths=s.always_allow_paths,
-            token_ttl=s.token_cache_ttl,
-            allowed_ttl=s.authorized_cache_ttl,
-            denied_ttl=s.unauthorized_cache_ttl,
-        ),
-    )
-    server = ObservabilityServer(
-        address=s.bind_address or "0.0.0.0",
-        port=s.port,
-        tls=cert.context(s.min_tls_version),
-        auth=auth.check,
-        **_endpoint_checks(app),
-    )
-    server.start()
-    log.info("Serving securely address=%s alwaysAllowPaths=%s", server.url, ",".join(s.always_allow_paths))
-    return server
-
-
-def debug_handlers(app: SchedulerApp) -> dict[str, Any]:
-    """/debug/explain?pod=NAMESPACE/NAME[&format=text]: per-node filter verdicts and scores."""
-
-    def explain_endpoint(query: Mapping[str, Any]) -> tuple[int, str, bytes]:
-        key = _one(query.get("pod"))
-        if not key or "/" not in key:
-            return 400, "text/plain", b"usage: /debug/explain?pod=NAMESPACE/NAME[&format=text]\n"
-        pod = app.handlers.pending_pod_by_key(key) or app.cache.find_pod(key)
-        if pod is None:
-            return 404, "text/plain", f"pod {key} is not pending for netsched nor known on a node\n".encode()
-        # On the Explainer's own snapshot copy and framework replica: never the scheduling thread's.
-        result = app.scheduler.explainer.explain(pod)
-        if _one(query.get("format")) == "text":
-            return 200, "text/plain; charset=utf-8", (result.table() + "\n").encode()
-        return 200, "application/json", result.to_json().encode()
-
-    handlers: dict[str, Any] = {"/debug/explain": explain_endpoint}
-    if app.cfg.enable_profiling:
-        from netsched.observability.profile import Profiler
-
-        handlers["/debug/pprof/profile"] = Profiler().endpoint
-    return handlers
-
-
-def _one(v: Any) -> str:
-    if isinstance(v, list):
-        return str(v[0]) if v else ""
-    return "" if v is None else str(v)
-
-
-def _start_election(app: SchedulerApp, stop: threading.Event) -> Any:
-    """Campaign for the lease; schedule only while leading. None when election is off."""
-    le = app.cfg.leader_election
-    if not le.leader_elect:
-        return None
-    from netsched.kube.client import KubeClient
-    from netsched.kube.lease import KubeLeaseClient
-    from netsched.leaderelection import ElectorConfig, LeaderElector
-
-    # Lease calls get their own client (same connection pool, no shared rate limiter), so a
-    # burst of bindings can never delay a renewal past the renew deadline.
-    leases = KubeLeaseClient(KubeClient(app.kube.client.api_client))
-    elector = LeaderElector(
-        ElectorConfig.from_config(le),
-        leases,
-        on_started_leading=app.start_scheduling,
-        on_stopped_leading=app.pause_scheduling,
-        on_new_leader=lambda who: log.info("New leader elected leader=%s", who),
-        gauge=app.metrics.leader,
-    )
-    log.info(
-        "Campaigning for leadership lease=%s/%s identity=%s",
-        le.resource_namespace,
-        le.resource_name,
-        elector.identity,
-    )
-    elector.start()
-    return elector

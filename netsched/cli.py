@@ -230,7 +230,7 @@ def main(*plugins: PluginFactory, argv: Sequence[str] | None = None) -> int:
 
         return demo_main(args[1:], plugins=plugins)
     opts = parse_args(args)
-    from netsched.app import run
+    from netsched.serve import run
 
     return run(opts, plugins)
 

@@ -38,8 +38,9 @@ from netsched.kube.errors import (
 
 if TYPE_CHECKING:
     from netsched.kube.api import KubeAPI
-    from netsched.kube.client import KubeClient, KubeConfigError, RetrySettings, build_api_client
+    from netsched.kube.client import KubeClient, RetrySettings, build_api_client
     from netsched.kube.events import EventBroadcaster, EventRecorder, new_event_broadcaster
+    from netsched.kube.kubeconfig import KubeConfigError
     from netsched.kube.ratelimit import TokenBucket
     from netsched.kube.reflector import ADDED, BOOKMARK, DELETED, MODIFIED, Backoff, ObjectList, Reflector
     from netsched.kube.resources import (
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "KubeAPI": "api",
     "KubeClient": "client",
-    "KubeConfigError": "client",
+    "KubeConfigError": "kubeconfig",
     "RetrySettings": "client",
     "build_api_client": "client",
     "EventBroadcaster": "events",

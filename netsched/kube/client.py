@@ -23,16 +23,13 @@ second, and the scheduler's hot paths never need them.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import gc
 import json
 import logging
-import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import Any, TypeVar
@@ -41,27 +38,22 @@ from urllib.parse import quote
 import tenacity
 import urllib3
 from kubernetes import client as k8s
-from kubernetes import config as _k8s_config
-from kubernetes.config.config_exception import ConfigException
 
+from netsched.gcpause import gc_paused
 from netsched.kube.errors import ApiError, from_exception, from_response, is_request_error, is_transient
+from netsched.kube.kubeconfig import load_configuration
 from netsched.kube.ratelimit import TokenBucket
 from netsched.kube.transport import Transport
 
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
-k8s_config: Any = _k8s_config  # the config loaders are untyped
 
 JsonObj = dict[str, Any]
 Query = Sequence[tuple[str, Any]]
 USER_AGENT = "netsched"
 JSON = "application/json"
 _THROTTLE_LOG_SECONDS = 1.0  # client-go also reports waits above a second
-
-
-class KubeConfigError(Exception):
-    """No usable cluster configuration (bad kubeconfig, not in a cluster, no --master)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,31 +462,8 @@ def _connect_read(value: Any) -> tuple[float | None, float | None]:
     return float(value), float(value)
 
 
-# Decoding a list page builds hundreds of thousands of dicts; with the cyclic GC on, each
-# decode also triggers collections that traverse the whole (growing) cache: 4-5x the decode.
+# A body this large is decoded with the cyclic GC paused (netsched.gcpause).
 _LARGE_BODY = 256 * 1024
-_gc_lock = threading.Lock()
-_gc_pausers = 0
-_gc_was_enabled = True
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic GC off for the block (thread-safe, nested: the last one out turns it back on,
-    unless it was off before the first one came in). Decoded JSON holds no cycles to collect."""
-    global _gc_pausers, _gc_was_enabled
-    with _gc_lock:
-        if _gc_pausers == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pausers += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pausers -= 1
-            if _gc_pausers == 0 and _gc_was_enabled:
-                gc.enable()
 
 
 def _parse_body(data: bytes | None) -> JsonObj:
@@ -509,43 +478,6 @@ def _parse_body(data: bytes | None) -> JsonObj:
     except ValueError as e:
         raise ApiError(0, "InvalidResponse", f"response is not JSON: {e}") from e
     return body if isinstance(body, dict) else {"items": body}
-
-
-def load_configuration(kubeconfig: str = "", master: str = "") -> Any:
-    """Cluster address and credentials the way kube-scheduler finds them.
-
-    An explicit kubeconfig wins; with neither flag, the in-cluster service
-    account is used, then $KUBECONFIG / ~/.kube/config if present. `master`
-    overrides the server address of whatever was loaded.
-    """
-    cfg = k8s.Configuration()
-    try:
-        if kubeconfig:
-            k8s_config.load_kube_config(
-                config_file=kubeconfig, client_configuration=cfg, persist_config=False
-            )
-        elif not master:
-            _load_default(cfg)
-    except (ConfigException, OSError, ValueError) as e:
-        # ConfigException messages name files and fields, never credential values.
-        raise KubeConfigError(f"cannot load cluster configuration: {e}") from e
-    if master:
-        cfg.host = master.rstrip("/")
-    return cfg
-
-
-def _load_default(cfg: Any) -> None:
-    try:
-        k8s_config.load_incluster_config(client_configuration=cfg)
-        return
-    except ConfigException as in_cluster_error:
-        path = os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
-        if not os.path.exists(path):
-            raise KubeConfigError(
-                f"not running in a cluster ({in_cluster_error}) and no kubeconfig: pass --kubeconfig or --master"
-            ) from in_cluster_error
-        log.info("Not in a cluster, using the default kubeconfig path=%s", path)
-        k8s_config.load_kube_config(config_file=path, client_configuration=cfg, persist_config=False)
 
 
 def build_api_client(
@@ -623,12 +555,10 @@ def derived_client(
 __all__ = [
     "JSON",
     "KubeClient",
-    "KubeConfigError",
     "Reply",
     "RetrySettings",
     "build_api_client",
     "derived_client",
-    "load_configuration",
     "make_retrying",
     "wait_retry_after",
 ]

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, Protocol
 
 from netsched.clock import Clock, SystemClock
-from netsched.kube.client import gc_paused
+from netsched.gcpause import gc_paused
 from netsched.kube.errors import ApiError, Forbidden, Gone, NotFound, from_status
 
 log = logging.getLogger(__name__)

@@ -50,10 +50,11 @@ from typing import Any
 import pytest
 import yaml
 
-from netsched.app import AppOptions, SchedulerApp, _start_election, _start_server, build_registry
+from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
 from netsched.kube import KubeAPI, build_api_client
 from netsched.kube.client import RetrySettings
+from netsched.serve import start_election, start_server
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.exporter import FakeNode, SyntheticExporter
 from netsched.testing.fakeapi import FakeAPIServer
@@ -433,7 +434,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         feeder = PodFeeder(server)
         metrics_server = elector = None
         try:
-            metrics_server = _start_server(app)
+            metrics_server = start_server(app)
             assert app.start_informers(sync_timeout=10)
             start = time.time()
             prom.start()
@@ -441,7 +442,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             # A standby replica first (scraped with netsched_leader 0), then it campaigns and leads.
             prom.wait_for("netsched_leader == 0", timeout=15)
             feeder.start()
-            elector = _start_election(app, app.stop_event)
+            elector = start_election(app, app.stop_event)
             assert elector is not None
             wait_until(lambda: app.leading, 10, "netsched to acquire the lease")
             sources = {p.name for p in app.hub.pollers}

@@ -19,8 +19,8 @@ import pytest
 
 from netsched.framework.parse import parse_pod
 from netsched.kube import KubeAPI, build_api_client
-from netsched.kube.client import load_configuration
 from netsched.kube.errors import Conflict, NotFound, Transient
+from netsched.kube.kubeconfig import load_configuration
 from netsched.kube.transport import Transport
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer

@@ -22,10 +22,11 @@ from typing import Any
 
 import pytest
 
-from netsched.app import AppOptions, SchedulerApp, _start_election, _start_secure_server, build_registry
+from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
 from netsched.kube import KubeAPI, build_api_client
 from netsched.observability.server import SecureServing
+from netsched.serve import start_election, start_secure_server
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import free_port
@@ -112,7 +113,7 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
     )
     stop = threading.Event()
     elector = None
-    https = _start_secure_server(app)
+    https = start_secure_server(app)
     try:
         # A Prometheus scrape over HTTPS: tokenreviews + subjectaccessreviews create.
         server.add_token("t", "prometheus")
@@ -120,7 +121,7 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
         assert https is not None and _scrape(https.port, "t") == 200
         assert app.start_informers(sync_timeout=10)
         app.start_background()
-        elector = _start_election(app, stop)  # leases: get, create, update
+        elector = start_election(app, stop)  # leases: get, create, update
         wait_until(lambda: app.leading, what="leadership")
 
         def node_of(name: str) -> str:

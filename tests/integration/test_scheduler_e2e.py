@@ -307,7 +307,7 @@ def test_endpoints_readyz_metrics_and_debug_explain(server: FakeAPIServer, kubec
     import socket
     import urllib.request
 
-    from netsched.app import _start_server
+    from netsched.serve import start_server
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -316,7 +316,7 @@ def test_endpoints_readyz_metrics_and_debug_explain(server: FakeAPIServer, kubec
     server.create("pods", make_pod("fits").scheduler("netsched").req(cpu="1").obj())
     server.create("pods", make_pod("huge").scheduler("netsched").req(cpu="64").obj())
     app = make_app(kubeconfig, metrics_bind_address=f"127.0.0.1:{port}")
-    http = _start_server(app)
+    http = start_server(app)
     base = f"http://127.0.0.1:{port}"
 
     def get(path: str) -> tuple[int, str]:

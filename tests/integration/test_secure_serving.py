@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from netsched.app import AppOptions, SchedulerApp, _start_secure_server, build_registry
+from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
 from netsched.kube import KubeAPI, build_api_client
 from netsched.observability.server import ObservabilityServer, SecureServing
+from netsched.serve import start_secure_server
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import free_port
 
@@ -60,7 +61,7 @@ def secure(api: FakeAPIServer, tmp_path: Path) -> Iterator[tuple[ObservabilitySe
         )
     )
     app = SchedulerApp(cfg, registry, KubeAPI(build_api_client(kubeconfig)), options=options)
-    server = _start_secure_server(app)
+    server = start_secure_server(app)
     assert server is not None
     try:
         yield server, tmp_path / "certs" / "netsched.crt"

@@ -6,8 +6,9 @@ import logging
 
 import pytest
 
-from netsched.app import apply_flags, build_registry, load
+from netsched.app import build_registry
 from netsched.cli import parse_args
+from netsched.options import apply_flags, load
 
 
 @pytest.fixture(autouse=True)
@@ -120,14 +121,14 @@ def test_with_config_deprecated_flags_are_ignored_leader_election_flags_win(tmp_
 
 
 def test_ignored_flags_and_unknown_gates_are_warned(caplog: pytest.LogCaptureFixture) -> None:
-    from netsched.app import _warn_about_flags
+    from netsched.options import warn_about_flags
 
     cfg = load("", build_registry())
     opts = parse_args(
         [*ARTICLE_1, "--feature-gates=MadeUpGate=true,SchedulerQueueingHints=false", "--port=0"]
     )
     with caplog.at_level(logging.INFO, logger="netsched"):
-        _warn_about_flags(opts, cfg, apply_flags(cfg, opts))
+        warn_about_flags(opts, cfg, apply_flags(cfg, opts))
     text = caplog.text
     assert "flag=--kubeconfig" in text and "flag=--kube-api-qps" in text
     assert "Unknown feature gate; ignored gate=MadeUpGate" in text
@@ -135,10 +136,10 @@ def test_ignored_flags_and_unknown_gates_are_warned(caplog: pytest.LogCaptureFix
 
 
 def test_the_queueing_hints_gate_is_applied_not_only_accepted(caplog: pytest.LogCaptureFixture) -> None:
-    from netsched.app import _warn_about_flags
+    from netsched.options import warn_about_flags
 
     cfg = load("", build_registry())
     opts = parse_args(["--feature-gates=SchedulerQueueingHints=false"])
     with caplog.at_level(logging.INFO, logger="netsched"):
-        _warn_about_flags(opts, cfg, apply_flags(cfg, opts))
+        warn_about_flags(opts, cfg, apply_flags(cfg, opts))
     assert "Feature gate applied gate=SchedulerQueueingHints value=False" in caplog.text

@@ -1,0 +1,63 @@
+"""Where events go: the EventSink protocol and the sink over the API server.
+
+As client-go's EventSink: create an event, create many (pipelined over a few
+connections where the transport serves the cluster), patch a series count.
+Each call is one attempt; the writer (netsched.kube.events.writer) owns the
+retries. `api` names the group an event is written to: events.k8s.io/v1, or
+core/v1 when the cluster does not serve it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from netsched.kube.api import MERGE_PATCH
+from netsched.kube.client import KubeClient
+
+JsonObj = dict[str, Any]
+EVENTS_V1 = "events.k8s.io/v1"
+CORE_V1 = "v1"
+LANES = 4  # connections a batch of new events is pipelined over
+
+
+class EventSink(Protocol):
+    """Where events go; `api` is EVENTS_V1 or CORE_V1. Methods raise ApiError."""
+
+    def create(self, api: str, namespace: str, body: JsonObj) -> None: ...
+
+    def patch(self, api: str, namespace: str, name: str, body: JsonObj) -> None: ...
+
+
+class KubeEventSink:
+    """EventSink over the API server: one attempt per call (the broadcaster owns the retries)."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self._client = client
+
+    def create(self, api: str, namespace: str, body: JsonObj) -> None:
+        self._client.request(
+            "create", _resource(api), "POST", _events_path(api, namespace), body=body, retry=False
+        )
+
+    def create_many(self, api: str, items: list[tuple[str, JsonObj]]) -> list[Exception | None]:
+        """One attempt at each (namespace, body) create, pipelined over LANES connections; per item
+        None or its error.  Safe to repeat: each event has a name of its own (AlreadyExists)."""
+        paths = [(_events_path(api, namespace), body) for namespace, body in items]
+        replies = self._client.request_many("create", _resource(api), "POST", paths, lanes=LANES)
+        return [r if isinstance(r, Exception) else None for r in replies]
+
+    def patch(self, api: str, namespace: str, name: str, body: JsonObj) -> None:
+        path = f"{_events_path(api, namespace)}/{quote(name, safe='')}"
+        self._client.request(
+            "patch", _resource(api), "PATCH", path, body=body, content_type=MERGE_PATCH, retry=False
+        )
+
+
+def _events_path(api: str, namespace: str) -> str:
+    prefix = "/apis/events.k8s.io/v1" if api == EVENTS_V1 else "/api/v1"
+    return f"{prefix}/namespaces/{quote(namespace, safe='')}/events"
+
+
+def _resource(api: str) -> str:
+    return "events.k8s.io/events" if api == EVENTS_V1 else "events"

@@ -1,0 +1,399 @@
+"""The writer threads: take queued occurrences in batches and write them, retrying transient failures.
+
+Each wake-up of a writer thread costs as much CPU as the request it sends, so
+a writer takes everything queued at once (up to BATCH) and creates the new
+events together, pipelined over the sink's connections: a burst costs one
+wake-up and one round trip, not one each. A write that fails for a transient
+reason (429, 5xx, reset, timeout) is retried with backoff (a server's
+Retry-After wins) until it succeeds or shutdown gives up (`Delivery.abandon`);
+permanent failures (403, 422, a deleted namespace) are counted and skipped.
+A pod's events are written in order: one writer owns each pod, and a batch
+never holds two new events of one pod.
+
+`Delivery` is what every writer shares (the sink and the API group it serves,
+the retry policy, counters and once-only warnings); the EventBroadcaster is
+one, with the queues and threads on top.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+import tenacity
+
+from netsched.clock import Clock, SystemClock
+from netsched.kube.client import retry_after_first, wait_retry_after
+from netsched.kube.errors import AlreadyExists, ApiError, NotFound, is_transient
+from netsched.kube.events.recorder import MAX_FIELD, Occurrence, event_body
+from netsched.kube.events.series import Series, SeriesCache
+from netsched.kube.events.sink import CORE_V1, EVENTS_V1, EventSink
+
+log = logging.getLogger(__name__)
+
+JsonObj = dict[str, Any]
+BATCH = 32  # new events one writer creates together
+_IDLE_WAKE = 0.5  # seconds a writer waits for work before checking for due series and shutdown
+
+
+@dataclass(frozen=True, slots=True)
+class EventRetry:
+    """Backoff between attempts at a transiently failing write: from `backoff`, doubling, with up to
+    `backoff` of jitter, capped at `max_backoff` (client-go waits 10 s); a server's Retry-After wins
+    when longer (capped at `max_retry_after`). There is no attempt limit: only shutdown ends it."""
+
+    backoff: float = 0.1
+    max_backoff: float = 10.0
+    max_retry_after: float = 30.0
+
+
+class Flush:
+    """A marker put on every writer's queue; done once each writer has reached it."""
+
+    def __init__(self, writers: int) -> None:
+        self._left = writers
+        self._lock = threading.Lock()
+        self.done = threading.Event()
+
+    def arrive(self) -> None:
+        with self._lock:
+            self._left -= 1
+            if self._left <= 0:
+                self.done.set()
+
+
+STOP = object()  # the marker that ends a writer, once what was queued before it is written
+
+
+class Abandoned(Exception):
+    """Shutdown's deadline passed while a write was still failing."""
+
+
+class DeliveryOptions(TypedDict, total=False):
+    """Delivery's keyword arguments, for the classes built on it."""
+
+    instance: str
+    dedup_window: float
+    series_interval: float
+    retry: EventRetry | None
+    clock: Clock | None
+    sleep: Callable[[float], object] | None
+    on_drop: Callable[[str], None] | None
+    on_written: Callable[[float], None] | None
+
+
+class Delivery:
+    """What every writer thread shares: the sink and the API group it serves, the retry policy,
+    the counters (for tests and the scheduler's metrics) and the once-only warnings.
+
+    `on_drop(reason)` is called for each event dropped ("full", "stopped",
+    "shutdown") and `on_written(seconds)` with the delay from `event()` to
+    the API server accepting each new event.
+    """
+
+    def __init__(
+        self,
+        sink: EventSink,
+        *,
+        instance: str = "",
+        dedup_window: float = 600.0,
+        series_interval: float = 60.0,
+        retry: EventRetry | None = None,
+        clock: Clock | None = None,
+        sleep: Callable[[float], object] | None = None,
+        on_drop: Callable[[str], None] | None = None,
+        on_written: Callable[[float], None] | None = None,
+    ) -> None:
+        self.sink = sink
+        self.clock: Clock = clock or SystemClock()
+        self.instance = (instance or socket.gethostname())[:MAX_FIELD]
+        self.dedup_window = dedup_window
+        self.series_interval = series_interval
+        self.retry = retry or EventRetry()
+        self.api = EVENTS_V1
+        self._on_drop = on_drop
+        self._on_written = on_written
+        self._abandon = threading.Event()  # set when shutdown's deadline passes
+        self._sleep: Callable[[float], object] = sleep or self._abandon.wait
+        self._last_name_ns = 0
+        self._logged: set[str] = set()
+        self._lock = threading.Lock()
+        self.written = 0
+        self.patched = 0
+        self.deduplicated = 0
+        self.dropped = 0
+        self.failed = 0
+        self.retries = 0
+
+    def _drop(self, why: str) -> None:
+        with self._lock:
+            self.dropped += 1
+        if self._on_drop is not None:
+            self._on_drop(why)
+        self._warn_once(f"drop:{why}", "Dropping event reason=%s dropped=%d", why, self.dropped)
+
+    def _unique_ns(self, wall: float) -> int:
+        # kube names events <object>.<unix nanos in hex>; keep them unique even with a coarse clock.
+        with self._lock:
+            ns = max(int(wall * 1e9), self._last_name_ns + 1)
+            self._last_name_ns = ns
+            return ns
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
+
+    def _retrying(self) -> tenacity.Retrying:
+        r = self.retry
+        base = tenacity.wait_exponential_jitter(multiplier=r.backoff, max=r.max_backoff, jitter=r.backoff)
+        return tenacity.Retrying(
+            retry=tenacity.retry_if_exception(is_transient),
+            wait=wait_retry_after(base, r.max_retry_after),
+            stop=_stop_when(self._abandon.is_set),
+            sleep=self._wait,
+            before_sleep=self._before_retry,
+            reraise=True,
+        )
+
+    def _wait(self, seconds: float) -> None:
+        self._sleep(seconds)  # by default wakes early when shutdown gives up
+
+    def _before_retry(self, state: tenacity.RetryCallState) -> None:
+        self._count("retries")
+        err = state.outcome.exception() if state.outcome is not None else None
+        self._warn_once(
+            f"retry:{type(err).__name__}:{getattr(err, 'status', 0)}",
+            "Event write failed, retrying until it succeeds err=%s",
+            err,
+        )
+
+    def _body(self, api: str, name: str, occ: Occurrence) -> JsonObj:
+        return event_body(api, name, occ, self.instance)
+
+    def _failed(self, e: Exception, occ: Occurrence) -> None:
+        self._count("failed")
+        kind = f"create:{type(e).__name__}:{getattr(e, 'status', 0)}"
+        self._warn_once(
+            kind, "Cannot write event pod=%s/%s reason=%s err=%s", occ.namespace, occ.name, occ.reason, e
+        )
+
+    def _written(self, occ: Occurrence) -> None:
+        self._count("written")
+        if self._on_written is not None:
+            self._on_written(max(0.0, self.clock.wall() - occ.wall))
+
+    def _warn_once(self, kind: str, msg: str, *args: Any) -> None:
+        """Warn the first time a kind of failure happens; later ones only at debug."""
+        with self._lock:
+            first = kind not in self._logged
+            self._logged.add(kind)
+        log.log(logging.WARNING if first else logging.DEBUG, msg, *args)
+
+
+class Writer:
+    """One writer thread, its queue, and the series (correlator state) of the pods it owns."""
+
+    def __init__(self, owner: Delivery, index: int, queue_size: int, max_series: int) -> None:
+        self.owner = owner
+        self.queue: queue.Queue[object] = queue.Queue(maxsize=queue_size)
+        self.series = SeriesCache(max_series, owner.dedup_window)
+        self.last_sweep = owner.clock.wall()
+        self.retrying = owner._retrying()
+        self.thread = threading.Thread(target=self._run, name=f"event-writer-{index}", daemon=True)
+
+    def _run(self) -> None:
+        o = self.owner
+        held: object = None  # a marker met while taking a batch: handled next, in its place
+        while True:
+            if held is not None:
+                item, held = held, None
+            else:
+                try:
+                    item = self.queue.get(timeout=0 if o._abandon.is_set() else _IDLE_WAKE)
+                except queue.Empty:
+                    if o._abandon.is_set():
+                        return
+                    if o.clock.wall() - self.last_sweep >= o.series_interval:
+                        self._guarded(self._sweep, False)
+                    continue
+            if item is STOP:
+                self._guarded(self._sweep, True)
+                return
+            if isinstance(item, Flush):
+                self._guarded(self._sweep, True)
+                item.arrive()
+                continue
+            if isinstance(item, Occurrence):
+                if o._abandon.is_set():
+                    o._drop("shutdown")
+                    continue
+                # What else is queued now goes too: one wake-up and one pipelined write for a burst.
+                batch = [item]
+                while len(batch) < BATCH:
+                    try:
+                        nxt = self.queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if not isinstance(nxt, Occurrence):
+                        held = nxt
+                        break
+                    batch.append(nxt)
+                self._guarded(self._record_all, batch)
+            if o.clock.wall() - self.last_sweep >= o.series_interval:
+                self._guarded(self._sweep, False)
+
+    def _guarded(self, fn: Any, arg: Any) -> None:
+        try:
+            fn(arg)
+        except Exception:  # the writer thread must survive anything
+            log.exception("Event writer failed")
+
+    def _call(self, fn: Callable[..., None], *args: Any, first: Exception | None = None) -> None:
+        """fn(*args), retrying transient failures until it succeeds or shutdown gives up; with
+        `first`, the first attempt was made already (in a pipelined batch) and failed so."""
+        if first is None:
+            try:
+                fn(*args)
+                return
+            except Exception as e:
+                if not is_transient(e):
+                    raise
+                first = e
+        elif not is_transient(first):
+            raise first
+        try:
+            retry_after_first(self.retrying, first, fn, *args)
+        except Exception as e:
+            if self.owner._abandon.is_set() and is_transient(e):
+                raise Abandoned from e
+            raise
+
+    def _record_all(self, occs: list[Occurrence]) -> None:
+        """Record occurrences in order: runs of new events about different pods are created
+        together (pipelined where the sink can); a repeat of a series is handled in its place."""
+        run: list[Occurrence] = []
+        pods: set[str] = set()  # a pod's events are written one after another, in order
+        for occ in occs:
+            if occ.pod in pods:
+                self._create_all(run)
+                run, pods = [], set()
+            if self.series.repeat_of(occ) is not None:
+                self._record(occ)
+            else:
+                run.append(occ)
+                pods.add(occ.pod)
+        self._create_all(run)
+
+    def _record(self, occ: Occurrence) -> None:
+        series = self.series.repeat_of(occ)
+        if series is None:
+            self.series.remember(occ, self._create(occ))
+            return
+        self.owner._count("deduplicated")
+        if self.series.seen_again(occ, series):
+            self._write_series(occ.key, series)
+
+    def _create_all(self, occs: list[Occurrence]) -> None:
+        """Create new events: one pipelined attempt at all of them when the sink can (the API
+        path's create_many), then each that failed goes the single-event way (retries included)."""
+        o = self.owner
+        create_many = getattr(o.sink, "create_many", None)
+        if len(occs) < 2 or create_many is None or o._abandon.is_set():
+            for occ in occs:
+                self.series.remember(occ, self._create(occ))
+            return
+        api = o.api
+        names = [self._name(occ) for occ in occs]
+        errors = create_many(
+            api, [(occ.namespace, o._body(api, n, occ)) for occ, n in zip(occs, names, strict=True)]
+        )
+        for occ, name, err in zip(occs, names, errors, strict=True):
+            if err is None or isinstance(err, AlreadyExists):
+                o._written(occ)
+                self.series.remember(occ, Series.first(api, name, occ))
+            else:
+                self.series.remember(occ, self._create(occ, name, api, err))
+
+    def _name(self, occ: Occurrence) -> str:
+        return f"{occ.name}.{self.owner._unique_ns(occ.wall):x}"
+
+    def _create(
+        self, occ: Occurrence, name: str = "", api: str = "", first: Exception | None = None
+    ) -> Series | None:
+        """Create one event (its first attempt already made when `first` is given)."""
+        o = self.owner
+        name = name or self._name(occ)
+        for _ in range(2):
+            api = api or o.api
+            try:
+                self._call(o.sink.create, api, occ.namespace, o._body(api, name, occ), first=first)
+            except AlreadyExists:
+                pass  # an attempt whose reply was lost did create it: the name is ours alone
+            except NotFound as e:
+                if api == EVENTS_V1 and not _namespace_missing(e):
+                    if o.api == EVENTS_V1:
+                        log.info("events.k8s.io/v1 is not served, writing core/v1 Events instead")
+                    o.api = CORE_V1
+                    api, first = "", None
+                    continue
+                o._failed(e, occ)
+                return None
+            except Abandoned:
+                o._drop("shutdown")
+                return None
+            except Exception as e:
+                o._failed(e, occ)
+                return None
+            o._written(occ)
+            return Series.first(api, name, occ)
+        return None
+
+    def _write_series(self, key: tuple[str, ...], series: Series) -> None:
+        o = self.owner
+        try:
+            self._call(o.sink.patch, series.api, series.namespace, series.name, series.patch())
+        except NotFound:
+            # Expired (events have a TTL) or deleted: the next repeat starts a new event.
+            self.series.forget(key)
+            return
+        except Exception as e:
+            o._warn_once(
+                f"patch:{type(e).__name__}:{getattr(e, 'status', 0)}", "Cannot update event series err=%s", e
+            )
+            o._count("failed")
+            return
+        series.written_count = series.count
+        series.last_write = o.clock.wall()
+        o._count("patched")
+
+    def _sweep(self, force: bool) -> None:
+        """Write due series counts and forget series past the dedup window."""
+        o = self.owner
+        now = o.clock.wall()
+        self.last_sweep = now
+        for key, series in self.series.items():
+            if o._abandon.is_set():
+                return
+            if series.due(now, force, o.series_interval):
+                self._write_series(key, series)
+            if self.series.expired(series, now):
+                self.series.forget(key)
+
+
+class _stop_when(tenacity.stop.stop_base):
+    """Stop retrying once `flag()` is true (named like tenacity's strategies)."""
+
+    def __init__(self, flag: Callable[[], bool]) -> None:
+        self.flag = flag
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        return self.flag()
+
+
+def _namespace_missing(e: ApiError) -> bool:
+    return e.details.get("kind") == "namespaces"

@@ -1,0 +1,281 @@
+"""Running `netsched`: start-up from the flags, the endpoints, leader election, and shutdown.
+
+As kube's cmd/kube-scheduler/app/server.go: `run()` is what the command does
+(netsched.cli parses the flags): load and validate the config with the flags
+over it (netsched.options; every problem at once, exit 1), build the client
+and the SchedulerApp, then `serve()` until SIGTERM, which stops taking pods,
+drains bindings, releases the lease and exits 0. The endpoints (HTTPS with
+delegated auth, and plain HTTP only when asked) come up while the informers
+list the cluster; scheduling starts once this replica leads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from netsched import logutil
+from netsched.app import SchedulerApp, build_registry
+from netsched.config import ConfigError, validate_config, write_config
+from netsched.framework.interfaces import FrameworkBuildError, PluginFactory
+from netsched.framework.registry import RegistryError
+from netsched.observability.auth import AuthSettings, DelegatingAuth
+from netsched.observability.server import ObservabilityServer, parse_bind_address
+from netsched.observability.tls import CertificateError, serving_cert
+from netsched.options import (
+    app_options,
+    apply_flags,
+    load,
+    load_with_flags,
+    print_config_error,
+    warn_about_flags,
+)
+
+if TYPE_CHECKING:
+    from netsched.config.reload import ConfigReloader
+    from netsched.leaderelection import LeaderElector
+
+log = logging.getLogger(__name__)
+
+
+def run(opts: argparse.Namespace, out_of_tree: Sequence[PluginFactory] = ()) -> int:
+    logutil.setup(opts.verbosity, opts.logging_format)
+    try:
+        registry = build_registry(out_of_tree)
+    except RegistryError as e:
+        print(f"netsched: {e}", file=sys.stderr)
+        return 1
+    try:
+        cfg = load(opts.config, registry)
+        ignored = apply_flags(cfg, opts)
+        errs = validate_config(cfg)
+        if errs:
+            raise ConfigError(errs)
+    except ConfigError as e:
+        print_config_error(e, opts.config)
+        return 1
+    except OSError as e:
+        print(f"netsched: cannot read --config {opts.config!r}: {e}", file=sys.stderr)
+        return 1
+    warn_about_flags(opts, cfg, ignored)
+    if opts.write_config_to:
+        write_config(cfg, opts.write_config_to)
+        log.info("Wrote configuration file=%s", opts.write_config_to)
+        return 0
+
+    from netsched.kube import KubeAPI, KubeConfigError, build_api_client
+
+    try:
+        client = build_api_client(
+            cfg.client_connection.kubeconfig,
+            opts.master,
+            qps=cfg.client_connection.qps,
+            burst=cfg.client_connection.burst,
+            pool_size=cfg.parallelism + 8,
+        )
+    except KubeConfigError as e:
+        print(f"netsched: {e}", file=sys.stderr)
+        return 1
+    try:
+        app = SchedulerApp(cfg, registry, KubeAPI(client), options=app_options(opts))
+    except (FrameworkBuildError, ConfigError) as e:
+        print(f"netsched: {e}", file=sys.stderr)
+        return 1
+    reloader = None
+    if opts.config:
+        from netsched.config.reload import ConfigReloader
+
+        reloader = ConfigReloader(
+            opts.config,
+            cfg,
+            lambda text: load_with_flags(text, registry, opts),
+            app.apply_config,
+            metrics=app.metrics,
+        )
+    return serve(app, reloader, reload_interval=opts.config_reload_interval)
+
+
+def serve(app: SchedulerApp, reloader: ConfigReloader | None = None, *, reload_interval: float = 2.0) -> int:
+    """Run until SIGTERM/SIGINT: informers, endpoints, leader election, scheduling; SIGHUP reloads."""
+    stop = threading.Event()
+
+    def _signal(signum: int, _frame: Any) -> None:
+        log.info("Received signal, shutting down signal=%s", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _signal)
+    signal.signal(signal.SIGINT, _signal)
+    if reloader is not None:
+        _watch_config(reloader, stop, reload_interval)
+    # The endpoints (a certificate to generate, sockets to bind) come up while the informers
+    # list the cluster: neither waits for the other, and a start-up failure still stops us.
+    started: list[ObservabilityServer] = []
+    failed: list[BaseException] = []
+
+    def _endpoints() -> None:
+        try:
+            started.extend(s for s in (start_secure_server(app), start_server(app)) if s is not None)
+        except (CertificateError, OSError) as e:
+            failed.append(e)
+
+    endpoints = threading.Thread(target=_endpoints, name="endpoints-start", daemon=True)
+    endpoints.start()
+    app.start_informers(freeze_heap=True)
+    endpoints.join()
+    servers = started
+    if failed:
+        log.error("Cannot serve the endpoints err=%s", failed[0])
+        for server in servers:
+            server.stop()
+        app.shutdown(timeout=1)
+        return 1
+    app.start_background()
+    elector = start_election(app, stop)
+    if elector is None:
+        app.start_scheduling()
+    stop.wait()
+    log.info("Stopping: no new pods; draining bindings")
+    app.stop_scheduling()
+    if elector is not None:
+        elector.stop(release=True)
+    app.shutdown()
+    for server in servers:
+        server.stop()
+    if app.serving_cert is not None:
+        app.serving_cert.close()
+    log.info("Stopped")
+    return 0
+
+
+def _watch_config(reloader: ConfigReloader, stop: threading.Event, interval: float) -> None:
+    """Poll the file on a daemon thread; SIGHUP reloads at once (on its own thread: a signal
+    handler must not block on the reload lock)."""
+
+    def _hup(_signum: int, _frame: Any) -> None:
+        threading.Thread(target=reloader.reload, args=("SIGHUP",), name="config-reload", daemon=True).start()
+
+    signal.signal(signal.SIGHUP, _hup)
+    if interval > 0:
+        threading.Thread(target=reloader.run, args=(stop, interval), name="config-watch", daemon=True).start()
+
+
+def _endpoint_checks(app: SchedulerApp) -> dict[str, Any]:
+    def ready() -> tuple[bool, dict[str, Any]]:
+        role = "leader" if app.leading else "standby"
+        return app.synced, {"synced": app.synced, "role": role}
+
+    return {
+        "registry": app.metrics_registry,
+        "health": lambda: (True, "ok"),
+        "ready": ready,
+        "debug_handlers": debug_handlers(app),
+    }
+
+
+def start_server(app: SchedulerApp) -> ObservabilityServer | None:
+    """The plain-HTTP, unauthenticated endpoints, only when --metrics-bind-address asks for them."""
+    if not app.options.metrics_bind_address:
+        return None
+    host, port = parse_bind_address(app.options.metrics_bind_address)
+    if port == 0:
+        return None
+    server = ObservabilityServer(address=host, port=port, **_endpoint_checks(app))
+    server.start()
+    log.warning("Serving plain HTTP WITHOUT authentication (local use only) address=%s", server.url)
+    return server
+
+
+def start_secure_server(app: SchedulerApp) -> ObservabilityServer | None:
+    """HTTPS on --secure-port with delegated authentication and authorization, as kube-scheduler."""
+    s = app.options.secure
+    if s is None or s.port == 0:
+        return None
+    from netsched.kube.reviews import review_client
+
+    cert = serving_cert(s.cert_file, s.key_file, cert_dir=s.cert_dir, bind_address=s.bind_address)
+    app.serving_cert = cert
+    auth = DelegatingAuth(
+        review_client(s.authentication_kubeconfig, "--authentication-kubeconfig"),
+        review_client(s.authorization_kubeconfig, "--authorization-kubeconfig"),
+        AuthSettings(
+            always_allow_paths=s.always_allow_paths,
+            token_ttl=s.token_cache_ttl,
+            allowed_ttl=s.authorized_cache_ttl,
+            denied_ttl=s.unauthorized_cache_ttl,
+        ),
+    )
+    server = ObservabilityServer(
+        address=s.bind_address or "0.0.0.0",
+        port=s.port,
+        tls=cert.context(s.min_tls_version),
+        auth=auth.check,
+        **_endpoint_checks(app),
+    )
+    server.start()
+    log.info("Serving securely address=%s alwaysAllowPaths=%s", server.url, ",".join(s.always_allow_paths))
+    return server
+
+
+def debug_handlers(app: SchedulerApp) -> dict[str, Any]:
+    """/debug/explain?pod=NAMESPACE/NAME[&format=text]: per-node filter verdicts and scores."""
+
+    def explain_endpoint(query: Mapping[str, Any]) -> tuple[int, str, bytes]:
+        key = _one(query.get("pod"))
+        if not key or "/" not in key:
+            return 400, "text/plain", b"usage: /debug/explain?pod=NAMESPACE/NAME[&format=text]\n"
+        pod = app.handlers.pending_pod_by_key(key) or app.cache.find_pod(key)
+        if pod is None:
+            return 404, "text/plain", f"pod {key} is not pending for netsched nor known on a node\n".encode()
+        # On the Explainer's own snapshot copy and framework replica: never the scheduling thread's.
+        result = app.scheduler.explainer.explain(pod)
+        if _one(query.get("format")) == "text":
+            return 200, "text/plain; charset=utf-8", (result.table() + "\n").encode()
+        return 200, "application/json", result.to_json().encode()
+
+    handlers: dict[str, Any] = {"/debug/explain": explain_endpoint}
+    if app.cfg.enable_profiling:
+        from netsched.observability.profile import Profiler
+
+        handlers["/debug/pprof/profile"] = Profiler().endpoint
+    return handlers
+
+
+def _one(v: Any) -> str:
+    if isinstance(v, list):
+        return str(v[0]) if v else ""
+    return "" if v is None else str(v)
+
+
+def start_election(app: SchedulerApp, stop: threading.Event) -> LeaderElector | None:
+    """Campaign for the lease; schedule only while leading. None when election is off."""
+    le = app.cfg.leader_election
+    if not le.leader_elect:
+        return None
+    from netsched.kube.client import KubeClient
+    from netsched.kube.lease import KubeLeaseClient
+    from netsched.leaderelection import ElectorConfig, LeaderElector
+
+    # Lease calls get their own client (same connection pool, no shared rate limiter), so a
+    # burst of bindings can never delay a renewal past the renew deadline.
+    leases = KubeLeaseClient(KubeClient(app.kube.client.api_client))
+    elector = LeaderElector(
+        ElectorConfig.from_config(le),
+        leases,
+        on_started_leading=app.start_scheduling,
+        on_stopped_leading=app.pause_scheduling,
+        on_new_leader=lambda who: log.info("New leader elected leader=%s", who),
+        gauge=app.metrics.leader,
+    )
+    log.info(
+        "Campaigning for leadership lease=%s/%s identity=%s",
+        le.resource_namespace,
+        le.resource_name,
+        elector.identity,
+    )
+    elector.start()
+    return elector
