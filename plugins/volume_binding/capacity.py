@@ -1,17 +1,24 @@
 """CheckCSIStorageCapacity: the storage-capacity check alone, under the name the seeds use.
 
-Some published profiles enable a filter called `CheckCSIStorageCapacity`. Its
-meaning is exactly one part of kube's VolumeBinding Filter: a claim that
-will be provisioned (unbound, WaitForFirstConsumer, no static PV chosen for it)
-needs a CSIStorageCapacity of its class, reaching the node, that holds the
-request, when the class's CSI driver has `storageCapacity: true`.  So this
-filter-only plugin runs that same check (kube's hasEnoughCapacity)
-with kube's reason "node(s) did not have enough free storage".
+Some published profiles enable a plugin called `CheckCSIStorageCapacity` at
+preFilter and filter. Its meaning is exactly one part of kube's VolumeBinding
+Filter: a claim that will be provisioned (unbound, WaitForFirstConsumer, no
+static PV chosen for it) needs a CSIStorageCapacity of its class, reaching the
+node, that holds the request, when the class's CSI driver has
+`storageCapacity: true`.  So this plugin runs that same check (kube's
+hasEnoughCapacity) with kube's reason "node(s) did not have enough free
+storage".
+
+PreFilter reads the pod's claims once per pod and keeps those to check (and
+the capacities) in the cycle state; a pod with none returns Skip, so its
+Filter never runs (the runtime skips the Filter of a plugin whose PreFilter
+skipped, as kube's).  Enabled at filter only, Filter computes the same on
+first use.
 
 When VolumeBinding runs in the same profile (the default set), it already
 checks capacity for every node with the full binding logic; this plugin then
-passes every node, so a profile naming both never rejects a node twice or
-disagrees with VolumeBinding about which static PV a claim gets.
+skips or passes every node, so a profile naming both never rejects a node
+twice or disagrees with VolumeBinding about which static PV a claim gets.
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ from netsched.framework import (
     Handle,
     NodeInfo,
     PodInfo,
+    PreFilterPlugin,
+    PreFilterResult,
+    Snapshot,
     Status,
 )
 from netsched.plugins.volume_binding.binder import ERR_REASON_NOT_ENOUGH_SPACE, VolumeBinder
@@ -44,7 +54,7 @@ NAME = "CheckCSIStorageCapacity"
 STATE_KEY = NAME + "/claims"
 
 
-class CheckCSIStorageCapacity(FilterPlugin[None]):
+class CheckCSIStorageCapacity(PreFilterPlugin[None], FilterPlugin[None]):
     name = NAME
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
@@ -80,11 +90,24 @@ class CheckCSIStorageCapacity(FilterPlugin[None]):
         driver = self.binder.reader.csi_driver(cls.provisioner)
         return claim if driver is not None and driver.storage_capacity else None
 
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        """The claims to check, once per pod; Skip (no Filter) when there are none, or when
+        VolumeBinding's PreFilter already ran (it checks capacity itself)."""
+        if not pod_has_claims(pod) or state.get(VOLUME_BINDING_STATE) is not None:
+            return None, Status.skip()
+        got = self._to_check(pod)
+        if not got[0]:
+            return None, Status.skip()
+        state.write(STATE_KEY, got)
+        return None, Status.success()
+
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if not pod_has_claims(pod) or state.get(VOLUME_BINDING_STATE) is not None:
             return Status.success()
         got: tuple[list[Claim], list[Capacity]] | None = state.get(STATE_KEY)
-        if got is None:
+        if got is None:  # enabled at filter only: no PreFilter ran
             got = self._to_check(pod)
             state.write(STATE_KEY, got)
         claims, capacities = got

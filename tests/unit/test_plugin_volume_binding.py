@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -542,6 +543,72 @@ def test_check_csi_storage_capacity_alone_and_next_to_volume_binding() -> None:
     both.run_pre_filter(state, POD.info(), snap)
     alias = plugin_of(both, CheckCSIStorageCapacity)
     assert all(alias.filter(state, POD.info(), n).ok for n in snap.nodes)
+
+
+SEED_PROFILE_WITH_PRE_FILTER = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: seeds
+  plugins:
+    preFilter:
+      enabled:
+      - name: CheckCSIStorageCapacity
+    filter:
+      enabled:
+      - name: CheckCSIStorageCapacity
+"""
+
+CAPACITY_OBJECTS = volume_objects(
+    pvcs=[pvc("data", storage_class="fast", size="10Gi"), pvc("old", storage_class="fast", volume="pv-1")],
+    classes=[FAST],
+    csi_drivers=[csi_driver("csi.example.com")],
+    capacities=[capacity("a", "fast", "100Gi", topology={ZONE: "a"})],
+)
+
+
+def test_check_csi_storage_capacity_extends_pre_filter_and_runs_the_seed_profile() -> None:
+    registry = {c.name: c for c in in_tree_plugins()}
+    profile = load_config(SEED_PROFILE_WITH_PRE_FILTER, registry).profiles[0]
+    assert "CheckCSIStorageCapacity" in profile.names("preFilter")
+    assert "CheckCSIStorageCapacity" in profile.names("filter")
+
+
+def test_check_csi_storage_capacity_pre_filter_reads_claims_once_and_skips_pods_without_them() -> None:
+    fwk = build_framework([CheckCSIStorageCapacity], objects=CAPACITY_OBJECTS)
+    plugin = plugin_of(fwk, CheckCSIStorageCapacity)
+    with mock.patch.object(plugin, "_to_check", wraps=plugin._to_check) as reads:
+        state, st, filtered = run(fwk, POD)
+        assert st.ok and [c.args[0].name for c in reads.call_args_list] == ["web-0"]  # once, not per node
+        assert reasons(filtered) == {
+            "n-b": ["node(s) did not have enough free storage"],
+            "n-c": ["node(s) did not have enough free storage"],
+        }
+        # No claims, or only bound ones: PreFilter skips, so the runtime never calls its Filter.
+        for pod in (make_pod("plain"), make_pod("bound").pvc("old")):
+            state, st, filtered = run(fwk, pod)
+            assert st.ok and "CheckCSIStorageCapacity" in state.skip_filter_plugins
+            assert all(s.ok for s in filtered.values())
+        assert [c.args[0].name for c in reads.call_args_list] == ["web-0", "bound"]
+
+
+def test_check_csi_storage_capacity_filter_alone_still_reads_the_claims() -> None:
+    # A profile enabling it at filter only: the first Filter call computes what PreFilter would.
+    fwk = build_framework([CheckCSIStorageCapacity], objects=CAPACITY_OBJECTS)
+    plugin = plugin_of(fwk, CheckCSIStorageCapacity)
+    state = CycleState()
+    nodes = {n.name: n for n in node_infos(NODES)}
+    assert plugin.filter(state, POD.info(), nodes["n-a"]).ok
+    assert plugin.filter(state, POD.info(), nodes["n-b"]).reasons == [
+        "node(s) did not have enough free storage"
+    ]
+
+
+def test_check_csi_storage_capacity_skips_after_volume_binding_pre_filter() -> None:
+    fwk = build_framework([VolumeBinding, CheckCSIStorageCapacity], objects=CAPACITY_OBJECTS)
+    state, st, _ = run(fwk, POD)
+    assert st.ok and "CheckCSIStorageCapacity" in state.skip_filter_plugins
+    assert "VolumeBinding" not in state.skip_filter_plugins
 
 
 # ---------------------------------------------------------------- batch form
