@@ -249,6 +249,10 @@ class NodeBuilder:
     def zone(self, zone: str) -> NodeBuilder:
         return self.label("topology.kubernetes.io/zone", zone)
 
+    def annotation(self, key: str, value: str) -> NodeBuilder:
+        self._obj["metadata"].setdefault("annotations", {})[key] = value
+        return self
+
     def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> NodeBuilder:
         self._obj["spec"].setdefault("taints", []).append({"key": key, "value": value, "effect": effect})
         return self

@@ -63,7 +63,7 @@ def in_tree_plugins() -> list[PluginFactory]:
         # The seed articles' example filters, in-tree (not in the default set).
         CheckPodCountLimit,
         CheckPodLimitResources,
-        LvmVolumeCapacity,  # a refusal: an out-of-tree plugin of this name replaces it
+        LvmVolumeCapacity,  # TopoLVM's free space; an out-of-tree plugin of this name replaces it
         # The seeds' name for VolumeBinding's storage-capacity check (plugins/volume_binding/capacity.py).
         CheckCSIStorageCapacity,
     ]

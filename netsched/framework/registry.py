@@ -3,8 +3,8 @@
 Out-of-tree plugins are added with one call, `with_plugin(MyPlugin)`, and
 handed to `netsched.main(...)`.  A name registered twice is an error at
 start-up rather than a silent override, except over an in-tree plugin marked
-`replaceable` (a refusal that stands in for a vendor plugin netsched does not
-ship): an out-of-tree plugin of that name takes its place.
+`replaceable` (one written for a single vendor's driver, such as
+LvmVolumeCapacity for TopoLVM): an out-of-tree plugin of that name takes its place.
 """
 
 from __future__ import annotations

@@ -121,6 +121,7 @@ def storage_class(
     provisioner: str = "csi.example.com",
     mode: str = WFFC,
     topologies: Mapping[str, Sequence[str]] | None = None,
+    parameters: Mapping[str, str] | None = None,
 ) -> Obj:
     out: Obj = {
         "apiVersion": "storage.k8s.io/v1",
@@ -129,6 +130,8 @@ def storage_class(
         "provisioner": provisioner,
         "volumeBindingMode": mode,
     }
+    if parameters:
+        out["parameters"] = dict(parameters)
     if topologies:
         out["allowedTopologies"] = [
             {"matchLabelExpressions": [{"key": k, "values": list(v)} for k, v in topologies.items()]}

@@ -1,5 +1,6 @@
-"""LvmVolumeCapacity: a refusal standing in for a vendor plugin netsched does not ship."""
+"""LvmVolumeCapacity: free space in the nodes' LVM volume groups (TopoLVM) for a pod's new volumes."""
 
-from netsched.plugins.lvm_volume_capacity.plugin import REFUSAL, LvmVolumeCapacity
+from netsched.plugins.lvm_volume_capacity.args import TOPOLVM_PROVISIONERS, LvmVolumeCapacityArgs
+from netsched.plugins.lvm_volume_capacity.plugin import LvmVolumeCapacity
 
-__all__ = ["REFUSAL", "LvmVolumeCapacity"]
+__all__ = ["TOPOLVM_PROVISIONERS", "LvmVolumeCapacity", "LvmVolumeCapacityArgs"]

@@ -1,8 +1,8 @@
 """Shared storage objects for the volume plugins (not a plugin itself).
 
-VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits and
-CheckCSIStorageCapacity read the same kinds (PersistentVolumes, claims,
-StorageClasses and the CSI objects) from Handle.objects.  They are parsed here,
+VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits,
+CheckCSIStorageCapacity and LvmVolumeCapacity read the same kinds
+(PersistentVolumes, claims, StorageClasses and the CSI objects) from Handle.objects.  They are parsed here,
 once per stored object, into small records; a malformed object raises
 VolumeObjectError naming the object and the field, which the plugins turn into
 an Event on the pod instead of a crash.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from netsched.framework.parse import PodParseError, parse_label_selector, parse_node_selector
@@ -288,6 +288,8 @@ class StorageClassInfo:
     provisioner: str
     binding_mode: str
     allowed_topologies: tuple[TopologyTerm, ...]
+    # The provisioner's own settings (TopoLVM's device class, ...); immutable like the rest.
+    parameters: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def wait_for_first_consumer(self) -> bool:
@@ -329,7 +331,8 @@ def parse_storage_class(raw: Mapping[str, Any]) -> StorageClassInfo:
                 raise VolumeObjectError(what, f"{path}[{j}].values", "expected a non-empty list of strings")
             term.append((key, frozenset(values)))
         terms.append(tuple(term))
-    return StorageClassInfo(name, str(raw.get("provisioner") or ""), str(mode), tuple(terms))
+    parameters = _str_map(raw.get("parameters"), what, "parameters")
+    return StorageClassInfo(name, str(raw.get("provisioner") or ""), str(mode), tuple(terms), parameters)
 
 
 @dataclass(frozen=True, slots=True)

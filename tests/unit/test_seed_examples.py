@@ -2,10 +2,12 @@
 
 examples/{hello_world_plugin,node_filter,example_plugin}.py each start with one
 command and their seed YAML; examples/sample_scheduler.yaml is the articles'
-filter profile (CheckPodCountLimit, CheckPodLimitResources,
-CheckCSIStorageCapacity, LvmVolumeCapacity).  The seed files are v1beta1, as
-the articles write them; until v1beta1 loading lands these tests read them as
-v1beta2 through `seed_text`.
+filter profile (CheckCSIStorageCapacity at preFilter and filter,
+CheckPodCountLimit, CheckPodLimitResources, LvmVolumeCapacity) and
+examples/sample_scheduler_deployment.yaml its three-replica deployment (v1beta3,
+leader election on the Lease custom-scheduler).  The seed files are v1beta1, as
+the articles write them, loaded as written.  tests/integration/test_seed_profile_http.py
+runs them with the real command against the fake API server.
 """
 
 from __future__ import annotations
@@ -22,15 +24,17 @@ import yaml
 
 import netsched
 from netsched.app import build_registry
+from netsched.cli import parse_args
 from netsched.config import load_config
 from netsched.framework import CycleState, FilterPlugin, NodeInfo, PodInfo, Status
-from netsched.framework.runtime import Framework, FrameworkBuildError
+from netsched.framework.runtime import Framework
 from netsched.framework.search import FitError
 from netsched.framework.snapshot import Snapshot
-from netsched.plugins.lvm_volume_capacity import REFUSAL
+from netsched.plugins.lvm_volume_capacity import TOPOLVM_PROVISIONERS
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.framework import build_framework, fake_services, plugin_of, schedule_pod
 from netsched.testing.prometheus import fake_hub
+from netsched.testing.volumes import pvc, storage_class, volume_objects
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MB = 1e6
@@ -144,13 +148,6 @@ def test_example_plugin_runs_at_pre_filter_filter_and_pre_bind(caplog: pytest.Lo
 # ---------------------------------------------------------------- the seed filter profile
 
 
-class CSIStorageCapacityStandIn(FilterPlugin):  # CheckCSIStorageCapacity lands with issue 11
-    name = "CheckCSIStorageCapacity"
-
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        return Status.success()
-
-
 class MyLvmVolumeCapacity(FilterPlugin):
     """What a user adds out of tree: here, every node has room."""
 
@@ -160,14 +157,14 @@ class MyLvmVolumeCapacity(FilterPlugin):
         return Status.success()
 
 
-def seed_profile(*extra: Any) -> tuple[Any, Any]:
-    stand_in = [] if "CheckCSIStorageCapacity" in build_registry() else [CSIStorageCapacityStandIn]
-    registry = build_registry([*stand_in, *extra])
-    return load_config(seed_text("sample_scheduler.yaml"), registry).profiles[0], registry
+def seed_profile(*extra: Any, text: str | None = None) -> tuple[Any, Any]:
+    registry = build_registry(list(extra))
+    return load_config(text or seed_text("sample_scheduler.yaml"), registry).profiles[0], registry
 
 
 def test_seed_profile_loads_with_its_args() -> None:
     profile, _ = seed_profile()
+    assert "CheckCSIStorageCapacity" in [r.name for r in profile.plugins["preFilter"]]
     filters = [r.name for r in profile.plugins["filter"]]
     assert filters[-4:] == [
         "CheckPodCountLimit",
@@ -175,22 +172,46 @@ def test_seed_profile_loads_with_its_args() -> None:
         "CheckCSIStorageCapacity",
         "LvmVolumeCapacity",
     ]
+    assert "VolumeBinding" in filters  # v1beta1 keeps the default set next to the seed's filters
     assert "DefaultPreemption" not in [r.name for r in profile.plugins.get("postFilter", [])]
     assert profile.args("CheckPodCountLimit").pod_count_limit == 2
     assert profile.args("CheckPodLimitResources").limit_ratio == (("cpu", 0.7), ("memory", 0.7))
+    assert profile.args("LvmVolumeCapacity").provisioners == TOPOLVM_PROVISIONERS
 
 
-def test_seed_profile_refuses_lvm_volume_capacity_saying_how_to_add_it() -> None:
+SSD = storage_class("ssd", provisioner="topolvm.io", parameters={"topolvm.io/device-class": "ssd"})
+
+
+def lvm_node(name: str, free_gi: int | None) -> Any:
+    node = make_node(name).capacity(cpu="4", memory="8Gi")
+    return node if free_gi is None else node.annotation("capacity.topolvm.io/ssd", str(free_gi << 30))
+
+
+def test_seed_profile_builds_and_every_filter_holds() -> None:
     profile, registry = seed_profile()
-    with pytest.raises(FrameworkBuildError) as e:
-        Framework(profile, registry, fake_services())
-    assert "plugin 'LvmVolumeCapacity' failed to initialise: " + REFUSAL in str(e.value)
-    assert "is not included in netsched" in REFUSAL and "netsched.with_plugin(LvmVolumeCapacity)" in REFUSAL
+    objs = volume_objects(pvcs=[pvc("data", storage_class="ssd", size="20Gi")], classes=[SSD])
+    fwk = Framework(profile, registry, fake_services(objects=objs))
+    nodes = [lvm_node("small", 5), lvm_node("big", 50), lvm_node("full", 50), lvm_node("bare", None)]
+    existing = [make_pod(f"f{i}").node("full") for i in range(2)]  # podCountLimit 2
+    out = schedule_pod(make_pod("db").pvc("data"), nodes, framework=fwk, existing=existing)
+    assert out.node == "big"
+    with pytest.raises(FitError) as e:
+        schedule_pod(
+            make_pod("db").pvc("data"), [nodes[0], nodes[2], nodes[3]], framework=fwk, existing=existing
+        )
+    msg = str(e.value)
+    assert "1 node(s) reached the pod count limit" in msg
+    assert 'did not have enough free space in LVM device class "ssd": the pod needs 20Gi' in msg
+    assert "(15Gi short)" in msg and "no capacity.topolvm.io/ssd annotation" in msg
+    with pytest.raises(FitError) as e:  # 3 cpu of limits > 0.7 x 4
+        schedule_pod(make_pod("greedy").limit(cpu="3"), nodes[:2], framework=fwk)
+    assert "2 Insufficient cpu limit headroom" in str(e.value)
 
 
 def test_seed_profile_with_an_out_of_tree_lvm_plugin_schedules() -> None:
-    profile, registry = seed_profile(MyLvmVolumeCapacity)  # replaces the in-tree refusal
+    profile, registry = seed_profile(MyLvmVolumeCapacity)  # replaces the in-tree plugin
     fwk = Framework(profile, registry, fake_services())
+    assert isinstance(fwk.plugins["LvmVolumeCapacity"], MyLvmVolumeCapacity)
     nodes = [
         make_node("full").capacity(cpu="4", memory="8Gi"),
         make_node("tight").capacity(cpu="4", memory="8Gi"),
@@ -206,6 +227,49 @@ def test_seed_profile_with_an_out_of_tree_lvm_plugin_schedules() -> None:
         )
     msg = str(e.value)
     assert "node(s) reached the pod count limit" in msg and "Insufficient cpu limit headroom" in msg
+
+
+# ---------------------------------------------------------------- the seed deployment
+
+
+def deployment_docs() -> dict[str, Any]:
+    docs = list(yaml.safe_load_all((EXAMPLES / "sample_scheduler_deployment.yaml").read_text()))
+    return {d["kind"]: d for d in docs}
+
+
+def test_seed_deployment_runs_three_replicas_with_the_v1beta3_profile_and_its_lease() -> None:
+    docs = deployment_docs()
+    deployment, config_map = docs["Deployment"], docs["ConfigMap"]
+    assert deployment["spec"]["replicas"] == 3
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    opts = parse_args(container["args"])
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "config")
+    volume = next(v for v in pod["volumes"] if v["name"] == "config")
+    assert volume["configMap"]["name"] == config_map["metadata"]["name"]
+    (key, text), *_ = config_map["data"].items()
+    assert opts.config == f"{mount['mountPath']}/{key}" and opts.verbosity == 3
+    assert "apiVersion: kubescheduler.config.k8s.io/v1beta3" in text
+    cfg = load_config(text, build_registry())
+    le = cfg.leader_election
+    assert (le.leader_elect, le.resource_name, le.resource_namespace) == (
+        True,
+        "custom-scheduler",
+        "kube-system",
+    )
+    profile = cfg.profiles[0]
+    seed, _ = seed_profile()
+    assert profile.scheduler_name == seed.scheduler_name == "sample-scheduler"
+    for point in ("preFilter", "filter", "postFilter"):
+        assert [r.name for r in profile.plugins.get(point, [])] == [
+            r.name for r in seed.plugins.get(point, [])
+        ]
+    Framework(profile, build_registry(), fake_services())  # builds: every plugin is real
+    # The lease RBAC names exactly that lease; the service account is the pod's.
+    role = docs["Role"]
+    assert role["metadata"]["namespace"] == "kube-system"
+    assert any(r.get("resourceNames") == ["custom-scheduler"] for r in role["rules"])
+    assert pod["serviceAccountName"] == docs["ServiceAccount"]["metadata"]["name"]
 
 
 def test_seed_plugins_alone_through_build_framework() -> None:
