@@ -37,6 +37,7 @@ import numpy as np
 from netsched.framework import (
     NODE,
     ActionType,
+    BoolArray,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
@@ -86,7 +87,6 @@ class DeviceClassNeed:
 
     device_class: str  # the annotation suffix: a class name or DEFAULT_DEVICE_CLASS
     need: int  # bytes
-    claims: tuple[str, ...]  # "namespace/name" of the claims drawing on it
 
     @property
     def label(self) -> str:
@@ -187,7 +187,6 @@ class LvmVolumeCapacity(PreFilterPlugin[LvmVolumeCapacityArgs], FilterPlugin[Lvm
         """Per device class, the bytes the pod's claims still to be provisioned need (sorted by
         class); VolumeObjectError when one of its claims or their classes cannot be read."""
         sizes: dict[str, int] = {}
-        claims: dict[str, list[str]] = {}
         for ref in pod_claims(pod):
             claim = self.reader.claim(pod.namespace, ref.name)
             if claim is None or claim.volume_name or claim.selected_node or not claim.storage_class:
@@ -200,8 +199,7 @@ class LvmVolumeCapacity(PreFilterPlugin[LvmVolumeCapacityArgs], FilterPlugin[Lvm
                 DEFAULT_DEVICE_CLASS,
             )
             sizes[device_class] = sizes.get(device_class, 0) + (claim.request or DEFAULT_CLAIM_SIZE)
-            claims.setdefault(device_class, []).append(claim.key)
-        return tuple(DeviceClassNeed(dc, sizes[dc], tuple(claims[dc])) for dc in sorted(sizes))
+        return tuple(DeviceClassNeed(dc, sizes[dc]) for dc in sorted(sizes))
 
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Prepared | None:
         """The pod's needs and each snapshot node's free space; None when it needs nothing."""
@@ -256,11 +254,13 @@ class LvmVolumeCapacity(PreFilterPlugin[LvmVolumeCapacityArgs], FilterPlugin[Lvm
             return prepared if prepared is not None else Status.success()
         for need in prepared.needs:
             free, key = node_free(node, need.device_class)
+            if free == _MISSING:
+                return Status.unresolvable(_missing(need, key))
             if free == _MALFORMED:
                 self._log_malformed(node, key)
-            reason = _reason(prepared, need, free, key)
-            if reason:
-                return Status.unresolvable(reason)
+                return Status.unresolvable(_malformed(key))
+            if free < need.need:
+                return Status.unresolvable(prepared.reasons[need.device_class])
         return Status.success()
 
     def filter_nodes(
@@ -275,18 +275,23 @@ class LvmVolumeCapacity(PreFilterPlugin[LvmVolumeCapacityArgs], FilterPlugin[Lvm
         alive = np.ones(len(idx), dtype=bool)
         for need in prepared.needs:
             free = prepared.free[need.device_class][idx]
-            for mask in (free == _MISSING, free == _MALFORMED, (free >= 0) & (free < need.need)):
-                hit = mask & alive
-                if not hit.any():
-                    continue
-                first = int(idx[int(np.flatnonzero(hit)[0])])
-                node = snapshot.nodes[first]
-                value, key = node_free(node, need.device_class)
-                if value == _MALFORMED:
-                    for j in np.flatnonzero(hit).tolist():
-                        self._log_malformed(snapshot.nodes[int(idx[j])], key)
-                out.append(Rejection(hit, (_reason(prepared, need, value, key),), UNRESOLVABLE))
-                alive &= ~hit
+            missing = alive & (free == _MISSING)
+            if missing.any():
+                key = CAPACITY_PREFIXES[0] + need.device_class
+                out.append(Rejection(missing, (_missing(need, key),), UNRESOLVABLE))
+            short = alive & (free >= 0) & (free < need.need)
+            if short.any():
+                out.append(Rejection(short, (prepared.reasons[need.device_class],), UNRESOLVABLE))
+            # An unreadable annotation is rare: per node, as its reason names the annotation it read.
+            by_key: dict[str, BoolArray] = {}
+            for j in np.flatnonzero(alive & (free == _MALFORMED)).tolist():
+                node = snapshot.nodes[int(idx[j])]
+                _, key = node_free(node, need.device_class)
+                self._log_malformed(node, key)
+                by_key.setdefault(key, np.zeros(len(idx), dtype=bool))[j] = True
+            for key, hit in by_key.items():
+                out.append(Rejection(hit, (_malformed(key),), UNRESOLVABLE))
+            alive &= free >= need.need
         return out
 
     def _log_malformed(self, node: NodeInfo, key: str) -> None:
@@ -304,15 +309,12 @@ class LvmVolumeCapacity(PreFilterPlugin[LvmVolumeCapacityArgs], FilterPlugin[Lvm
 UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
-def _reason(prepared: Prepared, need: DeviceClassNeed, free: int, key: str) -> str:
-    """Why `free` bytes (or an absent or unreadable annotation `key`) do not do; "" when they do."""
-    if free == _MISSING:
-        return f"node(s) did not publish free space for {need.label} (no {key} annotation)"
-    if free == _MALFORMED:
-        return f"node(s) had an invalid {key} annotation (must be a byte count)"
-    if free < need.need:
-        return prepared.reasons[need.device_class]
-    return ""
+def _missing(need: DeviceClassNeed, key: str) -> str:
+    return f"node(s) did not publish free space for {need.label} (no {key} annotation)"
+
+
+def _malformed(key: str) -> str:
+    return f"node(s) had an invalid {key} annotation (must be a byte count)"
 
 
 def _not_enough(need: DeviceClassNeed, roomiest: int | None) -> str:

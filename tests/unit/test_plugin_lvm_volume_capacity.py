@@ -187,6 +187,23 @@ def test_malformed_annotation_rejects_the_node_and_is_logged_once(caplog: pytest
     assert len(logged) == 2 and "node=bad" in logged[0] and "value='lots'" in logged[0]
 
 
+def test_each_unreadable_annotation_is_named_as_read() -> None:
+    lvm = plugin(pvc("data", storage_class="ssd", size="1Gi"))
+    legacy = make_node("legacy").annotation("capacity.topolvm.cybozu.com/ssd", "1Gi")  # not bytes
+    got = filter_verdicts(lvm, pod_with("data"), [node("current", ssd="x"), legacy, node("fine", ssd="1Gi")])
+    assert got == {
+        "current": (
+            UNRES,
+            "node(s) had an invalid capacity.topolvm.io/ssd annotation (must be a byte count)",
+        ),
+        "legacy": (
+            UNRES,
+            "node(s) had an invalid capacity.topolvm.cybozu.com/ssd annotation (must be a byte count)",
+        ),
+        "fine": "ok",
+    }
+
+
 def test_pre_filter_reads_claims_once_and_skips_pods_without_lvm_claims() -> None:
     lvm = plugin(pvc("data", storage_class="ssd", size="1Gi"), pvc("ebs", storage_class="ebs"))
     snap = Snapshot.of(node_infos(NODES))
