@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from netsched.cache import ClusterCache
 from netsched.cache.pod_table import PodTable
-from netsched.framework.interfaces import ASSIGNED_POD, NODE, ActionType, ClusterEvent, EventRecorder
+from netsched.framework.interfaces import ASSIGNED_POD_DELETE, NODE, ActionType, ClusterEvent, EventRecorder
 from netsched.framework.parse import PodParseError, parse_node, parse_pod
 from netsched.framework.types import NodeInfo, PodInfo
 
@@ -256,8 +256,7 @@ class EventHandlers:
             self._drop_pending(pending)
         removed = self.cache.remove_pod(uid)
         if removed is not None:
-            event = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
-            self.queue.move_all_to_active_or_backoff(event, old=removed)
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, old=removed)
 
     def _malformed(self, raw: dict[str, Any], err: PodParseError) -> None:
         ref = _ref(raw)

@@ -20,7 +20,7 @@ from netsched.binder import Binder, BindRequest
 from netsched.cache import ClusterCache
 from netsched.clock import Clock
 from netsched.explain import Explainer
-from netsched.framework.interfaces import PluginFault
+from netsched.framework.interfaces import ASSIGNED_POD_DELETE, ClusterEvent, PluginFault
 from netsched.framework.runtime import Framework
 from netsched.framework.search import FitError, NodeSearch
 from netsched.framework.snapshot import Snapshot
@@ -44,6 +44,10 @@ class QueueLike(Protocol):
 
     @property
     def scheduling_cycle(self) -> int: ...
+
+    def move_all_to_active_or_backoff(
+        self, event: str | ClusterEvent, pre_check: Any = None, *, old: Any = None, new: Any = None
+    ) -> int: ...
 
     def close(self) -> None: ...
 
@@ -214,11 +218,20 @@ class Scheduler:
             log.warning("Could not annotate pod pod=%s err=%s", pod.key, e)
 
     def binding_failed(self, req: BindRequest, stage: str, st: Status) -> None:
+        """The binder unreserved and forgot the pod: requeue it, and count the room it held as
+        freed (kube's handleBindingCycleError), or pods turned away for lack of that room (a
+        competing gang's members, say) would wait for an unrelated event or the periodic flush.
+        After a rejection the pod itself stays out of that move; after an error it takes it."""
         if self.metrics is not None:
             self.metrics.bind_errors.labels(stage, req.framework.profile_name).inc()
         code = Code.UNSCHEDULABLE if st.is_rejection else Code.ERROR
         msg = f"Binding rejected: {st.message()}" if stage == "bind" else st.message() or str(st)
+        uid = req.pod.uid
+        if code == Code.ERROR:
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, old=req.pod)
         self._failed(req.framework, req.queued, req.cycle, req.started, msg, code, None, st.plugin)
+        if code != Code.ERROR:
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, lambda p: p.uid != uid, old=req.pod)
 
     def _failed(
         self,

@@ -20,6 +20,7 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, FieldError, Fields, join
 from netsched.framework.interfaces import (
     ASSIGNED_POD,
+    ASSIGNED_POD_DELETE,
     EXTENSION_POINTS,
     MAX_NODE_SCORE,
     METRICS_POLLED,
@@ -78,6 +79,7 @@ from netsched.framework.types import NodeInfo, PodInfo, QueuedPodInfo, Taint, To
 
 __all__ = [
     "ASSIGNED_POD",
+    "ASSIGNED_POD_DELETE",
     "METRICS_POLLED",
     "METRICS_POLLED_EVENT",
     "NODE",

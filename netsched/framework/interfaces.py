@@ -169,6 +169,8 @@ class ClusterEvent:
 WILDCARD_EVENT = ClusterEvent(WILDCARD, ActionType.ALL, "WildCardEvent")
 # The shared metrics poller brought new measurements (metrics-based plugins register it).
 METRICS_POLLED_EVENT = ClusterEvent(METRICS_POLLED, ActionType.UPDATE_OTHER, "MetricsPolled")
+# A pod left a node: deleted, or forgotten after its binding cycle failed (kube's EventAssignedPodDelete).
+ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
 
 
 class QueueingHint(enum.Enum):
@@ -321,6 +323,12 @@ class QueueSortPlugin(Plugin[ArgsT]):
     def sort_key(self, qp: QueuedPodInfo) -> Any | None:
         """Optional fast path: a key such that key(a) < key(b) iff less(a, b). None = use less()."""
         return None
+
+    def sort_key_events(self) -> Sequence[ClusterEventWithHint]:
+        """Cluster events that can change where a pod already in the active queue sorts, when the
+        order reads more than the pod (Coscheduling: the PodGroup's creation time). On such an
+        event each active pod whose hint answers QUEUE is sorted again. Default: none."""
+        return ()
 
 
 # ---------------------------------------------------------------- scheduling cycle

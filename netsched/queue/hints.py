@@ -70,13 +70,15 @@ class HintMap:
             for reg in regs:
                 if not reg.event.match(event):
                     continue
-                if reg.hint is None or _hint(reg, plugin, qp, old, new) is QueueingHint.QUEUE:
+                if ask(reg, plugin, qp, old, new) is QueueingHint.QUEUE:
                     return True
         return False
 
 
-def _hint(reg: ClusterEventWithHint, plugin: str, qp: QueuedPodInfo, old: Any, new: Any) -> QueueingHint:
-    assert reg.hint is not None
+def ask(reg: ClusterEventWithHint, plugin: str, qp: QueuedPodInfo, old: Any, new: Any) -> QueueingHint:
+    """The registration's answer for the pod (no hint function: QUEUE)."""
+    if reg.hint is None:
+        return QueueingHint.QUEUE
     try:
         return reg.hint(qp.pod, old, new)
     except Exception:

@@ -22,6 +22,11 @@ says it may help, and an event that changed nothing any plugin reads (a node
 heartbeat: ActionType 0) moves nothing.  Off, every event moves every parked
 pod, as before hints existed.  A plain string event ("NodeAdd") is a wildcard.
 
+A QueueSort key may read more than the pod (Coscheduling sorts by the
+PodGroup's creation time): the events its plugin names (sort_key_events)
+re-sort the active pods they concern, so a pod queued before its PodGroup was
+known does not keep the key it got without it.
+
 Every entry into activeQ runs the pod's PreEnqueue plugins (kube's
 moveToActiveQ).  The PreEnqueue function and the metrics hook run under the
 queue lock: they must not call back into the queue.
@@ -38,11 +43,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from netsched.clock import Clock, SystemClock
-from netsched.framework.interfaces import WILDCARD, ActionType, AnyArgs, ClusterEvent, QueueSortPlugin
+from netsched.framework.interfaces import (
+    WILDCARD,
+    ActionType,
+    AnyArgs,
+    ClusterEvent,
+    QueueingHint,
+    QueueSortPlugin,
+)
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo, QueuedPodInfo
 from netsched.queue.heap import KeyedHeap, KeyFn
-from netsched.queue.hints import HintMap, is_wildcard
+from netsched.queue.hints import HintMap, ask, is_wildcard
 from netsched.queue.nominator import Nominator
 from netsched.queue.policy import MetricsHook, PendingReporter, backoff_duration, pod_changed
 
@@ -135,6 +147,8 @@ class SchedulingQueue:
         if max_unschedulable_seconds <= 0:
             raise ValueError(f"max_unschedulable_seconds must be > 0, got {max_unschedulable_seconds}")
         self._pre_enqueue = pre_enqueue
+        self._sort_name = less_or_key.name
+        self._sort_events = tuple(less_or_key.sort_key_events())
         self._clock: Clock = clock if clock is not None else SystemClock()
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
@@ -308,8 +322,9 @@ class SchedulingQueue:
         moves them all.  Pods still backing off go to backoffQ, the others to
         activeQ; gated pods stay gated; pre_check, if given, selects the pods worth
         moving.  Pods in flight remember the event, so a failure the event may have
-        overtaken sends them to backoffQ.  Returns how many pods left the
-        unschedulable pool.
+        overtaken sends them to backoffQ.  Active pods whose place in the order the
+        event may change (the QueueSort plugin's sort_key_events) are sorted again.
+        Returns how many pods left the unschedulable pool.
         """
         if isinstance(event, str):
             event = ClusterEvent(WILDCARD, ActionType.ALL, event)
@@ -317,6 +332,7 @@ class SchedulingQueue:
         if hinted and not event.action:
             return 0  # nothing any plugin reads changed (a node heartbeat)
         with self._lock:
+            self._resort_active(event, old, new)
             moving = [
                 qp
                 for qp in self._unschedulable.values()
@@ -523,6 +539,18 @@ class SchedulingQueue:
         if flight is not None:
             flight.gone = True
         return self._remove(uid) is not None
+
+    def _resort_active(self, event: ClusterEvent, old: Any, new: Any) -> None:
+        """Sort again the active pods whose place the event may change (the QueueSort plugin's
+        sort_key_events): a pod queued before its PodGroup was known sorted by its own time."""
+        if is_wildcard(event):
+            return
+        regs = [r for r in self._sort_events if r.event.match(event)]
+        if not regs or not len(self._active):
+            return
+        for qp in list(self._active.items()):
+            if any(ask(r, self._sort_name, qp, old, new) is QueueingHint.QUEUE for r in regs):
+                self._active.push(qp.pod.uid, qp)
 
     def _worth(self, qp: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> bool:
         hints = self._hints(qp.pod.scheduler_name) if self._hints is not None else None

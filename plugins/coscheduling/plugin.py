@@ -167,6 +167,18 @@ class Coscheduling(
 
     # ------------------------------------------------------------ QueueSort
 
+    def sort_key_events(self) -> Sequence[ClusterEventWithHint]:
+        """A member's key reads its PodGroup's creation time: a member queued before the group
+        was known (informers list pods and PodGroups in parallel) sorts by its own time until
+        the group is added, and back when it is deleted."""
+        return [
+            ClusterEventWithHint(ClusterEvent(PODGROUP_KIND, ActionType.ADD), self._group_added),
+            ClusterEventWithHint(ClusterEvent(PODGROUP_KIND, ActionType.DELETE), self._group_deleted),
+        ]
+
+    def _group_deleted(self, pod: PodInfo, old: Any, _new: Any) -> QueueingHint:
+        return QueueingHint.QUEUE if self._is_own_group(pod, old) else QueueingHint.SKIP
+
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         return self.sort_key(a) < self.sort_key(b)
 

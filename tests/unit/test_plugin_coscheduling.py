@@ -127,6 +127,44 @@ def test_two_gangs_that_fit_only_alone_get_all_or_nothing() -> None:
     assert "podGroup default/b failed recently" in failed(c, "default/b1")
 
 
+def test_members_queued_before_their_podgroups_are_sorted_again_when_the_groups_arrive() -> None:
+    c = cluster()  # room for 4 pods of 2 cpu
+    # The informers list pods and PodGroups in parallel: here every pod is queued first, keyed
+    # by its own arrival (b0, a0, b1, ...), and the groups arrive before the first cycle.
+    assert isinstance(c.clock, ManualClock)
+    for i in range(4):
+        for g in ("b", "a"):
+            c.add_pod(make_pod(f"{g}{i}").label(POD_GROUP_LABEL, g).req(cpu="2").obj())
+            c.clock.step(0.01)
+    c.add_object(PG, podgroup("a", 4, created=1))
+    c.add_object(PG, podgroup("b", 4, created=2))
+    c.schedule_pending()
+    assert sorted(c.placements) == [f"default/a{i}" for i in range(4)]
+    # Gang a went first whole: b never held anything it had to give back.
+    assert not [e for e in c.events.events if e[2] == "GangReleased"]
+    assert held(c) == (0, 0)
+
+
+def test_a_pod_freed_by_a_released_gang_is_retried_at_once() -> None:
+    c = cluster(nodes=1)  # 4 cpu
+    c.add_object(PG, podgroup("g", 2, scheduleTimeoutSeconds=5))
+    c.add_pod(make_pod("g0").label(POD_GROUP_LABEL, "g").req(cpu="2").obj())
+    c.add_pod(make_pod("g1").label(POD_GROUP_LABEL, "g").req(cpu="2").gate("hold").obj())
+    c.schedule_pending()
+    assert held(c) == (1, 1)  # g0 reserved, waiting for g1
+    c.add_pod(make_pod("solo").uid("uid-solo").req(cpu="3").obj())
+    c.schedule_pending()
+    assert "Insufficient cpu" in failed(c, "default/solo")
+    assert c.queue.where("uid-solo") == UNSCHEDULABLE
+    assert isinstance(c.clock, ManualClock)
+    c.clock.step(5.0)  # g times out: g0 is unreserved and forgotten ...
+    c.schedule_pending()
+    # ... which frees its room as a deleted pod would (kube's handleBindingCycleError), so the
+    # pod turned away for lack of it is retried, not left for an unrelated event or the flush.
+    assert c.placements == {"default/solo": "n0"}
+    assert held(c) == (0, 0)
+
+
 def test_gang_that_cannot_finish_releases_its_reservations() -> None:
     c = cluster()
     c.add_object(PG, podgroup("a", 3))

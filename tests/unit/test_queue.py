@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 from test_queue_helpers import KeySort, LessSort, new_queue, pod
 
-from netsched.framework.interfaces import QueueSortPlugin
+from netsched.framework.interfaces import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    QueueSortPlugin,
+)
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo, QueuedPodInfo
 from netsched.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue, backoff_duration
@@ -326,6 +332,39 @@ def test_update_in_active_queue_reorders() -> None:
     q.add(pod("b", 5))
     q.update(pod("a", 1), pod("a", 10))
     assert pop_now(q).pod.name == "a"
+
+
+class RankSort(KeySort):
+    """Sorts by a rank looked up outside the pod (as Coscheduling reads the PodGroup): a rank
+    set later reaches queued pods only through sort_key_events."""
+
+    name = "RankSort"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rank: dict[str, int] = {}
+
+    def sort_key(self, qp: QueuedPodInfo) -> Any:
+        return (self.rank.get(qp.pod.labels.get("team", ""), 99), qp.timestamp)
+
+    def sort_key_events(self) -> list[ClusterEventWithHint]:
+        def mine(p: PodInfo, _old: Any, new: Any) -> QueueingHint:
+            return QueueingHint.QUEUE if p.labels.get("team") == new else QueueingHint.SKIP
+
+        return [ClusterEventWithHint(ClusterEvent("Team", ActionType.ADD), mine)]
+
+
+@pytest.mark.parametrize("hints", [True, False], ids=["hints", "no-hints"])
+def test_sort_key_event_re_sorts_the_active_pods_it_concerns(hints: bool) -> None:
+    sort = RankSort()
+    q = new_queue(FakeClock(), sort, queueing_hints=hints)
+    for name, team in [("b0", "b"), ("a0", "a"), ("b1", "b"), ("a1", "a")]:
+        q.add(pod(name, labels={"team": team}))
+    sort.rank.update(a=1, b=2)  # both known now, as PodGroups listed after their pods
+    q.move_all_to_active_or_backoff(ClusterEvent("Team", ActionType.ADD), new="a")
+    q.move_all_to_active_or_backoff(ClusterEvent("Other", ActionType.ADD), new="b")  # not registered
+    q.move_all_to_active_or_backoff("NodeAdd")  # a wildcard moves pods, it sorts nothing
+    assert [pop_now(q).pod.name for _ in range(4)] == ["a0", "a1", "b0", "b1"]
 
 
 def test_update_of_unknown_pod_adds_it_and_bound_pod_leaves() -> None:
