@@ -13,9 +13,10 @@ that counts pods placed since the last sample.
     src.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
     rx, age = src.values(NETWORK_RX, snapshot)            # a scoring cycle
 
-Layers: args (config), queries (PromQL), client (HTTP + retries), cache
-(immutable tables), mapping (series -> nodes), poller (one per connection),
-estimation, selfcheck, instruments (own metrics), source (plugin view), hub.
+Layers: args (config), queries (PromQL), client (prometheus-api-client and
+retries) over transport (reply size cap and deadline), cache (immutable
+tables), mapping (series -> nodes), poller (one per connection), estimation,
+selfcheck, instruments (own metrics), source (plugin view), hub.
 """
 
 from netsched.metrics.args import (

@@ -1,49 +1,43 @@
-"""The only code that sends HTTP to Prometheus.
+"""The only code that sends queries to Prometheus: prometheus-api-client on a Session of our own.
 
-`PrometheusHTTPClient` sends instant queries (GET /api/v1/query) on its own
-requests Session: TLS settings on the session, a bearer token re-read from
-its file whenever the file changes (projected service-account tokens rotate),
-no hidden retries (urllib3's are off: retries belong in one place). The token
-is only ever put in a request header: never logged, never in an error message.
+`PrometheusHTTPClient` sends every instant query through
+`PrometheusConnect.custom_query` on its own requests Session, whose transport
+is `transport.CappedAdapter`: a total deadline per query (connect, wait and
+read together: `timeout`), a size cap while reading (`maxResponseBytes`), TLS
+verification as configured whatever the environment says, and no hidden
+retries (the library's urllib3 retries are off: retries belong in one place).
+A bearer token is re-read from its file whenever the file changes (projected
+service-account tokens rotate) and only ever put in a request header: never
+logged, never in an error message.
 
-It reads the reply itself rather than through prometheus-api-client's
-custom_query, which reads any body whole with no limit and bounds only each
-socket read: a 50 MB answer took the scheduler from 94 to 448 MiB, and a
-Prometheus trickling bytes kept a poll waiting far past its interval. Here
-every query has a total deadline (connect, wait and read together: `timeout`)
-and a size cap (`maxResponseBytes` per connection), both enforced while
-reading; a reply over the cap is refused as soon as its Content-Length or the
-bytes read so far exceed it.
-
-Failures become `QueryError` with a short `reason` (a metric label) and a
-`transient` flag; `retrying()` retries only transient ones with tenacity,
-within a deadline taken from the injected clock.
+Failures arrive as requests.RequestException or PrometheusApiClientException
+and `classify` turns them into `QueryError` with a short `reason` (a metric
+label) and a `transient` flag; `retrying()` retries only transient ones with
+tenacity, within a deadline taken from the injected clock.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import socket
-import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import requests
 import urllib3
-from requests.adapters import HTTPAdapter
+from prometheus_api_client.exceptions import PrometheusApiClientException
+from prometheus_api_client.prometheus_connect import PrometheusConnect
+from requests.auth import AuthBase
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 from urllib3.util.retry import Retry
 
 from netsched.metrics.args import ConnectionKey, redact
+from netsched.metrics.transport import CappedAdapter, ResponseDeadline, ResponseTooLarge
 
 ATTEMPTS = 3
 _STATUS = re.compile(r"HTTP Status Code (\d{3})")
-# Small reads: a compressed reply is inflated per read, so one read can never hold much.
-_READ_BYTES = 8 * 1024
 
 
 class QueryError(Exception):
@@ -69,15 +63,19 @@ class QueryClient(Protocol):
 ClientFactory = Callable[[ConnectionKey], QueryClient]
 
 
-class BearerToken:
-    """A token file, re-read when its mtime or size changes."""
+class BearerToken(AuthBase):
+    """requests auth from a token file, re-read when its mtime or size changes."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._stamp: tuple[int, int] | None = None
         self._token = ""
 
-    def header(self) -> dict[str, str]:
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["Authorization"] = f"Bearer {self._current()}"
+        return request
+
+    def _current(self) -> str:
         try:
             st = os.stat(self.path)
             stamp = (st.st_mtime_ns, st.st_size)
@@ -91,102 +89,70 @@ class BearerToken:
             ) from None
         if not self._token:
             raise QueryError("auth", f"bearerTokenFile {self.path} is empty", transient=False)
-        return {"Authorization": f"Bearer {self._token}"}
+        return self._token
 
 
 class PrometheusHTTPClient:
     def __init__(self, conn: ConnectionKey) -> None:
+        verify: bool | str = conn.ca_file or not conn.insecure_skip_verify
         self.session = requests.Session()
-        self.session.verify = conn.ca_file or not conn.insecure_skip_verify
-        # No retries down there; read=False re-raises a read timeout as itself.
-        adapter = HTTPAdapter(max_retries=Retry(total=0, read=False))
-        self.session.mount("http://", adapter)
-        self.session.mount("https://", adapter)
-        self._url = conn.address.rstrip("/") + "/api/v1/query"
+        self.session.verify = verify  # the library passes it with each request; the adapter pins it too
+        self.prom = PrometheusConnect(
+            conn.address.rstrip("/"),
+            session=self.session,
+            # Annotated as a tuple; the library hands it to requests, which takes any auth object.
+            auth=BearerToken(conn.bearer_token_file) if conn.bearer_token_file else None,  # type: ignore[arg-type]
+            retry=Retry(total=0, read=False),
+            timeout=conn.timeout_seconds,  # type: ignore[arg-type]  # annotated int; requests takes seconds
+        )
+        # After the library mounted its own adapter on the address: ours replaces it there, and
+        # serves any other URL this session is sent to (a redirect), so no reply escapes the cap.
+        adapter = CappedAdapter(conn.max_response_bytes, verify)
+        for prefix in ("http://", "https://", self.prom.url):
+            self.session.mount(prefix, adapter)
         self._where = redact(conn.address)
-        self.max_bytes = conn.max_response_bytes
-        self._token = BearerToken(conn.bearer_token_file) if conn.bearer_token_file else None
 
     def query(self, promql: str, timeout: float) -> Any:
         """data.result of an instant query, the whole exchange within `timeout` seconds."""
-        deadline = time.monotonic() + timeout
-        headers = self._token.header() if self._token else {}
         try:
-            resp = self.session.get(
-                self._url, params={"query": promql}, headers=headers, timeout=(timeout, timeout), stream=True
-            )
-            try:
-                body = self._read(resp, promql, deadline, timeout)
-            finally:
-                resp.close()
-        except requests.Timeout:
-            raise QueryError("timeout", f"no answer within {timeout:g}s", transient=True) from None
-        except requests.ConnectionError as e:
-            raise QueryError("unreachable", _short(e), transient=True) from None
-        except requests.RequestException as e:
-            raise QueryError("http", _short(e), transient=True) from None
-        if resp.status_code != 200:
-            raise classify_status(f"HTTP Status Code {resp.status_code} ({body[:300]!r})")
-        try:
-            return json.loads(body)["data"]["result"]
-        except ValueError as e:
-            raise QueryError("bad_response", f"not JSON: {e}", transient=False) from None
-        except (KeyError, TypeError) as e:
-            raise QueryError("bad_response", f"unexpected JSON shape: {e}", transient=False) from None
-
-    def _read(self, resp: requests.Response, promql: str, deadline: float, timeout: float) -> bytes:
-        """The body, refused past the size cap or the deadline (a trickle must not outlast it)."""
-        length = resp.headers.get("Content-Length", "")
-        if length.isdigit() and int(length) > self.max_bytes:
-            raise self._too_large(promql, f"Content-Length {int(length)}")
-        raw = resp.raw
-        # A list of reads, joined once complete: growing one buffer would copy it (twice the memory).
-        parts: list[bytes] = []
-        size = 0
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise QueryError(
-                    "timeout",
-                    f"answer not complete within {timeout:g}s ({size} bytes read)",
-                    transient=True,
-                )
-            _bound_next_read(raw, left)
-            try:
-                chunk = raw.read1(_READ_BYTES, decode_content=True)
-            except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
-                raise QueryError(
-                    "timeout",
-                    f"answer not complete within {timeout:g}s ({size} bytes read)",
-                    transient=True,
-                ) from None
-            except (urllib3.exceptions.HTTPError, OSError) as e:
-                raise QueryError("http", _short(e), transient=True) from None
-            if not chunk:
-                return b"".join(parts)
-            parts.append(chunk)
-            size += len(chunk)
-            if size > self.max_bytes:
-                raise self._too_large(promql, f"more than {self.max_bytes} bytes read")
-
-    def _too_large(self, promql: str, seen: str) -> QueryError:
-        return QueryError(
-            "too_large",
-            f"the answer to query {promql[:200]!r} from {self._where} exceeds maxResponseBytes "
-            f"({self.max_bytes} bytes; {seen}): refused. Narrow the query or raise maxResponseBytes",
-            transient=False,
-        )
+            return self.prom.custom_query(promql, timeout=timeout)  # type: ignore[arg-type]
+        except QueryError:
+            raise
+        # KeyError, TypeError: custom_query indexes the reply's ["data"]["result"] itself.
+        except (requests.RequestException, PrometheusApiClientException, KeyError, TypeError) as e:
+            raise classify(e, promql, self._where, timeout) from None
 
     def close(self) -> None:
         self.session.close()
 
 
-def _bound_next_read(raw: Any, seconds: float) -> None:
-    """Let the next socket read wait at most `seconds` (the time left before the deadline)."""
-    conn = getattr(raw, "connection", None)
-    sock = getattr(conn, "sock", None)
-    if isinstance(sock, socket.socket):
-        sock.settimeout(max(0.001, seconds))
+def classify(e: Exception, promql: str, where: str, timeout: float) -> QueryError:
+    """What prometheus-api-client or requests raised for a query -> QueryError (reason, transient).
+
+    Order matters: the transport's own refusals first, then the most specific
+    requests classes (a ConnectTimeout is also a ConnectionError; a reply that
+    is not JSON is also a RequestException).
+    """
+    if isinstance(e, PrometheusApiClientException):
+        return classify_status(str(e))
+    if isinstance(e, ResponseTooLarge):
+        return QueryError(
+            "too_large",
+            f"the answer to query {promql[:200]!r} from {where} exceeds maxResponseBytes "
+            f"({e.limit} bytes; {e.seen}): refused. Narrow the query or raise maxResponseBytes",
+            transient=False,
+        )
+    if isinstance(e, requests.JSONDecodeError):
+        return QueryError("bad_response", f"not JSON: {e}", transient=False)
+    if isinstance(e, KeyError | TypeError):
+        return QueryError("bad_response", f"unexpected JSON shape: {e}", transient=False)
+    if isinstance(e, ResponseDeadline):
+        return QueryError("timeout", str(e), transient=True)
+    if isinstance(e, requests.Timeout):
+        return QueryError("timeout", f"no answer within {timeout:g}s", transient=True)
+    if isinstance(e, requests.ConnectionError):
+        return QueryError("unreachable", _short(e), transient=True)
+    return QueryError("http", _short(e), transient=True)
 
 
 def classify_status(message: str) -> QueryError:
@@ -202,8 +168,12 @@ def classify_status(message: str) -> QueryError:
 
 
 def _short(e: BaseException) -> str:
-    # requests' messages carry the URL (never the headers); keep them short.
-    return f"{type(e).__name__}: {str(e)[:200]}"
+    """Short text for a requests error: what failed, not the URL (messages never carry headers)."""
+    # requests wraps urllib3's MaxRetryError, whose text is mostly the URL with the query; its
+    # reason is what an operator needs ("[SSL: CERTIFICATE_VERIFY_FAILED] ...", "Connection refused").
+    inner = e.args[0] if e.args else None
+    cause = inner.reason if isinstance(inner, urllib3.exceptions.MaxRetryError) and inner.reason else e
+    return f"{type(e).__name__}: {str(cause)[:200]}"
 
 
 def is_transient(e: BaseException) -> bool:

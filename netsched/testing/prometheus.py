@@ -3,7 +3,9 @@
 `PrometheusServer` starts the `prometheus` binary on 127.0.0.1 with a temp
 data dir and a 1 s scrape interval over the given targets (usually a
 netsched.testing.exporter.SyntheticExporter), waits for /-/ready, and can be
-stopped and restarted on the same port and data dir (outage tests).
+stopped and restarted on the same port and data dir (outage tests).  With
+`tls=True` it serves HTTPS (`--web.config.file` with a generated self-signed
+certificate for 127.0.0.1, which is also the CA to trust: `ca_file`).
 
 `FakePrometheus` is a QueryClient for unit tests: canned instant vectors per
 PromQL, a query log, and injectable failures.  Pass `fake.factory` as
@@ -21,6 +23,7 @@ import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -36,6 +39,7 @@ from netsched.metrics.args import ConnectionKey
 from netsched.metrics.client import QueryError
 from netsched.metrics.hub import MetricsHub
 from netsched.metrics.source import MetricSource
+from netsched.observability.tls import serving_cert
 
 BINARY_CANDIDATES = ("prometheus", "/usr/bin/prometheus")
 
@@ -81,6 +85,7 @@ class PrometheusServer:
         workdir: str | Path | None = None,
         honor_labels: bool = True,
         extra_args: Sequence[str] = (),
+        tls: bool = False,
     ) -> None:
         self.binary = binary or prometheus_binary() or "prometheus"
         self._own_dir = workdir is None
@@ -92,10 +97,21 @@ class PrometheusServer:
         self.extra_args = list(extra_args)
         self._proc: subprocess.Popen[bytes] | None = None
         self.config_file.write_text(scrape_config(targets, scrape_interval, honor_labels))
+        self.ca_file = ""  # the certificate a client must trust, with tls=True
+        self._ssl: ssl.SSLContext | None = None
+        if tls:
+            cert = serving_cert(cert_dir=str(self.workdir / "tls"))
+            self.ca_file = cert.cert_file
+            web_config = self.workdir / "web.yml"
+            web_config.write_text(
+                json.dumps({"tls_server_config": {"cert_file": cert.cert_file, "key_file": cert.key_file}})
+            )
+            self.extra_args.append(f"--web.config.file={web_config}")
+            self._ssl = ssl.create_default_context(cafile=self.ca_file)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self._ssl else 'http'}://127.0.0.1:{self.port}"
 
     @property
     def running(self) -> bool:
@@ -127,7 +143,7 @@ class PrometheusServer:
             if self._proc is not None and self._proc.poll() is not None:
                 raise RuntimeError(f"prometheus exited with {self._proc.returncode}:\n{self.log_tail()}")
             try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as r:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1, context=self._ssl) as r:
                     if r.status == 200:
                         return
             except OSError:
@@ -180,7 +196,7 @@ class PrometheusServer:
     def query(self, promql: str) -> list[dict[str, Any]]:
         """data.result of an instant query (direct HTTP; not counted by the poller's client)."""
         url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-        with urllib.request.urlopen(url, timeout=5) as r:
+        with urllib.request.urlopen(url, timeout=5, context=self._ssl) as r:
             body = json.load(r)
         result: list[dict[str, Any]] = body["data"]["result"]
         return result
@@ -203,7 +219,7 @@ class PrometheusServer:
 
     def api_query_count(self) -> float:
         """Instant queries this server has answered: its own prometheus_http_requests_total."""
-        with urllib.request.urlopen(f"{self.url}/metrics", timeout=5) as r:
+        with urllib.request.urlopen(f"{self.url}/metrics", timeout=5, context=self._ssl) as r:
             text = r.read().decode()
         total = 0.0
         for line in text.splitlines():
@@ -368,6 +384,9 @@ class FaultyPrometheus:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in separate writes: with Nagle on, each keep-alive
+            # answer would wait ~40 ms for the client's delayed ACK (a real server does not).
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 return None

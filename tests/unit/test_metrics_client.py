@@ -1,4 +1,5 @@
-"""PrometheusHTTPClient against a local HTTP stub: auth, error classes, no hidden retries."""
+"""PrometheusHTTPClient against a local HTTP stub: through prometheus-api-client, auth, error classes,
+no hidden retries."""
 
 from __future__ import annotations
 
@@ -13,11 +14,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import requests
+from prometheus_api_client.exceptions import PrometheusApiClientException
+from prometheus_api_client.prometheus_connect import PrometheusConnect
 
-from netsched.metrics import CPU, MetricsHub, PrometheusArgs, QueryError
-from netsched.metrics.client import PrometheusHTTPClient, classify_status
+from netsched.metrics import CPU, MEMORY, MetricsHub, PrometheusArgs, QueryError
+from netsched.metrics.client import PrometheusHTTPClient, classify, classify_status
+from netsched.metrics.transport import ResponseDeadline, ResponseTooLarge
 from netsched.testing.clock import FakeClock
-from netsched.testing.prometheus import free_port
+from netsched.testing.prometheus import FaultyPrometheus, free_port
 
 
 @dataclass
@@ -29,6 +34,7 @@ class Stub:
     delay: threading.Event | None = None  # block answers until set
     auth: list[str | None] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    location: str = ""  # a Location header to send (redirects)
 
 
 @pytest.fixture
@@ -45,6 +51,8 @@ def stub() -> Iterator[tuple[Stub, str]]:
             self.send_response(state.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
+            if state.location:
+                self.send_header("Location", state.location)
             self.end_headers()
             with contextlib.suppress(BrokenPipeError):  # the client timed out and left
                 self.wfile.write(body)
@@ -67,6 +75,36 @@ def stub() -> Iterator[tuple[Stub, str]]:
 
 def client(address: str, **kw: object) -> PrometheusHTTPClient:
     return PrometheusHTTPClient(PrometheusArgs(prometheus_address=address, **kw).connection)  # type: ignore[arg-type]
+
+
+def test_every_query_goes_through_prometheus_api_client(
+    stub: tuple[Stub, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state, url = stub
+    real = PrometheusConnect.custom_query
+    calls: list[tuple[str, float]] = []
+
+    def spy(self: PrometheusConnect, query: str, params: object = None, timeout: float = 0) -> object:
+        calls.append((query, timeout))
+        return real(self, query, params, timeout)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PrometheusConnect, "custom_query", spy)
+    hub = MetricsHub(clock=FakeClock(), sleep=lambda _s: None)
+    src = hub.source(PrometheusArgs(prometheus_address=url, timeout_seconds=2))
+    src.require(CPU, MEMORY)
+    hub.poll_now()
+    # Each query the server saw was one custom_query call, with the poll's per-call timeout.
+    assert sorted(calls) == sorted([(src.query(CPU), 2), (src.query(MEMORY), 2)])
+    assert len(state.paths) == 2 and all(p.startswith("/api/v1/query?query=") for p in state.paths)
+
+
+def test_a_redirect_is_read_by_the_same_capped_transport(stub: tuple[Stub, str]) -> None:
+    with FaultyPrometheus("huge", huge_bytes=1 << 20) as prom:
+        state, url = stub
+        state.status, state.location = 302, prom.url + "/api/v1/query?query=up"
+        with pytest.raises(QueryError) as e:
+            client(url, max_response_bytes=4096).query("up", 5.0)
+    assert e.value.reason == "too_large" and prom.queries == 1
 
 
 def test_vector_answer_and_no_auth_header_by_default(stub: tuple[Stub, str]) -> None:
@@ -161,3 +199,29 @@ def test_tls_settings_go_on_the_session() -> None:
 
 def test_classify_unknown_message() -> None:
     assert classify_status("weird").reason == "bad_query"
+
+
+@pytest.mark.parametrize(
+    ("error", "reason", "transient"),
+    [
+        (PrometheusApiClientException("HTTP Status Code 503 (b'down')"), "http_5xx", True),
+        (PrometheusApiClientException("HTTP Status Code 400 (b'parse error')"), "bad_query", False),
+        (PrometheusApiClientException("HTTP Status Code 403 (b'')"), "auth", False),
+        (ResponseTooLarge(4096, "Content-Length 9999"), "too_large", False),
+        (requests.JSONDecodeError("Expecting value", "<html>", 0), "bad_response", False),
+        (KeyError("data"), "bad_response", False),
+        (TypeError("string indices must be integers"), "bad_response", False),
+        (ResponseDeadline("answer not complete within 1s (10 bytes read)"), "timeout", True),
+        (requests.ConnectTimeout("connect timed out"), "timeout", True),
+        (requests.ReadTimeout("read timed out"), "timeout", True),
+        (requests.exceptions.SSLError("certificate verify failed"), "unreachable", True),
+        (requests.ConnectionError("refused"), "unreachable", True),
+        (requests.exceptions.ChunkedEncodingError("IncompleteRead"), "http", True),
+        (requests.RequestException("other"), "http", True),
+    ],
+)
+def test_library_and_requests_errors_map_to_the_error_classes(
+    error: Exception, reason: str, transient: bool
+) -> None:
+    got = classify(error, "up", "http://prom:9090", 1.0)
+    assert (got.reason, got.transient) == (reason, transient)
