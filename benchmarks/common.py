@@ -10,7 +10,9 @@ import re
 import resource
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from typing import Any
 
 from netsched.app import build_registry
@@ -26,6 +28,12 @@ profiles:
 - schedulerName: netsched
 {extra}
 """
+
+
+def isolated(fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args) in a fresh process, so its memory, CPU and imports are its own."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
 
 
 def config(extra: str = "", registry: Any = None) -> tuple[SchedulerConfig, Any]:

@@ -26,15 +26,12 @@ import argparse
 import logging
 import statistics
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
-from typing import Any
 
 from benchmarks import bench_e2e, bench_gang, quality
 from benchmarks.bench_inprocess import METRICS_PROFILE, static_metrics_hub
 from benchmarks.bench_inprocess import run as inprocess_run
-from benchmarks.common import config, nodes, out, pods, table
+from benchmarks.common import config, isolated, nodes, out, pods, table
 
 
 @dataclass(frozen=True)
@@ -86,11 +83,6 @@ def poll_case(n_nodes: int, polls: int = 7, n_pods: int = 200) -> dict[str, floa
     }
 
 
-def _isolated(fn: Any, *args: Any) -> Any:
-    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
-        return pool.submit(fn, *args).result()
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description="Run every netsched benchmark and print the figures")
     p.add_argument("--quick", action="store_true", help="smaller sizes (under a minute)")
@@ -102,7 +94,7 @@ def main() -> None:
     rows = []
     for n_nodes, n_pods in sizes.inprocess:
         for profile in ("default", "metrics"):
-            r = _isolated(inprocess_case, n_nodes, n_pods, profile)
+            r = isolated(inprocess_case, n_nodes, n_pods, profile)
             rows.append(
                 [
                     n_nodes,
@@ -137,7 +129,7 @@ def main() -> None:
         )
     )
 
-    polls = [_isolated(poll_case, n) for n in POLL_NODES]
+    polls = [isolated(poll_case, n) for n in POLL_NODES]
     out("\n3. Metrics polling (NetworkTraffic + LoadAware + LoadThreshold, FakePrometheus, no HTTP)")
     out(
         table(
@@ -160,7 +152,7 @@ def main() -> None:
     out(quality.render(quality.run()))
     out("\n5. Gang scheduling (Coscheduling, 100 gangs of 8 on 500 nodes, 10 failing, 10 timing out)")
     for profile in ("coscheduling", "topology"):
-        g = _isolated(bench_gang.run, 500, 100, 8, 10, 10, profile)
+        g = isolated(bench_gang.run, 500, 100, 8, 10, 10, profile)
         out(bench_gang.render(g))
     out(f"\nall benchmarks: {time.perf_counter() - started:.0f} s")
 
