@@ -10,6 +10,15 @@ per-node gauges know the nodes.
 Polling runs on an APScheduler 3 BackgroundScheduler: one job per poller on
 its own 1-thread executor, max_instances=1 and coalesce=True so a slow
 Prometheus delays polls instead of stacking them.
+
+Time: APScheduler decides *when* a poll runs, in real time (it compares its
+run times with datetime.now, so the run times given to it are real too).
+Everything a poll computes from time comes from the injected Clock: its
+budget and retry waits (`now`, `sleep`), sample ages and staleness (`wall`),
+how long a fallback lasted.  A test on a ManualClock therefore runs polls on
+demand with `trigger()` (the scheduled job, run now on its own thread) and
+moves time with `clock.step()`: no sleeping, and no poll it did not ask for
+as long as the interval is longer than the test.
 """
 
 from __future__ import annotations
@@ -48,11 +57,11 @@ class MetricsHub:
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         """`client_factory(connection)` builds the Prometheus client (tests pass a fake);
-        `sleep` is used between retries (default: the clock's sleep, else time.sleep)."""
+        `sleep` is used between retries (default: the clock's; a simulation passes a no-op
+        so that retries do not move its time)."""
         self.registry = registry if registry is not None else CollectorRegistry()
         self.clock: Clock = clock if clock is not None else SystemClock()
-        clock_sleep: Callable[[float], None] = getattr(self.clock, "sleep", None) or time.sleep
-        self._sleep = sleep or clock_sleep
+        self._sleep = sleep or self.clock.sleep
         self._client_factory: ClientFactory = client_factory or PrometheusHTTPClient
         self._ins = Instruments(self.registry)
         self.registry.register(NodeCollector(self._poller_estimates, self.clock.wall))
@@ -182,7 +191,10 @@ class MetricsHub:
         alias = f"netsched-poll-{len(self._jobs)}"
         # APScheduler logs every run at INFO; a poll every 15 s is not news.
         logging.getLogger(f"apscheduler.executors.{alias}").setLevel(logging.WARNING)
-        self._scheduler.add_executor(ThreadPoolExecutor(max_workers=1), alias)
+        # Named threads: a thread dump or /debug/pprof shows which poller is which.
+        self._scheduler.add_executor(
+            ThreadPoolExecutor(max_workers=1, pool_kwargs={"thread_name_prefix": alias}), alias
+        )
         interval = p.conn.poll_interval_seconds
         self._jobs[p.name] = self._scheduler.add_job(
             p.scheduled_poll,
@@ -211,9 +223,10 @@ class MetricsHub:
         seqs = []
         for p in pollers:
             seq = p.begin_wait()
-            self._jobs[p.name].modify(next_run_time=datetime.now(UTC))
+            self._jobs[p.name].modify(next_run_time=datetime.now(UTC))  # APScheduler's time: real
             seqs.append((p, seq))
         scheduler.wakeup()
+        # A bound on waiting for the executor threads, not a time the test controls: real.
         deadline = time.monotonic() + timeout
         return all(p.wait_after(seq, max(0.0, deadline - time.monotonic())) for p, seq in seqs)
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 
-from netsched.metrics import CPU, MetricsHub, PrometheusArgs
+import pytest
+
+from netsched.framework.snapshot import Snapshot
+from netsched.metrics import CPU, FAIL_CLOSED, MetricsHub, PrometheusArgs, QueryError
 from netsched.metrics.args import NodeMappingArgs
 from netsched.testing.builders import make_node
 from netsched.testing.clock import FakeClock
@@ -64,6 +68,49 @@ def test_trigger_while_a_poll_is_running_waits_for_a_fresh_one() -> None:
     finally:
         release.set()
         hub.stop()
+
+
+def test_polls_run_on_apscheduler_and_read_time_from_the_injected_clock(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock()
+    hub, fake = fake_hub(clock)
+    src = hub.source(PrometheusArgs(max_sample_age_seconds=60, stale_policy=FAIL_CLOSED))
+    src.require(CPU)
+    fake.serve(src, CPU, {"n0": 0.5})  # stamped with the clock's wall time when queried
+    snap = Snapshot.of([make_node("n0").info()])
+    threads: list[str] = []
+    real_query = fake.query
+
+    def query(promql: str, timeout: float) -> object:
+        threads.append(threading.current_thread().name)
+        return real_query(promql, timeout)
+
+    fake.query = query  # type: ignore[method-assign]
+    caplog.set_level(logging.INFO, logger="netsched.metrics")
+    hub.start(first_poll_timeout=10)
+    try:
+        assert src.values(CPU, snap)[1].tolist() == [0.0]
+        clock.step(61)  # no poll in between: the sample ages on the injected clock alone
+        assert src.values(CPU, snap)[1].tolist() == [61.0]
+        assert src.fresh(CPU, snap)[1].tolist() == [False]  # older than maxSampleAgeSeconds
+
+        fake.fail_all = QueryError("unreachable", "ConnectionError: refused", transient=True)
+        assert hub.trigger(timeout=10)
+        assert src.in_fallback
+        clock.step(120)
+        fake.fail_all = None
+        assert hub.trigger(timeout=10)
+        assert not src.in_fallback
+        assert src.values(CPU, snap)[1].tolist() == [0.0]  # a new sample, stamped at the new time
+        assert src.fresh(CPU, snap)[1].tolist() == [True]
+    finally:
+        hub.stop()
+    # Three polls, each run by the scheduled job on its own named executor thread, none by the test.
+    assert len(threads) == 1 + 3 + 1  # start, three attempts of the failing query, recovery
+    assert all(t.startswith("netsched-poll-0") for t in threads), threads
+    # How long the fallback lasted is the injected clock's measure, not the real one.
+    assert any("down_for=120s" in r.getMessage() for r in caplog.records)
 
 
 def test_trigger_without_scheduler_polls_inline() -> None:
