@@ -7,7 +7,7 @@ import sys
 
 import netsched
 from netsched.framework import CycleState, IntArray, NodeInfo, PodInfo, default_normalize_score
-from netsched.metrics.scoring import MetricArgs, QueryScorePlugin
+from netsched.metrics.plugin_api import MetricArgs, QueryScorePlugin
 
 
 class BandwidthScore(QueryScorePlugin[MetricArgs]):  # args: the `prometheus:` block

@@ -21,8 +21,7 @@ from netsched.framework import (
     PodInfo,
     default_normalize_score,
 )
-from netsched.metrics.args import PrometheusArgs
-from netsched.metrics.scoring import MetricArgs, QueryScorePlugin
+from netsched.metrics.plugin_api import MetricArgs, PrometheusArgs, QueryScorePlugin
 
 log = logging.getLogger("hello_world_plugin")
 

@@ -1,13 +1,19 @@
 """The plugin contract, from one import: `from netsched.framework import ScorePlugin, Status, ...`.
 
-Everything a plugin author needs is here: the extension-point base classes and
+This package is a face: everything a plugin author needs is exported here, and
+a plugin imports it from here, never from the modules behind it (checked by
+tests/unit/test_import_graph.py).  That is the extension-point base classes and
 their result types, Status/Code, the cycle state, the parsed pod and node
-records, the snapshot's node table, the typed args reader and the Handle, plus
-the registry (`with_plugin`).  The modules behind it:
+records and the selectors inside them, quantity helpers, the raw-JSON readers a
+plugin needs for objects it parses itself, the snapshot's node table and the pod
+index over it, the typed args reader, the Handle and the errors its API raises
+with the keys of the kinds it patches, plus the registry (`with_plugin`).  Metric
+plugins also import `netsched.metrics.plugin_api`, the metrics pipeline's face.
+The modules behind it:
 
 - interfaces: extension points, PluginArgs, Diagnosis, the Handle protocol
 - status, cycle_state, types (PodInfo/NodeInfo), selectors, quantity, parse
-- snapshot: the NumPy node table a cycle sees
+- snapshot: the NumPy node table a cycle sees; pod_index: the pods on it by workload
 - fields: the field-path error list and typed reader shared with config
 - runtime (Framework: builds a profile, runs the extension points),
   search (NodeSearch: finds a node for a pod), handle, instrument, waiting,
@@ -71,41 +77,57 @@ from netsched.framework.interfaces import (
     extension_points_of,
 )
 from netsched.framework.normalize import default_normalize_score
-from netsched.framework.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from netsched.framework.parse import PodParseError, parse_label_selector, parse_node_selector
+from netsched.framework.pod_index import LabelCodes, LookalikePods, PodIndex, label_codes, synced_pod_index
+from netsched.framework.quantity import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    QuantityError,
+    format_canonical,
+    parse_quantity,
+    to_canonical,
+)
 from netsched.framework.registry import Registry, RegistryError, with_plugin
+from netsched.framework.selectors import (
+    LabelSelector,
+    NodeSelector,
+    NodeSelectorTerm,
+    PodAffinityTerm,
+    PreferredSchedulingTerm,
+    Requirement,
+    TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
+)
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
-from netsched.framework.types import NodeInfo, PodInfo, QueuedPodInfo, Taint, Toleration
+from netsched.framework.types import HostPort, NodeInfo, PodInfo, QueuedPodInfo, Taint, Toleration
+
+# What handle.api raises, and the keys of the kinds a plugin patches through it.
+from netsched.kube.errors import ApiError, Conflict, NotFound
+from netsched.kube.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODGROUPS, Resource
 
 __all__ = [
     "ASSIGNED_POD",
     "ASSIGNED_POD_DELETE",
-    "METRICS_POLLED",
-    "METRICS_POLLED_EVENT",
-    "NODE",
-    "WILDCARD",
-    "WILDCARD_EVENT",
     "ActionType",
     "AnyArgs",
     "AnyPlugin",
-    "ClusterEvent",
-    "ClusterEventWithHint",
-    "QueueingHint",
-    "QueueingHintFn",
-    "CPU",
-    "EPHEMERAL_STORAGE",
-    "EXTENSION_POINTS",
-    "MAX_NODE_SCORE",
-    "MEMORY",
-    "MIN_NODE_SCORE",
-    "PODS",
+    "ApiError",
     "BindPlugin",
     "BoolArray",
+    "CPU",
     "Clock",
     "ClusterAPI",
+    "ClusterEvent",
+    "ClusterEventWithHint",
     "Code",
+    "Conflict",
     "CycleState",
     "Diagnosis",
+    "EPHEMERAL_STORAGE",
+    "EXTENSION_POINTS",
     "ErrorList",
     "EventRecorder",
     "FieldError",
@@ -113,9 +135,26 @@ __all__ = [
     "FilterPlugin",
     "FrameworkBuildError",
     "Handle",
+    "HostPort",
     "IntArray",
+    "LabelCodes",
+    "LabelSelector",
+    "LookalikePods",
+    "MAX_NODE_SCORE",
+    "MEMORY",
+    "METRICS_POLLED",
+    "METRICS_POLLED_EVENT",
+    "MIN_NODE_SCORE",
     "MetricsProvider",
+    "NODE",
     "NodeInfo",
+    "NodeSelector",
+    "NodeSelectorTerm",
+    "NotFound",
+    "PERSISTENTVOLUMECLAIMS",
+    "PERSISTENTVOLUMES",
+    "PODGROUPS",
+    "PODS",
     "PermitPlugin",
     "Plugin",
     "PluginArgs",
@@ -124,7 +163,10 @@ __all__ = [
     "PluginFactory",
     "PluginFault",
     "PluginScores",
+    "PodAffinityTerm",
+    "PodIndex",
     "PodInfo",
+    "PodParseError",
     "PostBindPlugin",
     "PostFilterPlugin",
     "PostFilterResult",
@@ -133,20 +175,37 @@ __all__ = [
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
+    "PreferredSchedulingTerm",
+    "QuantityError",
     "QueueSortPlugin",
     "QueuedPodInfo",
+    "QueueingHint",
+    "QueueingHintFn",
     "Registry",
     "RegistryError",
     "Rejection",
+    "Requirement",
     "ReservePlugin",
+    "Resource",
     "ScorePlugin",
     "Snapshot",
     "Status",
     "Taint",
     "Toleration",
+    "TopologySpreadConstraint",
+    "WILDCARD",
+    "WILDCARD_EVENT",
     "WaitingPod",
+    "WeightedPodAffinityTerm",
     "default_normalize_score",
     "extension_points_of",
+    "format_canonical",
     "join",
+    "label_codes",
+    "parse_label_selector",
+    "parse_node_selector",
+    "parse_quantity",
+    "synced_pod_index",
+    "to_canonical",
     "with_plugin",
 ]

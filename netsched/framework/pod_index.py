@@ -46,8 +46,9 @@ MAX_SELECTIONS = 4096
 MIN_EMPTY_FOR_COMPACTION = 256
 
 
-class PodGroup:
-    """Pods that look the same to every selector and affinity term: one workload, usually."""
+class LookalikePods:
+    """Pods that look the same to every selector and affinity term: one workload, usually
+    (lookalikes, not a gang: that is coscheduling's PodGroup)."""
 
     __slots__ = (
         "gid",
@@ -156,8 +157,8 @@ class PodIndex:
         self.row_nodes: list[NodeInfo] = []
         self.row_gids: list[list[int]] = []
         self.row_tgids: list[list[int]] = []
-        self.groups: list[PodGroup] = []
-        self.term_groups: list[PodGroup] = []
+        self.groups: list[LookalikePods] = []
+        self.term_groups: list[LookalikePods] = []
         self.affinity_gids: list[int] = []  # term groups with any (anti-)affinity term
         self.anti_affinity_gids: list[int] = []  # term groups with required anti-affinity
         self._by_key: dict[_LabelKey, int] = {}
@@ -219,7 +220,7 @@ class PodIndex:
         self.row_gids[row] = gids
         self.row_tgids[row] = tgids
 
-    def _bump(self, g: PodGroup, row: int, delta: int) -> None:
+    def _bump(self, g: LookalikePods, row: int, delta: int) -> None:
         before = g.total
         g.bump(row, delta, self.n_rows)
         if before == 0 and g.total:
@@ -227,19 +228,19 @@ class PodIndex:
         elif before and g.total == 0:
             self._empty += 1
 
-    def _group_for(self, pod: PodInfo) -> PodGroup:
+    def _group_for(self, pod: PodInfo) -> LookalikePods:
         key = (pod.namespace, frozenset(pod.labels.items()), pod.deleting)
         gid = self._by_key.get(key)
         if gid is not None:
             return self.groups[gid]
-        g = PodGroup(len(self.groups), pod)
+        g = LookalikePods(len(self.groups), pod)
         self.groups.append(g)
         self._by_key[key] = g.gid
         self._by_ns.setdefault(pod.namespace, []).append(g.gid)
         self._empty += 1
         return g
 
-    def _term_group_for(self, pod: PodInfo) -> PodGroup:
+    def _term_group_for(self, pod: PodInfo) -> LookalikePods:
         sig = (
             pod.required_affinity,
             pod.preferred_affinity,
@@ -251,7 +252,7 @@ class PodIndex:
         gid = self._by_term_key.get(key)
         if gid is not None:
             return self.term_groups[gid]
-        g = PodGroup(len(self.term_groups), pod)
+        g = LookalikePods(len(self.term_groups), pod)
         self.term_groups.append(g)
         self._by_term_key[key] = g.gid
         self.affinity_gids.append(g.gid)
@@ -262,18 +263,18 @@ class PodIndex:
 
     # ------------------------------------------------------------ queries
 
-    def live(self, gids: Iterable[int]) -> list[PodGroup]:
+    def live(self, gids: Iterable[int]) -> list[LookalikePods]:
         groups = self.groups
         return [g for g in (groups[i] for i in gids) if g.total]
 
-    def live_term_groups(self, gids: Iterable[int]) -> list[PodGroup]:
+    def live_term_groups(self, gids: Iterable[int]) -> list[LookalikePods]:
         """Term groups (ids from affinity_gids / anti_affinity_gids) that still have pods."""
         groups = self.term_groups
         return [g for g in (groups[i] for i in gids) if g.total]
 
     def select(
-        self, key: Hashable | None, namespaces: frozenset[str] | None, pred: Callable[[PodGroup], bool]
-    ) -> list[PodGroup]:
+        self, key: Hashable | None, namespaces: frozenset[str] | None, pred: Callable[[LookalikePods], bool]
+    ) -> list[LookalikePods]:
         """Live groups (in `namespaces`, or any namespace when None) for which pred holds.
 
         With a key the answer is remembered and only groups created since are
@@ -283,7 +284,7 @@ class PodIndex:
         return self.live(self._selection(key, namespaces, pred).gids)
 
     def select_counts(
-        self, key: Hashable | None, namespaces: frozenset[str] | None, pred: Callable[[PodGroup], bool]
+        self, key: Hashable | None, namespaces: frozenset[str] | None, pred: Callable[[LookalikePods], bool]
     ) -> IntArray:
         """Pods per row of the groups select() would return.  Read-only: with a key the
         vector is remembered and kept current as rows change, so a workload split into
@@ -302,7 +303,7 @@ class PodIndex:
         return vec
 
     def _selection(
-        self, key: Hashable | None, namespaces: frozenset[str] | None, pred: Callable[[PodGroup], bool]
+        self, key: Hashable | None, namespaces: frozenset[str] | None, pred: Callable[[LookalikePods], bool]
     ) -> _Selection:
         sel = self._selections.get((key, namespaces)) if key is not None else None
         if sel is None:
@@ -336,7 +337,7 @@ class PodIndex:
         for g in self.groups:
             g.watchers.clear()
 
-    def row_counts(self, groups: Iterable[PodGroup]) -> IntArray:
+    def row_counts(self, groups: Iterable[LookalikePods]) -> IntArray:
         """Pods of these groups on each snapshot row."""
         vec = np.zeros(self.n_rows, dtype=np.int64)
         for g in groups:
@@ -355,7 +356,7 @@ def _label_keys_read(pod: PodInfo) -> set[str]:
     return out
 
 
-def pod_index(state: CycleState, snapshot: Snapshot, previous: PodIndex | None = None) -> PodIndex:
+def synced_pod_index(state: CycleState, snapshot: Snapshot, previous: PodIndex | None = None) -> PodIndex:
     """The index synced to `snapshot`, synced once per cycle whichever plugin asks first.
 
     `previous` is the caller's last index: reused when the snapshot cache was

@@ -32,13 +32,13 @@ from netsched.framework import (
     CycleState,
     Diagnosis,
     Handle,
+    NotFound,
     PodInfo,
     PostFilterPlugin,
     PostFilterResult,
     Snapshot,
     Status,
 )
-from netsched.kube.errors import NotFound
 from netsched.plugins.default_preemption.args import DefaultPreemptionArgs
 from netsched.plugins.default_preemption.candidates import Candidate, pick_one
 from netsched.plugins.default_preemption.victims import Pdb, parse_pdbs, select_victims_on_node

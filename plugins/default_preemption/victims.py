@@ -17,9 +17,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from netsched.framework import Code, CycleState, Handle, NodeInfo, PodInfo, Status
-from netsched.framework.parse import PodParseError, parse_label_selector
-from netsched.framework.selectors import LabelSelector
+from netsched.framework import (
+    Code,
+    CycleState,
+    Handle,
+    LabelSelector,
+    NodeInfo,
+    PodInfo,
+    PodParseError,
+    Status,
+    parse_label_selector,
+)
 
 REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
 

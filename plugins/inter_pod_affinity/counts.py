@@ -12,8 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from netsched.framework import IntArray
-from netsched.framework.pod_index import LabelCodes, PodGroup
+from netsched.framework import IntArray, LabelCodes, LookalikePods
 
 
 class TopoCounts:
@@ -43,7 +42,7 @@ class TopoCounts:
                     arr[c] += self._extra.pop((k, v))
         return arr
 
-    def add_group(self, key: str, codes: LabelCodes, group: PodGroup, weight: int) -> bool:
+    def add_group(self, key: str, codes: LabelCodes, group: LookalikePods, weight: int) -> bool:
         """Add weight per pod of the group to the domain of its row; True when any row has the key."""
         arr = self.bind(key, codes)
         c = codes.codes

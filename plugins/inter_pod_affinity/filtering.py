@@ -15,8 +15,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework import BoolArray, Code, IntArray, NodeInfo, PodInfo, Rejection, Snapshot, Status
-from netsched.framework.pod_index import PodGroup, PodIndex, label_codes
+from netsched.framework import (
+    BoolArray,
+    Code,
+    IntArray,
+    LookalikePods,
+    NodeInfo,
+    PodIndex,
+    PodInfo,
+    Rejection,
+    Snapshot,
+    Status,
+    label_codes,
+)
 from netsched.plugins.inter_pod_affinity.counts import TopoCounts
 from netsched.plugins.inter_pod_affinity.terms import (
     NamespaceLabels,
@@ -59,7 +70,7 @@ class FilterState:
         )
 
 
-def group_terms(g: PodGroup) -> PodTerms:
+def group_terms(g: LookalikePods) -> PodTerms:
     """The group's compiled terms, compiled once per group."""
     terms = g.memo
     if not isinstance(terms, PodTerms):

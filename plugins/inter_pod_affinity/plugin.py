@@ -28,6 +28,7 @@ from netsched.framework import (
     Handle,
     IntArray,
     NodeInfo,
+    PodIndex,
     PodInfo,
     PreFilterPlugin,
     PreFilterResult,
@@ -37,8 +38,8 @@ from netsched.framework import (
     ScorePlugin,
     Snapshot,
     Status,
+    synced_pod_index,
 )
-from netsched.framework.pod_index import PodIndex, pod_index
 from netsched.plugins.inter_pod_affinity import filtering, scoring
 from netsched.plugins.inter_pod_affinity.args import InterPodAffinityArgs
 from netsched.plugins.inter_pod_affinity.terms import NamespaceLabels
@@ -65,7 +66,7 @@ class InterPodAffinity(
         self._index: PodIndex | None = None
 
     def _pod_index(self, state: CycleState, snapshot: Snapshot) -> PodIndex:
-        self._index = pod_index(state, snapshot, self._index)
+        self._index = synced_pod_index(state, snapshot, self._index)
         return self._index
 
     # ------------------------------------------------------------ PreFilter / Filter

@@ -19,8 +19,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from netsched.framework import MAX_NODE_SCORE, IntArray, NodeInfo, PodInfo, Snapshot
-from netsched.framework.pod_index import PodGroup, PodIndex, label_codes
+from netsched.framework import (
+    MAX_NODE_SCORE,
+    IntArray,
+    LookalikePods,
+    NodeInfo,
+    PodIndex,
+    PodInfo,
+    Snapshot,
+    label_codes,
+)
 from netsched.plugins.inter_pod_affinity.counts import TopoCounts
 from netsched.plugins.inter_pod_affinity.filtering import group_terms, selected_counts
 from netsched.plugins.inter_pod_affinity.terms import NamespaceLabels, Term, compile_preferred, term_matches
@@ -42,7 +50,7 @@ class ScoreState:
         ):
             self.touched = True
 
-    def add_group(self, snapshot: Snapshot, term: Term, group: PodGroup, weight: int) -> None:
+    def add_group(self, snapshot: Snapshot, term: Term, group: LookalikePods, weight: int) -> None:
         if self.sums.add_group(term.topology_key, label_codes(snapshot, term.topology_key), group, weight):
             self.touched = True
 

@@ -20,8 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from netsched.framework import PodInfo
-from netsched.framework.selectors import LabelSelector, PodAffinityTerm, Requirement, WeightedPodAffinityTerm
+from netsched.framework import LabelSelector, PodAffinityTerm, PodInfo, Requirement, WeightedPodAffinityTerm
 
 NamespaceLabelsLookup = Callable[[str], Mapping[str, str] | None]
 

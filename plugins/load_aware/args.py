@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netsched.framework import Fields, PluginArgs
-from netsched.metrics import CPU, MEMORY, PrometheusArgs
+from netsched.metrics.plugin_api import CPU, MEMORY, PrometheusArgs
 
 RESOURCES = (CPU, MEMORY)
 DEFAULT_TARGET_UTILIZATION = 40.0  # Trimaran's TargetLoadPacking default, percent

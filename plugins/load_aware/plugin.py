@@ -31,11 +31,19 @@ from netsched.framework import (
     PodInfo,
     Snapshot,
 )
-from netsched.metrics import CPU, pod_load
-from netsched.metrics.estimation import CPU_COL, MEMORY_COL
-from netsched.metrics.mapping import FloatArray
-from netsched.metrics.scoring import MetricScorePlugin
-from netsched.metrics.utilisation import fill_stale, ratio, resource_usage, source_for, to_int_scores
+from netsched.metrics.plugin_api import (
+    CPU,
+    CPU_COL,
+    MEMORY_COL,
+    FloatArray,
+    MetricScorePlugin,
+    fill_stale,
+    pod_load,
+    ratio,
+    resource_usage,
+    source_for,
+    to_int_scores,
+)
 from netsched.plugins.load_aware.args import LoadAwareArgs
 
 

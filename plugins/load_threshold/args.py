@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netsched.framework import Fields, PluginArgs
-from netsched.metrics import PrometheusArgs
+from netsched.metrics.plugin_api import PrometheusArgs
 
 # Koordinator's and Crane's CPU default; Koordinator's memory default; a link
 # above 80 % in its busier direction already queues packets.

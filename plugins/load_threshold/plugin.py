@@ -41,8 +41,17 @@ from netsched.framework import (
     Snapshot,
     Status,
 )
-from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
-from netsched.metrics.utilisation import METRICS_EVENTS, network_load, resource_usage, source_for
+from netsched.metrics.plugin_api import (
+    CPU,
+    LINK_SPEED,
+    MEMORY,
+    METRICS_EVENTS,
+    NETWORK_RX,
+    NETWORK_TX,
+    network_load,
+    resource_usage,
+    source_for,
+)
 from netsched.plugins.load_threshold.args import LoadThresholdArgs
 
 NETWORK = "network"

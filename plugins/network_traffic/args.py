@@ -1,10 +1,10 @@
-"""NetworkTraffic's args: only the shared `prometheus:` block (netsched.metrics.scoring.MetricArgs)."""
+"""NetworkTraffic's args: only the shared `prometheus:` block (MetricArgs)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netsched.metrics.scoring import MetricArgs
+from netsched.metrics.plugin_api import MetricArgs
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,15 @@ from netsched.framework import (
     PodInfo,
     Snapshot,
 )
-from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
-from netsched.metrics.scoring import MetricScorePlugin
-from netsched.metrics.utilisation import cold_link_scores, source_for, to_int_scores
+from netsched.metrics.plugin_api import (
+    LINK_SPEED,
+    NETWORK_RX,
+    NETWORK_TX,
+    MetricScorePlugin,
+    cold_link_scores,
+    source_for,
+    to_int_scores,
+)
 from netsched.plugins.network_traffic.args import NetworkTrafficArgs
 
 

@@ -12,9 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from netsched.framework import FieldError, Fields, PluginArgs, join
-from netsched.framework.parse import PodParseError, parse_node_selector
-from netsched.framework.selectors import NodeSelector, NodeSelectorTerm, PreferredSchedulingTerm
+from netsched.framework import (
+    FieldError,
+    Fields,
+    NodeSelector,
+    NodeSelectorTerm,
+    PluginArgs,
+    PodParseError,
+    PreferredSchedulingTerm,
+    join,
+    parse_node_selector,
+)
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"

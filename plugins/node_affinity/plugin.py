@@ -35,18 +35,21 @@ from netsched.framework import (
     FilterPlugin,
     IntArray,
     NodeInfo,
+    NodeSelector,
+    NodeSelectorTerm,
     PodInfo,
+    PreferredSchedulingTerm,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     QueueingHint,
     Rejection,
+    Requirement,
     ScorePlugin,
     Snapshot,
     Status,
     default_normalize_score,
 )
-from netsched.framework.selectors import NodeSelector, NodeSelectorTerm, PreferredSchedulingTerm, Requirement
 from netsched.plugins.node_affinity.args import NodeAffinityArgs
 
 NAME = "NodeAffinity"

@@ -26,6 +26,7 @@ from netsched.framework import (
     Code,
     CycleState,
     FilterPlugin,
+    HostPort,
     IntArray,
     NodeInfo,
     PodInfo,
@@ -36,7 +37,6 @@ from netsched.framework import (
     Snapshot,
     Status,
 )
-from netsched.framework.types import HostPort
 
 NAME = "NodePorts"
 PRE_FILTER_KEY = "PreFilter" + NAME

@@ -13,8 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from netsched.framework import Fields, PluginArgs, join
-from netsched.framework.selectors import TopologySpreadConstraint
+from netsched.framework import Fields, PluginArgs, TopologySpreadConstraint, join
 
 SYSTEM_DEFAULTING = "System"
 LIST_DEFAULTING = "List"

@@ -26,9 +26,17 @@ from typing import Any
 
 import numpy as np
 
-from netsched.framework import BoolArray, IntArray, NodeInfo, PodInfo, Snapshot
-from netsched.framework.pod_index import PodIndex
-from netsched.framework.selectors import LabelSelector, Requirement, TopologySpreadConstraint
+from netsched.framework import (
+    BoolArray,
+    IntArray,
+    LabelSelector,
+    NodeInfo,
+    PodIndex,
+    PodInfo,
+    Requirement,
+    Snapshot,
+    TopologySpreadConstraint,
+)
 
 DEFAULTED_OWNER_KINDS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})
 PER_POD_LABELS = frozenset(

@@ -18,8 +18,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework import BoolArray, Code, IntArray, NodeInfo, PodInfo, Rejection, Snapshot, Status
-from netsched.framework.pod_index import LabelCodes, PodIndex, label_codes
+from netsched.framework import (
+    BoolArray,
+    Code,
+    IntArray,
+    LabelCodes,
+    NodeInfo,
+    PodIndex,
+    PodInfo,
+    Rejection,
+    Snapshot,
+    Status,
+    label_codes,
+)
 from netsched.plugins.pod_topology_spread.constraints import (
     Constraint,
     affinity_mask,

@@ -26,6 +26,7 @@ from netsched.framework import (
     Handle,
     IntArray,
     NodeInfo,
+    PodIndex,
     PodInfo,
     PreFilterPlugin,
     PreFilterResult,
@@ -35,8 +36,8 @@ from netsched.framework import (
     ScorePlugin,
     Snapshot,
     Status,
+    synced_pod_index,
 )
-from netsched.framework.pod_index import PodIndex, pod_index
 from netsched.plugins.pod_topology_spread import filtering, scoring
 from netsched.plugins.pod_topology_spread.args import (
     DO_NOT_SCHEDULE,
@@ -87,7 +88,7 @@ class PodTopologySpread(
         return default_constraints(pod, action, self.defaults)
 
     def _pod_index(self, state: CycleState, snapshot: Snapshot) -> PodIndex:
-        self._index = pod_index(state, snapshot, self._index)
+        self._index = synced_pod_index(state, snapshot, self._index)
         return self._index
 
     # ------------------------------------------------------------ PreFilter / Filter

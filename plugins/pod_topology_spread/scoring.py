@@ -25,8 +25,16 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from netsched.framework import MAX_NODE_SCORE, IntArray, NodeInfo, PodInfo, Snapshot
-from netsched.framework.pod_index import LabelCodes, PodIndex, label_codes
+from netsched.framework import (
+    MAX_NODE_SCORE,
+    IntArray,
+    LabelCodes,
+    NodeInfo,
+    PodIndex,
+    PodInfo,
+    Snapshot,
+    label_codes,
+)
 from netsched.plugins.pod_topology_spread.args import LABEL_HOSTNAME
 from netsched.plugins.pod_topology_spread.constraints import (
     Constraint,

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from netsched.framework import (
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
     ClusterEventWithHint,
     Code,
     CycleState,
@@ -37,7 +39,6 @@ from netsched.framework import (
     Snapshot,
     Status,
 )
-from netsched.kube.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES
 from netsched.plugins.volume_binding.args import VolumeBindingArgs
 from netsched.plugins.volume_binding.binder import BindingError, PodClaims, PodVolumes, VolumeBinder
 from netsched.plugins.volumes import (

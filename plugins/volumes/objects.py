@@ -15,9 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from netsched.framework.parse import PodParseError, parse_label_selector, parse_node_selector
-from netsched.framework.quantity import QuantityError, to_canonical
-from netsched.framework.selectors import LabelSelector, NodeSelector
+from netsched.framework import (
+    LabelSelector,
+    NodeSelector,
+    PodParseError,
+    QuantityError,
+    parse_label_selector,
+    parse_node_selector,
+    to_canonical,
+)
 
 PVS_KEY = "persistentvolumes"
 PVCS_KEY = "persistentvolumeclaims"

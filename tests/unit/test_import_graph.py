@@ -30,6 +30,47 @@ PLUGINS = "netsched.plugins"
 TESTING = "netsched.testing"
 COMPOSITION_ROOT = "netsched.app"
 
+# The modules a plugin may import from the rest of netsched.
+FACES = (
+    "netsched.framework",  # the plugin contract (the package __init__, not its modules)
+    "netsched.metrics.plugin_api",  # what metric plugins build on
+)
+# An out-of-tree plugin's program also imports netsched itself (main, with_plugin).
+OUT_OF_TREE_FACES = ("netsched", *FACES)
+# Packages under plugins/ that are not plugins: helpers the plugins that use them import.
+SHARED_HELPERS = ("netsched.plugins.volumes",)
+# The list of in-tree plugins: it imports each plugin folder's package, and nothing else does.
+PLUGIN_LIST = "netsched.plugins.registry"
+# Edges that break a rule for now, each with who removes it; a listed edge that no longer
+# exists fails test_exemptions_are_still_needed, so the list only shrinks.
+TEMPORARY_EXEMPTIONS = {
+    # `gangs` (issue 22) rewrites Coscheduling and GangTopology onto the faces: GangTopology
+    # reads the gang's name through coscheduling's groups module, and both still import
+    # modules behind the faces.
+    ("netsched.plugins.gang_topology.plugin", "netsched.plugins.coscheduling.groups"),
+    ("netsched.plugins.gang_topology.args", "netsched.metrics"),
+    ("netsched.plugins.gang_topology.args", "netsched.metrics.scoring"),
+    ("netsched.plugins.gang_topology.plugin", "netsched.metrics"),
+    ("netsched.plugins.gang_topology.plugin", "netsched.metrics.mapping"),
+    ("netsched.plugins.gang_topology.plugin", "netsched.metrics.scoring"),
+    ("netsched.plugins.gang_topology.plugin", "netsched.metrics.utilisation"),
+    ("netsched.plugins.coscheduling.groups", "netsched.framework.quantity"),
+    ("netsched.plugins.coscheduling.groups", "netsched.kube.resources"),
+    ("netsched.plugins.coscheduling.plugin", "netsched.framework.quantity"),
+    ("netsched.plugins.coscheduling.status", "netsched.kube.errors"),
+    ("netsched.plugins.coscheduling.status", "netsched.kube.resources"),
+    # `face`: the two noderesources folders become one (kube's plugins/noderesources).
+    ("netsched.plugins.node_resources_balanced_allocation.args", "netsched.plugins.node_resources_fit.args"),
+    (
+        "netsched.plugins.node_resources_balanced_allocation.args",
+        "netsched.plugins.node_resources_fit.resources",
+    ),
+    (
+        "netsched.plugins.node_resources_balanced_allocation.plugin",
+        "netsched.plugins.node_resources_fit.resources",
+    ),
+}
+
 
 def _module_name(folder: str, path: Path) -> str:
     parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
@@ -170,6 +211,53 @@ def _in(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
+def _where(module: str, graph: dict[str, dict[str, int]], target: str) -> str:
+    """`plugins/x/plugin.py:12`: the file of `module` and the line of its (first) import of `target`."""
+    path = MODULES.get(module)
+    shown = str(path.relative_to(ROOT)) if path else module
+    return f"{shown}:{graph[module][target]}"
+
+
+def _folder(module: str) -> str:
+    """The plugin folder's package a module of plugins/ belongs to ('' for plugins/ itself)."""
+    parts = module.split(".")
+    return ".".join(parts[:3]) if len(parts) > 2 and _in(module, PLUGINS) else ""
+
+
+def _face_violations(graph: dict[str, dict[str, int]]) -> list[str]:
+    """Plugin modules importing a module of netsched that is not a face."""
+    out = []
+    for m, edges in graph.items():
+        if not _folder(m):
+            continue
+        for t in edges:
+            if _in(t, PLUGINS) or t in FACES or (m, t) in TEMPORARY_EXEMPTIONS:
+                continue
+            out.append(
+                f"{_where(m, graph, t)}: {m} imports {t}; a plugin imports only the faces "
+                f"({', '.join(FACES)}), its own folder and {', '.join(SHARED_HELPERS)}"
+            )
+    return sorted(out)
+
+
+def _plugin_to_plugin(graph: dict[str, dict[str, int]]) -> list[str]:
+    """Plugin modules importing another plugin folder (a shared helper package is not one)."""
+    out = []
+    for m, edges in graph.items():
+        own = _folder(m)
+        if not own or m == PLUGIN_LIST:
+            continue
+        for t in edges:
+            other = _folder(t)
+            if not other or other == own or other in SHARED_HELPERS or (m, t) in TEMPORARY_EXEMPTIONS:
+                continue
+            out.append(
+                f"{_where(m, graph, t)}: {m} imports {t}; no plugin imports another plugin "
+                "(share code through the framework, or a helper package listed in SHARED_HELPERS)"
+            )
+    return sorted(out)
+
+
 def _offenders(source: str, target: str, *, exempt: tuple[str, ...] = ()) -> list[str]:
     return sorted(
         f"{m} imports {t} (line {line})"
@@ -210,3 +298,77 @@ def test_only_the_composition_root_imports_plugins() -> None:
 def test_the_framework_does_not_import_config() -> None:
     offenders = _offenders("netsched.framework", "netsched.config")
     assert not offenders, "\n".join(offenders)
+
+
+def test_plugins_import_only_faces() -> None:
+    violations = _face_violations(GRAPH)
+    assert not violations, "\n".join(violations)
+
+
+def test_no_plugin_imports_another_plugin() -> None:
+    violations = _plugin_to_plugin(GRAPH)
+    assert not violations, "\n".join(violations)
+
+
+def test_the_plugin_rules_name_file_and_line() -> None:
+    # A reintroduced violation of each kind, on a made-up graph over real module names.
+    graph = {
+        "netsched.plugins.node_affinity.plugin": {
+            "netsched.framework": 20,
+            "netsched.framework.parse": 21,  # behind the face
+            "netsched.plugins.node_affinity.args": 22,  # own folder
+            "netsched.plugins.taint_toleration.plugin": 23,  # another plugin
+        },
+        "netsched.plugins.volume_zone.plugin": {"netsched.plugins.volumes": 30},  # a shared helper
+        PLUGIN_LIST: {"netsched.plugins.node_affinity": 5},
+    }
+    assert _face_violations(graph) == [
+        "plugins/node_affinity/plugin.py:21: netsched.plugins.node_affinity.plugin imports "
+        "netsched.framework.parse; a plugin imports only the faces (netsched.framework, "
+        "netsched.metrics.plugin_api), its own folder and netsched.plugins.volumes"
+    ]
+    assert _plugin_to_plugin(graph) == [
+        "plugins/node_affinity/plugin.py:23: netsched.plugins.node_affinity.plugin imports "
+        "netsched.plugins.taint_toleration.plugin; no plugin imports another plugin (share code "
+        "through the framework, or a helper package listed in SHARED_HELPERS)"
+    ]
+
+
+def test_faces_and_shared_helpers_exist_and_helpers_define_no_plugin() -> None:
+    assert all(face in MODULES for face in FACES), FACES
+    for helper in SHARED_HELPERS:
+        files = [p for m, p in MODULES.items() if _in(m, helper)]
+        assert files, f"shared helper package {helper} has no modules"
+        for path in files:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            plugins = [
+                f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.ClassDef) and any("Plugin" in ast.unparse(b) for b in node.bases)
+            ]
+            assert not plugins, f"{helper} is a shared helper package, not a plugin: {plugins}"
+
+
+def test_exemptions_are_still_needed() -> None:
+    stale = sorted(f"{m} -> {t}" for m, t in TEMPORARY_EXEMPTIONS if t not in GRAPH.get(m, {}))
+    assert not stale, "no longer imported, remove from TEMPORARY_EXEMPTIONS:\n" + "\n".join(stale)
+
+
+def test_out_of_tree_examples_import_only_faces() -> None:
+    # examples/ are out-of-tree plugins as a user writes them: the faces are all they need.
+    found = []
+    for path in sorted((ROOT / "examples").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            found += [
+                f"{path.relative_to(ROOT)}:{node.lineno}: imports {n}"
+                for n in names
+                if _in(n, "netsched") and n not in OUT_OF_TREE_FACES
+            ]
+    assert not found, "an example imports behind the faces:\n" + "\n".join(found)

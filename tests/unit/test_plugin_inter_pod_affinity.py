@@ -11,7 +11,7 @@ import pytest
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
-from netsched.framework.pod_index import PodGroup, PodIndex, label_codes
+from netsched.framework.pod_index import LookalikePods, PodIndex, label_codes
 from netsched.framework.search import FitError
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
@@ -646,7 +646,7 @@ def test_remembered_counts_stay_current() -> None:
     index = PodIndex()
     index.sync(snap)
 
-    def web(g: PodGroup) -> bool:
+    def web(g: LookalikePods) -> bool:
         return g.labels.get("app") == "web"
 
     assert index.select_counts("web", None, web).tolist() == [1, 0, 0]

@@ -1,0 +1,70 @@
+"""What a metric plugin builds on, from one import: `from netsched.metrics.plugin_api import ...`.
+
+The face of the metrics pipeline for plugins, as `netsched.framework` is the
+face of the scheduling framework: a plugin imports these two and nothing
+deeper, so the layers behind them (poller, cache, mapping, estimation) can
+change without touching a plugin.  What is here:
+
+- the `prometheus:` args block (PrometheusArgs, and MetricArgs for a plugin that
+  needs only it) and the names of the built-in metrics (CPU, MEMORY, NETWORK_RX,
+  NETWORK_TX, LINK_SPEED);
+- the plugin bases: MetricScorePlugin (scores every candidate in PreScore from the
+  cache, reserves pods with the estimator) and QueryScorePlugin (a user's plugin
+  fed by one PromQL query);
+- the plugin's view of the cache (MetricSource, from `source_for(handle, ...)`) and
+  the shared readings of it (network_load, resource_usage, cold_link_scores,
+  fill_stale, ratio, to_int_scores, over FloatArray columns), so every metric
+  plugin reads a node's load the same way; METRICS_EVENTS, the events that can
+  change a metric plugin's verdict;
+- the estimator's view of one pod (pod_load, and the CPU_COL / MEMORY_COL of what
+  it returns).
+
+The app's side of the pipeline (MetricsHub, the client, the self-check) is
+`netsched.metrics`; plugins never construct it, they reach it through the Handle.
+"""
+
+from netsched.metrics.args import PrometheusArgs
+from netsched.metrics.estimation import CPU_COL, MEMORY_COL, pod_load
+from netsched.metrics.mapping import FloatArray
+from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
+from netsched.metrics.scoring import MetricArgs, MetricScorePlugin, QueryScorePlugin
+from netsched.metrics.source import MetricSource
+from netsched.metrics.utilisation import (
+    METRICS_EVENTS,
+    NetworkLoad,
+    Usage,
+    cold_link_scores,
+    fill_stale,
+    network_load,
+    ratio,
+    resource_usage,
+    source_for,
+    to_int_scores,
+)
+
+__all__ = [
+    "CPU",
+    "CPU_COL",
+    "LINK_SPEED",
+    "MEMORY",
+    "MEMORY_COL",
+    "METRICS_EVENTS",
+    "NETWORK_RX",
+    "NETWORK_TX",
+    "FloatArray",
+    "MetricArgs",
+    "MetricScorePlugin",
+    "MetricSource",
+    "NetworkLoad",
+    "PrometheusArgs",
+    "QueryScorePlugin",
+    "Usage",
+    "cold_link_scores",
+    "fill_stale",
+    "network_load",
+    "pod_load",
+    "ratio",
+    "resource_usage",
+    "source_for",
+    "to_int_scores",
+]
