@@ -10,10 +10,14 @@ object API on the Agg canvas, so no display and no global pyplot state.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from netsched.simulate.report import RESOURCES, Report
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")
 
@@ -23,9 +27,16 @@ class ChartUnavailable(RuntimeError):
 
 
 def write_chart(report: Report, path: str | Path) -> None:
+    figure(report).savefig(str(path), format="png", dpi=100)
+
+
+def figure(report: Report) -> Figure:
+    """The chart on an Agg canvas (drawn on save, or by a test that measures it)."""
     try:
+        from matplotlib.artist import Artist
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
+        from matplotlib.lines import Line2D
     except ImportError:
         raise ChartUnavailable(
             "--chart needs matplotlib, which is not installed: pip install 'netsched[chart]'"
@@ -58,8 +69,21 @@ def write_chart(report: Report, path: str | Path) -> None:
             ax.axhline(100 * bound, color="black", linestyle="--", linewidth=1, label="lower bound of max")
         ax.set_ylabel(f"{res} utilisation %")
         ax.grid(axis="y", alpha=0.3)
-    axes[0].legend(loc="upper right", fontsize="small")
     axes[0].set_title(f"netsched simulate: {report.scenario.name}")
+    # One legend for the three panels, above them and outside every axes: inside the network
+    # panel it hid the bars of the last nodes. Bars first, then the bound line if any panel has it.
+    entries: dict[str, Artist] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    labels = sorted(entries, key=lambda label: isinstance(entries[label], Line2D))
+    fig.legend(
+        [entries[label] for label in labels],
+        labels,
+        loc="outside upper center",
+        ncols=min(len(labels), 4),
+        fontsize="small",
+    )
     axes[-1].set_xticks(x)
     axes[-1].set_xticklabels(names if n <= 80 else [""] * n, rotation=90, fontsize="small")
-    fig.savefig(str(path), format="png", dpi=100)
+    return fig

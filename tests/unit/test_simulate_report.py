@@ -97,6 +97,28 @@ def test_chart_is_a_png(tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == PNG_MAGIC
 
 
+def test_chart_legend_covers_no_panel() -> None:
+    """Inside the network panel the legend hid the bars of the last nodes: it sits outside every axes."""
+    pytest.importorskip("matplotlib")
+    from netsched.simulate.chart import figure
+
+    fig = figure(report())
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    assert len(legends) == 1, legends
+    box = legends[0].get_window_extent(renderer)
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0 and box.y1 <= fig.bbox.y1
+    assert len(fig.axes) == 3
+    for ax in fig.axes:
+        # The axes' window extent is its data area (the patch inside the spines).
+        assert not box.overlaps(ax.get_window_extent(renderer)), f"legend over the {ax.get_ylabel()} panel"
+        if ax.get_title():
+            assert not box.overlaps(ax.title.get_window_extent(renderer)), "legend over the title"
+    labels = [t.get_text() for t in legends[0].get_texts()]
+    assert labels == ["before", "after, netsched", "after, default", "lower bound of max"]
+
+
 def test_chart_without_matplotlib_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from netsched.simulate.chart import ChartUnavailable, write_chart
 
