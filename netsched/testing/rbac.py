@@ -6,19 +6,18 @@ unit test sees). Tests compare these grants with the requests the fake API
 server recorded (FakeAPIServer.requests): each RecordedRequest maps to a rule
 with request_rule().
 
-Only the manifests the kustomization lists are read, and only the roles bound
-to the ServiceAccount the Deployment runs as count.
+Only the manifests the kustomization lists are read (rendered by
+netsched.testing.kustomize), and only the roles bound to the ServiceAccount the
+Deployment runs as count.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
-import yaml
-
-Obj = dict[str, Any]
+from netsched.testing.kustomize import CLUSTER_KINDS, Obj, load_kustomization
 
 
 class Grant(NamedTuple):
@@ -45,24 +44,6 @@ class RequestLike(Protocol):
     def subresource(self) -> str: ...
     @property
     def namespace(self) -> str: ...
-
-
-def load_kustomization(path: str | Path) -> list[Obj]:
-    """The objects of a kustomize directory: its `resources` files (recursing into
-    directories), with the kustomization's `namespace` applied to namespaced kinds."""
-    root = Path(path)
-    kustomization = yaml.safe_load((root / "kustomization.yaml").read_text()) or {}
-    default_ns = kustomization.get("namespace")
-    objects: list[Obj] = []
-    for entry in kustomization.get("resources") or []:
-        target = root / entry
-        docs = load_kustomization(target) if target.is_dir() else list(_documents(target))
-        for obj in docs:
-            meta = obj.setdefault("metadata", {})
-            if default_ns and obj.get("kind") not in _CLUSTER_KINDS:
-                meta["namespace"] = default_ns
-            objects.append(obj)
-    return objects
 
 
 def grants_from_deploy(path: str | Path, *components: str | Path) -> set[Grant]:
@@ -130,24 +111,11 @@ BUILTIN_CLUSTER_ROLES: dict[str, Obj] = {
     }
 }
 
-_CLUSTER_KINDS = {
-    "Namespace",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "PriorityClass",
-    "CustomResourceDefinition",
-}
 _ROLE_KINDS = {"Role", "ClusterRole"}
 
 
-def _documents(path: Path) -> Iterator[Obj]:
-    for doc in yaml.safe_load_all(path.read_text()):
-        if doc:
-            yield doc
-
-
 def _ns(obj: Obj) -> str:
-    return "" if obj["kind"] in _CLUSTER_KINDS else str(obj["metadata"].get("namespace") or "default")
+    return "" if obj["kind"] in CLUSTER_KINDS else str(obj["metadata"].get("namespace") or "default")
 
 
 def _subject(subject: Obj, binding_ns: str) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""deploy/ (kustomize base, optional ServiceMonitor, example), the Dockerfile and the RBAC in them.
+"""deploy/ (kustomize base, optional components, examples), its docs, the Dockerfile and the RBAC in them.
 
 The RBAC check that compares the ClusterRole with the calls netsched really
 makes belongs with the end-to-end tests: netsched.testing.rbac turns deploy/
@@ -8,6 +8,8 @@ into grants and FakeAPIServer.requests into the rules they need.
 from __future__ import annotations
 
 import importlib
+import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,10 +18,14 @@ from typing import Any
 import pytest
 import yaml
 
-from netsched.testing.rbac import Grant, allows, grants_from_deploy, load_kustomization, rules_from_deploy
+from netsched.testing.kustomize import load_kustomization
+from netsched.testing.rbac import Grant, allows, grants_from_deploy, rules_from_deploy
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
+OPTIONAL = sorted(p.parent for p in (DEPLOY / "optional").glob("*/kustomization.yaml"))
+SERVICEMONITOR = DEPLOY / "optional" / "servicemonitor"
+DASHBOARDS = DEPLOY / "optional" / "grafana-dashboards"
 NAMESPACE = "netsched-system"
 SCHEDULER_NAME = "netsched"
 METRIC_PLUGINS = ("NetworkTraffic", "LoadAware", "LoadThreshold")
@@ -139,13 +145,31 @@ def test_every_namespaced_object_is_in_netsched_system() -> None:
 @pytest.mark.skipif(
     shutil.which("kubectl") is None, reason="kubectl not installed: kustomize rendering not checked"
 )
-@pytest.mark.parametrize("directory", ["", "optional/servicemonitor"])
-def test_kubectl_kustomize_renders(directory: str) -> None:
+@pytest.mark.parametrize("directory", [DEPLOY, *OPTIONAL], ids=lambda p: str(p.relative_to(DEPLOY)) or "base")
+def test_kubectl_kustomize_renders(directory: Path) -> None:
+    assert kubectl_kustomize(directory)
+
+
+@pytest.mark.skipif(
+    shutil.which("kubectl") is None, reason="kubectl not installed: kustomize rendering not compared"
+)
+@pytest.mark.parametrize("directory", OPTIONAL, ids=lambda p: p.name)
+def test_optional_components_render_as_kustomize_renders_them(directory: Path) -> None:
+    """netsched.testing.kustomize, which the tests read deploy/ through, agrees with kustomize itself
+    (the base uses `labels` and `images`, which it does not render)."""
+
+    def by_key(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+        return {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objects}
+
+    assert by_key(load_kustomization(directory)) == by_key(kubectl_kustomize(directory))
+
+
+def kubectl_kustomize(directory: Path) -> list[dict[str, Any]]:
     result = subprocess.run(
-        ["kubectl", "kustomize", str(DEPLOY / directory)], capture_output=True, text=True, timeout=60
+        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
-    assert yaml.safe_load_all(result.stdout)
+    return [d for d in yaml.safe_load_all(result.stdout) if d]
 
 
 # --- the scheduler configuration ---------------------------------------------
@@ -244,8 +268,101 @@ def test_service_selects_the_pods_and_exposes_metrics() -> None:
     monitor = one("ServiceMonitor", documents(DEPLOY / "optional/servicemonitor/servicemonitor.yaml"))
     assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
     assert monitor["spec"]["endpoints"][0]["scheme"] == "https"
-    assert monitor["spec"]["endpoints"][0]["bearerTokenFile"]
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+
+
+def test_service_monitor_scrapes_with_a_token_allowed_to_read_metrics() -> None:
+    """authorization (not the deprecated bearerTokenFile) with a token Secret in the ServiceMonitor's
+    namespace, of a ServiceAccount bound to netsched-metrics-reader, which allows GET /metrics."""
+    objects = load_kustomization(SERVICEMONITOR)
+    monitor = one("ServiceMonitor", objects)
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert not {"bearerTokenFile", "bearerTokenSecret", "basicAuth", "oauth2"} & set(endpoint)
+    auth = endpoint["authorization"]
+    assert auth["type"] == "Bearer"
+    secret = one("Secret", objects)
+    assert auth["credentials"] == {"name": secret["metadata"]["name"], "key": "token"}
+    assert secret["metadata"]["namespace"] == monitor["metadata"]["namespace"] == NAMESPACE
+    # A token Kubernetes fills in: nothing secret in the repository.
+    assert secret["type"] == "kubernetes.io/service-account-token" and "data" not in secret
+    account = one("ServiceAccount", objects)
+    assert (
+        secret["metadata"]["annotations"]["kubernetes.io/service-account.name"] == account["metadata"]["name"]
+    )
+    assert account["automountServiceAccountToken"] is False  # no pod runs as it
+    binding = one("ClusterRoleBinding", objects)
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": NAMESPACE}
+    ]
+    reader = next(
+        o
+        for o in base()
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] == binding["roleRef"]["name"]
+    )
+    assert {"nonResourceURLs": [endpoint["path"]], "verbs": ["get"]} in reader["rules"]
+    # The component grants netsched itself nothing.
+    assert grants_from_deploy(DEPLOY, SERVICEMONITOR) == grants_from_deploy(DEPLOY)
+
+
+_PORT_NAME = re.compile(r"\bport[`:]?\s+`?([a-z][a-z0-9-]*)`?")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        DEPLOY / "README.md",
+        *sorted(SERVICEMONITOR.glob("*.yaml")),
+        DEPLOY / "examples/prometheus-scrape.yaml",
+    ],
+    ids=lambda p: str(p.relative_to(DEPLOY)),
+)
+def test_ports_named_in_docs_and_comments_are_the_services(path: Path) -> None:
+    """A comment once sent operators to a port `http-metrics` the Service does not have."""
+    names = {p["name"] for p in one("Service")["spec"]["ports"]}
+    words = {"on", "is", "of", "and", "the", "in", "to", "for", "forward", "number", "name", "names"}
+    named = {m for m in _PORT_NAME.findall(path.read_text()) if m not in words}
+    assert named <= names, (
+        f"{path.name} names port(s) {sorted(named - names)}; the Service has {sorted(names)}"
+    )
+
+
+def test_dashboards_component_ships_each_dashboard_as_the_grafana_sidecar_expects() -> None:
+    """One ConfigMap per grafana/dashboards/*.json, holding that file unchanged (the JSON stays
+    the only copy), labelled grafana_dashboard: "1" (kube-prometheus-stack's sidecar), with a
+    name that does not change with the content (the sidecar would keep the old one too)."""
+    dashboards = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
+    assert dashboards
+    config_maps = load_kustomization(DASHBOARDS)
+    assert {o["kind"] for o in config_maps} == {"ConfigMap"}
+    by_file = {next(iter(cm["data"])): cm for cm in config_maps}
+    assert sorted(by_file) == [p.name for p in dashboards]
+    for path in dashboards:
+        cm = by_file[path.name]
+        assert list(cm["data"]) == [path.name]
+        assert cm["data"][path.name] == path.read_text()
+        meta = cm["metadata"]
+        assert meta["name"] == f"netsched-dashboard-{path.stem.removeprefix('netsched-')}"
+        assert meta["namespace"] == NAMESPACE
+        assert meta["labels"]["grafana_dashboard"] == "1"  # a string: label values are
+        assert meta["annotations"]["grafana_folder"] == "netsched"
+        # `kubectl apply` keeps the whole object in an annotation, at most 256 KiB in all.
+        assert len(json.dumps(cm)) < 256 * 1024 - 4096, f"{path.name} is too big for kubectl apply"
+
+
+@pytest.mark.parametrize(
+    "doc", [ROOT / "README.md", DEPLOY / "README.md"], ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_install_instructions_name_what_the_manifests_do(doc: Path) -> None:
+    text = doc.read_text()
+    applied = re.findall(r"kubectl (?:apply|delete) -k (\S+?)/?(?:[`\s]|$)", text)
+    assert str(DASHBOARDS.relative_to(ROOT)) in applied, "the dashboards component is not in the instructions"
+    for path in applied:
+        assert (ROOT / path / "kustomization.yaml").exists(), (
+            f"{doc.name}: kubectl apply -k {path}: no such kustomization"
+        )
+    generated = {(k, v) for cm in load_kustomization(DASHBOARDS) for k, v in cm["metadata"]["labels"].items()}
+    promised = set(re.findall(r'labelled `(\w+): "(\w+)"`', text))
+    assert promised and promised <= generated, f"{doc.name} promises labels {promised}"
 
 
 def test_example_workload_uses_netsched() -> None:
@@ -310,6 +427,20 @@ def test_leases_are_granted_only_in_the_lease_namespace_and_name() -> None:
     # The lease the config names is the one the Role allows.
     le = yaml.safe_load(scheduler_config_text())["leaderElection"]
     assert allows(grants, "coordination.k8s.io", "leases", "get", le["resourceNamespace"], le["resourceName"])
+
+
+def test_readme_rbac_table_is_what_the_manifests_grant() -> None:
+    text = (DEPLOY / "README.md").read_text()
+    table = text[text.index("### RBAC") :].split("\n\n")[2]
+    rows = [line.strip("|").split("|") for line in table.splitlines()[2:]]
+    assert rows, "no RBAC table in deploy/README.md"
+    documented = set()
+    for group, resources, verbs, _why in rows:
+        group = group.strip().strip('"')
+        for resource in resources.split(","):
+            for verb in re.findall(r"\b(get|list|watch|create|update|patch|delete)\b", verbs):
+                documented.add((group, resource.strip(), verb))
+    assert documented == rules_from_deploy(DEPLOY)
 
 
 def test_rules_from_deploy_is_the_plain_tuple_view() -> None:
