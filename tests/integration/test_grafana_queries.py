@@ -9,7 +9,7 @@ promtool checks the syntax, and a real Prometheus (the distribution's
 What it scrapes is the real thing: a SchedulerApp (leader election on, its
 /metrics endpoint served as in production) scheduling pods from a fake API
 server, with NetworkTraffic, LoadAware and LoadThreshold polling that same
-Prometheus, which also scrapes a synthetic node_exporter for four nodes.
+Prometheus, which also scrapes a synthetic node_exporter for thirteen nodes.
 Nothing is written into netsched's metrics by the test; each panel has data
 because the scheduler did something:
 
@@ -134,6 +134,18 @@ def variable_queries() -> list[tuple[str, str, str]]:
     return found
 
 
+def panels(dashboard: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every panel, those inside (collapsed) rows too."""
+    for panel in dashboard["panels"]:
+        yield panel
+        yield from panel.get("panels") or ()
+
+
+def panel(dashboard: str, title: str) -> dict[str, Any]:
+    (found,) = [p for p in panels(load(ROOT / "grafana" / "dashboards" / dashboard)) if p["title"] == title]
+    return found
+
+
 # --- structure: no Prometheus needed -------------------------------------------------
 
 
@@ -187,6 +199,31 @@ def test_dashboards_cover_the_metrics_operators_need() -> None:
     assert "stddev(" in text and "histogram_quantile(" in text
 
 
+# Grafana's unit ids for rates (packages/grafana-data/src/valueFormats/categories.ts, "Throughput").
+PER_MINUTE_UNITS = {"cpm", "opm", "rpm", "wpm"}
+PER_SECOND_UNITS = {"cps", "ops", "reqps", "rps", "wps", "iops"}
+
+
+def test_rate_panels_have_a_unit_per_second_or_per_minute() -> None:
+    """A panel plotting 60 * rate(...) shows events per minute: its unit says so ("short" did not)."""
+    checked = 0
+    for path in DASHBOARDS:
+        for p in panels(load(path)):
+            exprs = [t["expr"] for t in p.get("targets") or () if "rate(" in t["expr"]]
+            if not exprs:
+                continue
+            unit = p["fieldConfig"]["defaults"].get("unit")
+            per_minute = [e.replace(" ", "").startswith("60*") for e in exprs]
+            where = f"{path.name}: {p['title']}"
+            if any(per_minute):
+                assert all(per_minute), f"{where}: per-minute and per-second series in one panel"
+                assert unit in PER_MINUTE_UNITS, f"{where}: per-minute series with unit {unit!r}"
+                checked += 1
+            else:
+                assert unit not in PER_MINUTE_UNITS, f"{where}: per-second series with unit {unit!r}"
+    assert checked, "no per-minute panel found"
+
+
 def test_substitution_leaves_no_variable() -> None:
     for where, expr, _ in queries():
         assert "$" not in expr, where
@@ -230,13 +267,24 @@ def test_promtool_accepts_every_query(tmp_path: Path) -> None:
 
 # Utilisation per node (network = busier direction / the exporter's 1 Gb/s link): node-d is
 # above the dashboards' 0.8 on every resource, and above LoadThreshold's limits below.
-NODES = {"node-a": "10.0.0.1", "node-b": "10.0.0.2", "node-c": "10.0.0.3", "node-d": "10.0.0.4"}
+# Thirteen nodes, more than the ten "Busiest nodes now" lists, each with its own network level.
 LOAD = {
     "node-a": {"rx": 10e6, "tx": 5e6, "cpu": 0.10, "memory": 0.20},
     "node-b": {"rx": 30e6, "tx": 10e6, "cpu": 0.30, "memory": 0.30},
     "node-c": {"rx": 60e6, "tx": 20e6, "cpu": 0.50, "memory": 0.50},
     "node-d": {"rx": 110e6, "tx": 40e6, "cpu": 0.90, "memory": 0.90},
+    "node-e": {"rx": 5e6, "tx": 2e6, "cpu": 0.15, "memory": 0.25},
+    "node-f": {"rx": 10e6, "tx": 15e6, "cpu": 0.20, "memory": 0.35},
+    "node-g": {"rx": 20e6, "tx": 5e6, "cpu": 0.25, "memory": 0.40},
+    "node-h": {"rx": 25e6, "tx": 5e6, "cpu": 0.35, "memory": 0.45},
+    "node-i": {"rx": 35e6, "tx": 10e6, "cpu": 0.40, "memory": 0.55},
+    "node-j": {"rx": 20e6, "tx": 40e6, "cpu": 0.45, "memory": 0.60},
+    "node-k": {"rx": 45e6, "tx": 10e6, "cpu": 0.55, "memory": 0.65},
+    "node-l": {"rx": 55e6, "tx": 10e6, "cpu": 0.60, "memory": 0.70},
+    "node-m": {"rx": 70e6, "tx": 30e6, "cpu": 0.65, "memory": 0.75},
 }
+NODES = {name: f"10.0.0.{i}" for i, name in enumerate(LOAD, start=1)}
+LINK = 125e6  # the exporter's link speed, bytes/s
 # The API client tries a request this many times; a binding fault that outlasts them fails the bind.
 RETRY = RetrySettings(max_attempts=3, backoff=0.1, max_backoff=0.5)
 
@@ -593,3 +641,88 @@ def test_the_data_is_the_running_schedulers(stack: Stack) -> None:
     eventually(stack, "sum(netsched_leader)", "", lambda v: v == {"": 1.0}, "one leader")
     placed = eventually(stack, "sum by (node) (netsched_placements_total)", "node", bool, "placements")
     assert set(placed) <= set(NODES), placed
+
+
+# --- "Busiest nodes now": the table Grafana builds from three instant queries ------------------
+
+
+def table_frame(stack: Stack, target: dict[str, Any], at: float) -> list[dict[str, Any]]:
+    """An instant query as the table frame Grafana's Prometheus data source makes of it: per series
+    a row of Time, its labels and "Value #<refId>" (the name when a panel has several queries)."""
+    data = api(stack.prom, "query", query=substitute(target["expr"]), time=str(at))
+    assert data["resultType"] == "vector", data
+    return [
+        {
+            "Time": float(s["value"][0]) * 1000,
+            **s["metric"],
+            f"Value #{target['refId']}": float(s["value"][1]),
+        }
+        for s in data["result"]
+    ]
+
+
+def grafana_merge(frames: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Grafana's "merge" transformation (packages/grafana-data/.../transformers/merge.ts): rows are
+    joined on the fields every frame has (here Time and node); a row only one query returned
+    stays, with the other queries' columns empty."""
+    frames = [f for f in frames if f]
+    keys = sorted(set.intersection(*(set(row) for f in frames for row in f[:1])))
+    merged: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    order: list[dict[str, Any]] = []
+    for frame in frames:
+        for row in frame:
+            rows = merged.setdefault(tuple(row[k] for k in keys), [])
+            match = next((r for r in rows if all(r.get(k) in (None, v) for k, v in row.items())), None)
+            if match is None:
+                rows.append(dict(row))
+                order.append(rows[-1])
+            else:
+                match.update(row)
+    return order
+
+
+def transform(panel: dict[str, Any], frames: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The panel's transformations, then its table sort, as Grafana applies them."""
+    rows: list[dict[str, Any]] | None = None
+    for t in panel["transformations"]:
+        if t["id"] == "merge":
+            rows = grafana_merge(frames)
+        elif t["id"] == "organize":
+            assert rows is not None, "organize before merge"
+            drop = {k for k, v in t["options"].get("excludeByName", {}).items() if v}
+            names = t["options"].get("renameByName", {})
+            rows = [{names.get(k, k): v for k, v in r.items() if k not in drop} for r in rows]
+        else:
+            raise AssertionError(f"{panel['title']}: transformation {t['id']} not modelled by this test")
+    assert rows is not None
+    for sort in reversed(panel["options"].get("sortBy") or []):
+        rows.sort(key=lambda r: r.get(sort["displayName"]) or 0.0, reverse=bool(sort.get("desc")))
+    return rows
+
+
+def test_busiest_nodes_lists_the_ten_busiest_each_with_cpu_and_memory(stack: Stack) -> None:
+    """With more nodes than its topk, the table holds the ten busiest by network, each with all three
+    columns, busiest first; with topk on the first query only it listed every node."""
+    table = panel("netsched-placement.json", "Busiest nodes now")
+    topk = re.search(r"topk\((\d+),", table["targets"][0]["expr"])
+    assert topk, table["targets"][0]["expr"]
+    top = int(topk[1])
+    assert len(NODES) > top
+    for resource in ("network", "cpu", "memory"):
+        eventually(
+            stack,
+            f"max by (node) (netsched_node_{resource}_utilisation)",
+            "node",
+            lambda v: set(v) == set(NODES),
+            f"{resource} utilisation of every node",
+        )
+    at = time.time()
+    rows = transform(table, [table_frame(stack, t, at) for t in table["targets"]])
+    by_network = sorted(NODES, key=lambda n: max(LOAD[n]["rx"], LOAD[n]["tx"]), reverse=True)
+    assert [r["node"] for r in rows] == by_network[:top], rows
+    for row in rows:
+        assert set(row) == {"node", "network", "cpu", "memory"}, row
+        load = LOAD[row["node"]]
+        assert row["network"] == pytest.approx(max(load["rx"], load["tx"]) / LINK, abs=0.02), row
+        assert row["cpu"] == pytest.approx(load["cpu"], abs=0.02), row
+        assert row["memory"] == pytest.approx(load["memory"], abs=0.02), row
