@@ -5,11 +5,11 @@ the kustomizations themselves. Only what deploy/ and grafana/ use is rendered,
 the way kustomize renders it: `resources` (files and directories, recursively),
 the kustomization's `namespace`, and `configMapGenerator` with `files` under
 `generatorOptions` and per-generator `options` (labels, annotations,
-immutable); anything else in a generator is refused with its field path. A generator whose name kustomize would suffix with a
-content hash is refused: every generator here sets `disableNameSuffixHash`, and
-a renderer that returned the bare name would be silently wrong.
-tests/unit/test_deploy.py compares the result with `kubectl kustomize` where it
-is installed.
+immutable). Anything else in a generator is refused with its field path, and so
+is a generator whose name kustomize would suffix with a content hash (every one
+here sets `disableNameSuffixHash`): a bare name would be silently wrong.
+tests/unit/test_deploy.py and test_testing_kustomize.py compare the result with
+`kubectl kustomize` where it is installed.
 """
 
 from __future__ import annotations
