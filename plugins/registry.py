@@ -22,10 +22,9 @@ def in_tree_plugins() -> list[PluginFactory]:
     from netsched.plugins.node_affinity import NodeAffinity
     from netsched.plugins.node_name import NodeName
     from netsched.plugins.node_ports import NodePorts
-    from netsched.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
-    from netsched.plugins.node_resources_fit import NodeResourcesFit
     from netsched.plugins.node_unschedulable import NodeUnschedulable
     from netsched.plugins.node_volume_limits import NodeVolumeLimits
+    from netsched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
     from netsched.plugins.pod_topology_spread import PodTopologySpread
     from netsched.plugins.priority_sort import PrioritySort
     from netsched.plugins.scheduling_gates import SchedulingGates

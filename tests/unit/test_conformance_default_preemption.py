@@ -23,7 +23,7 @@ from kube_cases import knode, kpod
 
 from netsched.framework.search import FitError
 from netsched.plugins.default_preemption import DefaultPreemption
-from netsched.plugins.node_resources_fit import NodeResourcesFit
+from netsched.plugins.noderesources import NodeResourcesFit
 from netsched.plugins.pod_topology_spread import PodTopologySpread
 from netsched.testing.framework import build_framework, schedule_pod
 from netsched.testing.handle import RecordingAPI

@@ -20,7 +20,7 @@ from kube_cases import knode, kpod, run_score
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import Snapshot
-from netsched.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
+from netsched.plugins.noderesources import NodeResourcesBalancedAllocation
 from netsched.testing.builders import node_infos
 from netsched.testing.framework import build_plugin
 

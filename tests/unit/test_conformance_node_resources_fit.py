@@ -12,7 +12,7 @@ Version note: kube <= 1.33 reports every Fit rejection as Unschedulable; since
 v1.34 (kubernetes#131345, "return UnschedulableAndUnresolvable when node capacity
 is insufficient") a request larger than the node's whole allocatable is
 UnschedulableAndUnresolvable.  netsched follows the newer rule;
-the cases where the two differ are marked NEW (see plugins/node_resources_fit/README.md).
+the cases where the two differ are marked NEW (see plugins/noderesources/README.md).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 from kube_cases import UNRES, UNSCHED, knode, kpod, run_filter, run_score
 
 from netsched.framework.fields import ErrorList, Fields
-from netsched.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
+from netsched.plugins.noderesources import NodeResourcesFit, NodeResourcesFitArgs
 
 EXT_A = "example.com/aaa"
 EXT_B = "example.com/bbb"
@@ -685,7 +685,7 @@ def test_bin_packing_multiple_extended(pod: Any, existing: Any, want: list[int])
     ],
 )
 def test_broken_linear_function(points: list[tuple[int, int]], assertions: list[tuple[int, int]]) -> None:
-    from netsched.plugins.node_resources_fit.scoring import broken_linear
+    from netsched.plugins.noderesources.scoring import broken_linear
 
     # kube's TestBrokenLinearFunction (utilisations outside 0..100 cannot occur here: they are clamped).
     assert [broken_linear(points, p) for p, _ in assertions] == [want for _, want in assertions]

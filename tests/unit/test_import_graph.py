@@ -59,16 +59,6 @@ TEMPORARY_EXEMPTIONS = {
     ("netsched.plugins.coscheduling.plugin", "netsched.framework.quantity"),
     ("netsched.plugins.coscheduling.status", "netsched.kube.errors"),
     ("netsched.plugins.coscheduling.status", "netsched.kube.resources"),
-    # `face`: the two noderesources folders become one (kube's plugins/noderesources).
-    ("netsched.plugins.node_resources_balanced_allocation.args", "netsched.plugins.node_resources_fit.args"),
-    (
-        "netsched.plugins.node_resources_balanced_allocation.args",
-        "netsched.plugins.node_resources_fit.resources",
-    ),
-    (
-        "netsched.plugins.node_resources_balanced_allocation.plugin",
-        "netsched.plugins.node_resources_fit.resources",
-    ),
 }
 
 

@@ -17,8 +17,7 @@ from kube_cases import UNRES, UNSCHED, run_filter, run_score
 from netsched.framework.parse import parse_node
 from netsched.framework.types import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
 from netsched.plugins.node_affinity import NodeAffinity
-from netsched.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
-from netsched.plugins.node_resources_fit import NodeResourcesFit
+from netsched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.framework import schedule_pod
 

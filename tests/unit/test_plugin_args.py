@@ -9,7 +9,7 @@ import pytest
 
 from netsched.framework.interfaces import FilterPlugin, Plugin, PluginArgs, PluginArgsError, ScorePlugin
 from netsched.framework.runtime import FrameworkBuildError
-from netsched.plugins.node_resources_fit import NodeResourcesFitArgs
+from netsched.plugins.noderesources import NodeResourcesFitArgs
 from netsched.plugins.registry import in_tree_plugins
 from netsched.testing.framework import build_framework, build_plugin
 from netsched.testing.prometheus import fake_hub

@@ -13,7 +13,7 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import NodeInfo, PodInfo
-from netsched.plugins.node_resources_balanced_allocation import (
+from netsched.plugins.noderesources import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
 )

@@ -14,9 +14,9 @@ from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import NodeInfo, PodInfo
-from netsched.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
-from netsched.plugins.node_resources_fit.resources import is_extended, is_scalar
-from netsched.plugins.node_resources_fit.scoring import broken_linear, go_div
+from netsched.plugins.noderesources import NodeResourcesFit, NodeResourcesFitArgs
+from netsched.plugins.noderesources.resources import is_extended, is_scalar
+from netsched.plugins.noderesources.scoring import broken_linear, go_div
 from netsched.testing.agreement import filter_statuses, score_outcomes, verdict
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
 from netsched.testing.framework import build_plugin

@@ -24,9 +24,9 @@ from netsched.plugins.inter_pod_affinity.plugin import InterPodAffinity
 from netsched.plugins.load_threshold.plugin import LoadThreshold
 from netsched.plugins.node_affinity.plugin import NodeAffinity
 from netsched.plugins.node_ports.plugin import NodePorts
-from netsched.plugins.node_resources_fit.plugin import NodeResourcesFit
 from netsched.plugins.node_unschedulable.plugin import NodeUnschedulable
 from netsched.plugins.node_volume_limits.plugin import NodeVolumeLimits
+from netsched.plugins.noderesources.fit import NodeResourcesFit
 from netsched.plugins.pod_topology_spread.plugin import PodTopologySpread
 from netsched.plugins.priority_sort.plugin import PrioritySort
 from netsched.plugins.taint_toleration.plugin import TaintToleration

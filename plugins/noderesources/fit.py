@@ -46,15 +46,15 @@ from netsched.framework import (
     Snapshot,
     Status,
 )
-from netsched.plugins.node_resources_fit.args import NodeResourcesFitArgs
-from netsched.plugins.node_resources_fit.resources import (
+from netsched.plugins.noderesources.args import NodeResourcesFitArgs
+from netsched.plugins.noderesources.resources import (
     is_extended,
     is_scalar,
     node_pair,
     pod_score_request,
     table_pair,
 )
-from netsched.plugins.node_resources_fit.scoring import strategy_for
+from netsched.plugins.noderesources.scoring import strategy_for
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_KEY = "PreFilter" + NAME

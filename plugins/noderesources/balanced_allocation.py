@@ -32,8 +32,8 @@ from netsched.framework import (
     Snapshot,
     Status,
 )
-from netsched.plugins.node_resources_balanced_allocation.args import NodeResourcesBalancedAllocationArgs
-from netsched.plugins.node_resources_fit.resources import node_pair, pod_score_request, table_pair
+from netsched.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
+from netsched.plugins.noderesources.resources import node_pair, pod_score_request, table_pair
 
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_KEY = "PreScore" + NAME

@@ -1,9 +1,14 @@
-"""NodeResourcesFitArgs: ignored extended resources and the scoring strategy.
+"""The args of the two noderesources plugins, as kube's NodeResourcesFitArgs and
+NodeResourcesBalancedAllocationArgs (v1).
 
-Defaults and validation follow kube's NodeResourcesFitArgs (v1): a missing
-scoringStrategy means LeastAllocated over cpu and memory with weight 1, a
-weight of 0 means 1, weights must be in (0, 100], and a RequestedToCapacityRatio
+NodeResourcesFitArgs: ignored extended resources and the scoring strategy.  A
+missing scoringStrategy means LeastAllocated over cpu and memory with weight 1,
+a weight of 0 means 1, weights must be in (0, 100], and a RequestedToCapacityRatio
 shape needs increasing utilizations in [0, 100] with scores in [0, 10].
+
+NodeResourcesBalancedAllocationArgs: which resources to balance.  An empty list
+means cpu and memory; a weight of 0 (or none) means 1, and any other weight is
+rejected (the formula has no weights); a resource may appear once.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netsched.framework import Fields, PluginArgs, join
-from netsched.plugins.node_resources_fit.resources import (
+from netsched.plugins.noderesources.resources import (
     DEFAULT_RESOURCES,
     ResourceSpec,
     qualified_name_errors,
@@ -155,3 +160,25 @@ def _shape(f: Fields) -> tuple[UtilizationShapePoint, ...]:
                 join(join(path, i), "score"), pt.score, f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
             )
     return tuple(points)
+
+
+@dataclass(frozen=True)
+class NodeResourcesBalancedAllocationArgs(PluginArgs):
+    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
+
+    @classmethod
+    def decode(cls, fields: Fields) -> NodeResourcesBalancedAllocationArgs:
+        resources = resource_specs(fields, "resources", DEFAULT_RESOURCES)
+        base = join(fields.path, "resources")
+        seen: set[str] = set()
+        for i, r in enumerate(resources):
+            if r.name in seen:
+                fields.errs.duplicate(join(join(base, i), "name"), r.name)
+            seen.add(r.name)
+            if r.weight != 1:
+                fields.errs.invalid(join(join(base, i), "weight"), r.weight, "must be 1")
+        fields.finish()
+        return cls(resources)
+
+    def encode(self) -> dict[str, Any]:
+        return {"resources": [r.encode() for r in self.resources]}
