@@ -20,30 +20,32 @@ from netsched.config.types import (
     PluginRef,
     PluginSet,
 )
+from netsched.framework import names
 
 _log = logging.getLogger(__name__)
 
 # kube v1's default multiPoint set, in kube's order, with its score weights
-# (v1.31 pkg/scheduler/apis/config/v1/default_plugins.go, no feature gates changing it).
+# (v1.31 pkg/scheduler/apis/config/v1/default_plugins.go, no feature gates changing it);
+# the names are the plugins' own (netsched.framework.names), read without importing plugin code.
 DEFAULT_PLUGINS: tuple[PluginRef, ...] = (
-    PluginRef("SchedulingGates"),
-    PluginRef("PrioritySort"),
-    PluginRef("NodeUnschedulable"),
-    PluginRef("NodeName"),
-    PluginRef("TaintToleration", 3),
-    PluginRef("NodeAffinity", 2),
-    PluginRef("NodePorts"),
-    PluginRef("NodeResourcesFit", 1),
-    PluginRef("VolumeRestrictions"),
-    PluginRef("NodeVolumeLimits"),
-    PluginRef("VolumeBinding"),
-    PluginRef("VolumeZone"),
-    PluginRef("PodTopologySpread", 2),
-    PluginRef("InterPodAffinity", 2),
-    PluginRef("DefaultPreemption"),
-    PluginRef("NodeResourcesBalancedAllocation", 1),
-    PluginRef("ImageLocality", 1),
-    PluginRef("DefaultBinder"),
+    PluginRef(names.SCHEDULING_GATES),
+    PluginRef(names.PRIORITY_SORT),
+    PluginRef(names.NODE_UNSCHEDULABLE),
+    PluginRef(names.NODE_NAME),
+    PluginRef(names.TAINT_TOLERATION, 3),
+    PluginRef(names.NODE_AFFINITY, 2),
+    PluginRef(names.NODE_PORTS),
+    PluginRef(names.NODE_RESOURCES_FIT, 1),
+    PluginRef(names.VOLUME_RESTRICTIONS),
+    PluginRef(names.NODE_VOLUME_LIMITS),
+    PluginRef(names.VOLUME_BINDING),
+    PluginRef(names.VOLUME_ZONE),
+    PluginRef(names.POD_TOPOLOGY_SPREAD, 2),
+    PluginRef(names.INTER_POD_AFFINITY, 2),
+    PluginRef(names.DEFAULT_PREEMPTION),
+    PluginRef(names.NODE_RESOURCES_BALANCED_ALLOCATION, 1),
+    PluginRef(names.IMAGE_LOCALITY, 1),
+    PluginRef(names.DEFAULT_BINDER),
 )
 
 

@@ -32,20 +32,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from netsched.config.types import API_GROUP, PLUGIN_SET_KEYS, PluginRef
+from netsched.framework import names
 from netsched.framework.fields import ErrorList, join
 
 log = logging.getLogger(__name__)
 
 V1BETA1 = f"{API_GROUP}/v1beta1"
-FIT = "NodeResourcesFit"
-STRATEGIES = {
+FIT = names.NODE_RESOURCES_FIT
+# v1beta1 score plugins that v1 folds into NodeResourcesFit as a scoringStrategy type.
+STRATEGY_PLUGINS = {
     "NodeResourcesLeastAllocated": "LeastAllocated",
     "NodeResourcesMostAllocated": "MostAllocated",
     "RequestedToCapacityRatio": "RequestedToCapacityRatio",
 }
 DROPPED = ("NodePreferAvoidPods",)
 REMOVED = ("NodeLabel", "ServiceAffinity")
-V1BETA1_WEIGHTS = {"NodeAffinity": 1, "InterPodAffinity": 1, "TaintToleration": 1}
+V1BETA1_WEIGHTS = {names.NODE_AFFINITY: 1, names.INTER_POD_AFFINITY: 1, names.TAINT_TOLERATION: 1}
 
 
 def default_plugins(v1_defaults: tuple[PluginRef, ...]) -> tuple[PluginRef, ...]:
@@ -95,7 +97,7 @@ def _profile(profile: dict[str, Any], path: str, errs: ErrorList) -> None:
                     if name in REMOVED and list_key == "enabled":
                         errs.forbidden(at, f"{name} was removed from kube-scheduler in v1beta2 (1.22)")
                         continue
-                    if name in STRATEGIES and isinstance(entry, dict):
+                    if name in STRATEGY_PLUGINS and isinstance(entry, dict):
                         if list_key == "enabled":
                             if strategy is not None and strategy[0] != name:
                                 errs.invalid(
@@ -104,7 +106,7 @@ def _profile(profile: dict[str, Any], path: str, errs: ErrorList) -> None:
                                     f"only one scoring strategy per profile ({strategy[0]} is enabled)",
                                 )
                                 continue
-                            strategy = (name, STRATEGIES[name], int(entry.get("weight") or 1))
+                            strategy = (name, STRATEGY_PLUGINS[name], int(entry.get("weight") or 1))
                         entry = {**entry, "name": FIT}
                     kept.append(entry)
                 block[list_key] = _unique_fit(kept)
@@ -141,12 +143,12 @@ def _plugin_config(
             kept.append(item)
             continue
         name, args = item.get("name"), item.get("args")
-        if name in STRATEGIES:
+        if name in STRATEGY_PLUGINS:
             old_args[name] = dict(args) if isinstance(args, dict) else {}
             continue
         if name == FIT and isinstance(args, dict):
             fit_args = args
-        if name == "PodTopologySpread" and isinstance(args, dict) and _needs_list_defaulting(args):
+        if name == names.POD_TOPOLOGY_SPREAD and isinstance(args, dict) and _needs_list_defaulting(args):
             args["defaultingType"] = "List"  # v1beta1's defaulting
         if isinstance(args, dict):
             args.pop("apiVersion", None)

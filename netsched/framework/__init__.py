@@ -22,6 +22,7 @@ The modules behind it:
 Modules inside the package import each other directly, never this facade.
 """
 
+from netsched.framework import names
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, FieldError, Fields, join
 from netsched.framework.interfaces import (
@@ -202,6 +203,7 @@ __all__ = [
     "format_canonical",
     "join",
     "label_codes",
+    "names",
     "parse_label_selector",
     "parse_node_selector",
     "parse_quantity",

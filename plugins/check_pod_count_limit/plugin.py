@@ -19,16 +19,16 @@ from netsched.framework import (
     Rejection,
     Snapshot,
     Status,
+    names,
 )
 from netsched.plugins.check_pod_count_limit.args import CheckPodCountLimitArgs
 
-NAME = "CheckPodCountLimit"
 ERR_REASON = "node(s) reached the pod count limit"
 _TERMINAL = ("Succeeded", "Failed")
 
 
 class CheckPodCountLimit(FilterPlugin[CheckPodCountLimitArgs]):
-    name = NAME
+    name = names.CHECK_POD_COUNT_LIMIT
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         running = sum(1 for p in node.pods.values() if p.phase not in _TERMINAL)

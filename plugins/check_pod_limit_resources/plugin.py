@@ -27,10 +27,9 @@ from netsched.framework import (
     Rejection,
     Snapshot,
     Status,
+    names,
 )
 from netsched.plugins.check_pod_limit_resources.args import CheckPodLimitResourcesArgs
-
-NAME = "CheckPodLimitResources"
 
 
 def limit_or_request(pod: PodInfo, resource: str) -> int:
@@ -44,7 +43,7 @@ def reason(resource: str) -> str:
 
 
 class CheckPodLimitResources(FilterPlugin[CheckPodLimitResourcesArgs]):
-    name = NAME
+    name = names.CHECK_POD_LIMIT_RESOURCES
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         reasons: list[str] = []

@@ -9,7 +9,7 @@ its reply was lost, and the retry hit 409), the pod is where we want it.
 
 from __future__ import annotations
 
-from netsched.framework import BindPlugin, CycleState, PodInfo, Status
+from netsched.framework import BindPlugin, CycleState, PodInfo, Status, names
 
 HTTP_CONFLICT = 409
 
@@ -32,7 +32,7 @@ def already_bound_to(err: BaseException, node_name: str) -> bool:
 
 
 class DefaultBinder(BindPlugin[None]):
-    name = "DefaultBinder"
+    name = names.DEFAULT_BINDER
 
     def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         try:

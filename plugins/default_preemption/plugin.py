@@ -38,6 +38,7 @@ from netsched.framework import (
     PostFilterResult,
     Snapshot,
     Status,
+    names,
 )
 from netsched.plugins.default_preemption.args import DefaultPreemptionArgs
 from netsched.plugins.default_preemption.candidates import Candidate, pick_one
@@ -55,7 +56,7 @@ REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
 class DefaultPreemption(PostFilterPlugin[DefaultPreemptionArgs]):
-    name = "DefaultPreemption"
+    name = names.DEFAULT_PREEMPTION
 
     def __init__(self, args: DefaultPreemptionArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)

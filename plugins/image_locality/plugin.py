@@ -32,9 +32,9 @@ from netsched.framework import (
     PodInfo,
     ScorePlugin,
     Snapshot,
+    names,
 )
 
-NAME = "ImageLocality"
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
@@ -107,7 +107,7 @@ class _ImageIndex:
 
 
 class ImageLocality(ScorePlugin[None]):
-    name = NAME
+    name = names.IMAGE_LOCALITY
 
     def __init__(self, args: None, handle: Handle) -> None:
         super().__init__(args, handle)
@@ -132,7 +132,7 @@ class ImageLocality(ScorePlugin[None]):
         return got
 
     def _index(self, snapshot: Snapshot) -> _ImageIndex:
-        key = f"{NAME}/index@{snapshot.layout_version}"
+        key = f"{names.IMAGE_LOCALITY}/index@{snapshot.layout_version}"
         got = snapshot.cache.get(key)
         if not isinstance(got, _ImageIndex):
             got = _ImageIndex(len(snapshot.nodes))

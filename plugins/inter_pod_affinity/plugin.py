@@ -38,6 +38,7 @@ from netsched.framework import (
     ScorePlugin,
     Snapshot,
     Status,
+    names,
     synced_pod_index,
 )
 from netsched.plugins.inter_pod_affinity import filtering, scoring
@@ -51,7 +52,7 @@ class InterPodAffinity(
     PreScorePlugin[InterPodAffinityArgs],
     ScorePlugin[InterPodAffinityArgs],
 ):
-    name = "InterPodAffinity"
+    name = names.INTER_POD_AFFINITY
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """An assigned pod matching one of the pod's (anti-)affinity terms added, changed or deleted;

@@ -30,6 +30,7 @@ from netsched.framework import (
     IntArray,
     PodInfo,
     Snapshot,
+    names,
 )
 from netsched.metrics.plugin_api import (
     CPU,
@@ -57,7 +58,7 @@ def target_load_packing(u_percent: FloatArray, target: float) -> FloatArray:
 
 
 class LoadAware(MetricScorePlugin[LoadAwareArgs]):
-    name = "LoadAware"
+    name = names.LOAD_AWARE
 
     def __init__(self, args: LoadAwareArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -40,6 +40,7 @@ from netsched.framework import (
     ReservePlugin,
     Snapshot,
     Status,
+    names,
 )
 from netsched.metrics.plugin_api import (
     CPU,
@@ -68,7 +69,7 @@ class _Check:
 
 
 class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThresholdArgs]):
-    name = "LoadThreshold"
+    name = names.LOAD_THRESHOLD
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return METRICS_EVENTS

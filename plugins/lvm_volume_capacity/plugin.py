@@ -53,6 +53,7 @@ from netsched.framework import (
     Rejection,
     Snapshot,
     Status,
+    names,
 )
 from netsched.plugins.lvm_volume_capacity.args import LvmVolumeCapacityArgs
 from netsched.plugins.volumes import (
@@ -65,8 +66,7 @@ from netsched.plugins.volumes.events import CLAIMS, STORAGE_CLASS, event
 
 log = logging.getLogger(__name__)
 
-NAME = "LvmVolumeCapacity"
-STATE_KEY = NAME + "/needs"
+STATE_KEY = names.LVM_VOLUME_CAPACITY + "/needs"
 # StorageClass parameter naming the device class, current key first.
 DEVICE_CLASS_PARAMETERS = ("topolvm.io/device-class", "topolvm.cybozu.com/device-class")
 # Node annotation prefixes carrying a device class's free bytes, current prefix first.
@@ -159,7 +159,7 @@ def _as_int(value: str | None) -> int | None:
 
 
 class LvmVolumeCapacity(PreFilterPlugin[LvmVolumeCapacityArgs], FilterPlugin[LvmVolumeCapacityArgs]):
-    name = NAME
+    name = names.LVM_VOLUME_CAPACITY
     # An out-of-tree plugin of this name (another LVM driver's rules) takes this one's place.
     replaceable: ClassVar[bool] = True
 

@@ -26,6 +26,7 @@ from netsched.framework import (
     IntArray,
     PodInfo,
     Snapshot,
+    names,
 )
 from netsched.metrics.plugin_api import (
     LINK_SPEED,
@@ -40,7 +41,7 @@ from netsched.plugins.network_traffic.args import NetworkTrafficArgs
 
 
 class NetworkTraffic(MetricScorePlugin[NetworkTrafficArgs]):
-    name = "NetworkTraffic"
+    name = names.NETWORK_TRAFFIC
 
     def __init__(self, args: NetworkTrafficArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)

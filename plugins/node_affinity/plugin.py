@@ -49,12 +49,12 @@ from netsched.framework import (
     Snapshot,
     Status,
     default_normalize_score,
+    names,
 )
 from netsched.plugins.node_affinity.args import NodeAffinityArgs
 
-NAME = "NodeAffinity"
-PRE_FILTER_KEY = "PreFilter" + NAME
-PRE_SCORE_KEY = "PreScore" + NAME
+PRE_FILTER_KEY = "PreFilter" + names.NODE_AFFINITY
+PRE_SCORE_KEY = "PreScore" + names.NODE_AFFINITY
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
@@ -144,7 +144,7 @@ class _Evaluator:
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self.n = len(snapshot.nodes)
-        key = f"{NAME}/masks@{snapshot.layout_version}"
+        key = f"{names.NODE_AFFINITY}/masks@{snapshot.layout_version}"
         got = snapshot.cache.get(key)
         if not isinstance(got, _Masks):
             got = _Masks()
@@ -237,7 +237,7 @@ class NodeAffinity(
     PreScorePlugin[NodeAffinityArgs],
     ScorePlugin[NodeAffinityArgs],
 ):
-    name = NAME
+    name = names.NODE_AFFINITY
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """A node added, or relabelled so that it now matches the pod's required affinity and the

@@ -19,13 +19,14 @@ from netsched.framework import (
     Rejection,
     Snapshot,
     Status,
+    names,
 )
 
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
 class NodeName(FilterPlugin[None]):
-    name = "NodeName"
+    name = names.NODE_NAME
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if not pod.node_name or pod.node_name == node.name:

@@ -36,10 +36,10 @@ from netsched.framework import (
     Rejection,
     Snapshot,
     Status,
+    names,
 )
 
-NAME = "NodePorts"
-PRE_FILTER_KEY = "PreFilter" + NAME
+PRE_FILTER_KEY = "PreFilter" + names.NODE_PORTS
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 ALL_ADDRESSES = "0.0.0.0"
 
@@ -65,7 +65,7 @@ def fits(used: Mapping[tuple[str, str, int], int], wanted: tuple[HostPort, ...])
 
 
 class NodePorts(PreFilterPlugin[None], FilterPlugin[None]):
-    name = NAME
+    name = names.NODE_PORTS
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """An assigned pod using one of the pod's host ports deleted; a node added or changed (kube v1.31)."""

@@ -26,6 +26,7 @@ from netsched.framework import (
     Snapshot,
     Status,
     Taint,
+    names,
 )
 
 ERR_REASON = "node(s) were unschedulable"
@@ -37,7 +38,7 @@ def tolerates_unschedulable(pod: PodInfo) -> bool:
 
 
 class NodeUnschedulable(FilterPlugin[None]):
-    name = "NodeUnschedulable"
+    name = names.NODE_UNSCHEDULABLE
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """A node added or uncordoned (spec.unschedulable counts as a taint change, as upstream)."""

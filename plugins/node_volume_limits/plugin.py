@@ -33,6 +33,7 @@ from netsched.framework import (
     Rejection,
     Snapshot,
     Status,
+    names,
 )
 from netsched.plugins.volumes import (
     Claim,
@@ -45,8 +46,7 @@ from netsched.plugins.volumes import (
 )
 from netsched.plugins.volumes.events import CLAIMS, CSI_NODES, NODE_ADD, POD_RELEASES
 
-NAME = "NodeVolumeLimits"
-STATE_KEY = "PreFilter" + NAME
+STATE_KEY = "PreFilter" + names.NODE_VOLUME_LIMITS
 ERR_REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 _MEMO_LIMIT = 50_000
 
@@ -61,7 +61,7 @@ class LimitsState:
 
 
 class NodeVolumeLimits(PreFilterPlugin[None], FilterPlugin[None]):
-    name = NAME
+    name = names.NODE_VOLUME_LIMITS
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """CSINodes (limits), an assigned pod with volumes deleted, its claims, a node added."""

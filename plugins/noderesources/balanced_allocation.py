@@ -31,12 +31,12 @@ from netsched.framework import (
     ScorePlugin,
     Snapshot,
     Status,
+    names,
 )
 from netsched.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
 from netsched.plugins.noderesources.resources import node_pair, pod_score_request, table_pair
 
-NAME = "NodeResourcesBalancedAllocation"
-PRE_SCORE_KEY = "PreScore" + NAME
+PRE_SCORE_KEY = "PreScore" + names.NODE_RESOURCES_BALANCED_ALLOCATION
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -107,7 +107,7 @@ def balanced_scores(pairs: Sequence[tuple[IntArray, IntArray] | None], n: int) -
 class NodeResourcesBalancedAllocation(
     PreScorePlugin[NodeResourcesBalancedAllocationArgs], ScorePlugin[NodeResourcesBalancedAllocationArgs]
 ):
-    name = NAME
+    name = names.NODE_RESOURCES_BALANCED_ALLOCATION
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)

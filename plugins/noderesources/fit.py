@@ -45,6 +45,7 @@ from netsched.framework import (
     ScorePlugin,
     Snapshot,
     Status,
+    names,
 )
 from netsched.plugins.noderesources.args import NodeResourcesFitArgs
 from netsched.plugins.noderesources.resources import (
@@ -56,9 +57,8 @@ from netsched.plugins.noderesources.resources import (
 )
 from netsched.plugins.noderesources.scoring import strategy_for
 
-NAME = "NodeResourcesFit"
-PRE_FILTER_KEY = "PreFilter" + NAME
-PRE_SCORE_KEY = "PreScore" + NAME
+PRE_FILTER_KEY = "PreFilter" + names.NODE_RESOURCES_FIT
+PRE_SCORE_KEY = "PreScore" + names.NODE_RESOURCES_FIT
 TOO_MANY_PODS = "Too many pods"
 _FIRST_CLASS = (CPU, MEMORY, EPHEMERAL_STORAGE)
 
@@ -84,7 +84,7 @@ class NodeResourcesFit(
     PreScorePlugin[NodeResourcesFitArgs],
     ScorePlugin[NodeResourcesFitArgs],
 ):
-    name = NAME
+    name = names.NODE_RESOURCES_FIT
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """A node added or grown, or an assigned pod freeing what this pod asks for (kube v1.31)."""

@@ -36,6 +36,7 @@ from netsched.framework import (
     ScorePlugin,
     Snapshot,
     Status,
+    names,
     synced_pod_index,
 )
 from netsched.plugins.pod_topology_spread import filtering, scoring
@@ -59,7 +60,7 @@ class PodTopologySpread(
     PreScorePlugin[PodTopologySpreadArgs],
     ScorePlugin[PodTopologySpreadArgs],
 ):
-    name = "PodTopologySpread"
+    name = names.POD_TOPOLOGY_SPREAD
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """An assigned pod counted by one of the pod's constraints added, changed or deleted; a node

@@ -7,11 +7,11 @@ entered the active queue earlier (QueuedPodInfo.timestamp), as in kube.
 
 from __future__ import annotations
 
-from netsched.framework import QueuedPodInfo, QueueSortPlugin
+from netsched.framework import QueuedPodInfo, QueueSortPlugin, names
 
 
 class PrioritySort(QueueSortPlugin[None]):
-    name = "PrioritySort"
+    name = names.PRIORITY_SORT
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         pa, pb = a.pod.priority, b.pod.priority

@@ -7,11 +7,11 @@ burning scheduling cycles; the message lists the gates like kube does.
 
 from __future__ import annotations
 
-from netsched.framework import PodInfo, PreEnqueuePlugin, Status
+from netsched.framework import PodInfo, PreEnqueuePlugin, Status, names
 
 
 class SchedulingGates(PreEnqueuePlugin[None]):
-    name = "SchedulingGates"
+    name = names.SCHEDULING_GATES
 
     def pre_enqueue(self, pod: PodInfo) -> Status:
         if not pod.scheduling_gates:

@@ -43,10 +43,10 @@ from netsched.framework import (
     Taint,
     Toleration,
     default_normalize_score,
+    names,
 )
 
-NAME = "TaintToleration"
-PRE_SCORE_KEY = "PreScore" + NAME
+PRE_SCORE_KEY = "PreScore" + names.TAINT_TOLERATION
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 SOFT_EFFECT = "PreferNoSchedule"
 _MEMO_LIMIT = 256  # distinct toleration sets kept per layout (two row arrays each)
@@ -115,7 +115,7 @@ class _TaintGroups:
 
 
 def taint_groups(snapshot: Snapshot) -> _TaintGroups:
-    key = f"{NAME}/groups@{snapshot.layout_version}"
+    key = f"{names.TAINT_TOLERATION}/groups@{snapshot.layout_version}"
     got = snapshot.cache.get(key)
     if isinstance(got, _TaintGroups):
         return got
@@ -138,7 +138,7 @@ class _PreScore:
 
 
 class TaintToleration(FilterPlugin[None], PreScorePlugin[None], ScorePlugin[None]):
-    name = NAME
+    name = names.TAINT_TOLERATION
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """A node added, or its taints changed so that the pod now tolerates them all."""

@@ -36,6 +36,7 @@ from netsched.framework import (
     PreFilterResult,
     Snapshot,
     Status,
+    names,
 )
 from netsched.plugins.volume_binding.binder import ERR_REASON_NOT_ENOUGH_SPACE, VolumeBinder
 from netsched.plugins.volume_binding.plugin import STATE_KEY as VOLUME_BINDING_STATE
@@ -50,12 +51,11 @@ from netsched.plugins.volumes import (
 )
 from netsched.plugins.volumes.events import CAPACITIES, CLAIMS, CLASSES, DRIVERS, NODE_ADD_OR_LABEL
 
-NAME = "CheckCSIStorageCapacity"
-STATE_KEY = NAME + "/claims"
+STATE_KEY = names.CHECK_CSI_STORAGE_CAPACITY + "/claims"
 
 
 class CheckCSIStorageCapacity(PreFilterPlugin[None], FilterPlugin[None]):
-    name = NAME
+    name = names.CHECK_CSI_STORAGE_CAPACITY
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """What its capacity check reads: claims, classes, drivers, capacities, node labels."""

@@ -38,6 +38,7 @@ from netsched.framework import (
     ReservePlugin,
     Snapshot,
     Status,
+    names,
 )
 from netsched.plugins.volume_binding.args import VolumeBindingArgs
 from netsched.plugins.volume_binding.binder import BindingError, PodClaims, PodVolumes, VolumeBinder
@@ -64,8 +65,7 @@ from netsched.plugins.volumes.events import (
 
 log = logging.getLogger(__name__)
 
-NAME = "VolumeBinding"
-STATE_KEY = "PreFilter" + NAME
+STATE_KEY = "PreFilter" + names.VOLUME_BINDING
 ERR_REASON_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 # How often PreBind looks at the informer's copies while it waits: soon at first (a
 # provisioner often answers within milliseconds), then less often, up to kube's one second.
@@ -93,7 +93,7 @@ class VolumeBinding(
     ReservePlugin[VolumeBindingArgs],
     PreBindPlugin[VolumeBindingArgs],
 ):
-    name = NAME
+    name = names.VOLUME_BINDING
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """Its claims, classes, volumes, CSI objects and node labels (kube v1.31; CSIDriver Add too)."""

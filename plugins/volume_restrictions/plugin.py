@@ -30,12 +30,12 @@ from netsched.framework import (
     PreFilterResult,
     Snapshot,
     Status,
+    names,
 )
 from netsched.plugins.volumes import VolumeObjectError, VolumeReader, report_bad_object
 from netsched.plugins.volumes.events import CLAIMS, NODE_ADD, POD_RELEASES
 
-NAME = "VolumeRestrictions"
-STATE_KEY = "PreFilter" + NAME
+STATE_KEY = "PreFilter" + names.VOLUME_RESTRICTIONS
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
 ERR_REASON_RWOP_CONFLICT = (
     "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
@@ -96,7 +96,7 @@ def volume_conflict(volume: dict[str, Any], existing: dict[str, Any]) -> bool:
 
 
 class VolumeRestrictions(PreFilterPlugin[None], FilterPlugin[None]):
-    name = NAME
+    name = names.VOLUME_RESTRICTIONS
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """An assigned pod with volumes deleted, a node added, one of its claims created or changed."""

@@ -25,12 +25,12 @@ from netsched.framework import (
     PreFilterResult,
     Snapshot,
     Status,
+    names,
 )
 from netsched.plugins.volumes import Volume, VolumeObjectError, VolumeReader, report_bad_object
 from netsched.plugins.volumes.events import CLAIMS, CLASSES, NODE_ADD_OR_LABEL, VOLUMES
 
-NAME = "VolumeZone"
-STATE_KEY = "PreFilter" + NAME
+STATE_KEY = "PreFilter" + names.VOLUME_ZONE
 ERR_REASON_CONFLICT = "node(s) had no available volume zone"
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
 BETA_REGION = "failure-domain.beta.kubernetes.io/region"
@@ -73,7 +73,7 @@ def pv_topologies(pv: Volume) -> list[PVTopology]:
 
 
 class VolumeZone(PreFilterPlugin[None], FilterPlugin[None]):
-    name = NAME
+    name = names.VOLUME_ZONE
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """Classes, claims, volumes and node labels (kube v1.31; class and claim updates too)."""

@@ -33,6 +33,7 @@ COMPOSITION_ROOT = "netsched.app"
 # The modules a plugin may import from the rest of netsched.
 FACES = (
     "netsched.framework",  # the plugin contract (the package __init__, not its modules)
+    "netsched.framework.names",  # the in-tree plugins' names (constants; the config reads them too)
     "netsched.metrics.plugin_api",  # what metric plugins build on
 )
 # An out-of-tree plugin's program also imports netsched itself (main, with_plugin).
@@ -315,7 +316,8 @@ def test_the_plugin_rules_name_file_and_line() -> None:
     assert _face_violations(graph) == [
         "plugins/node_affinity/plugin.py:21: netsched.plugins.node_affinity.plugin imports "
         "netsched.framework.parse; a plugin imports only the faces (netsched.framework, "
-        "netsched.metrics.plugin_api), its own folder and netsched.plugins.volumes"
+        "netsched.framework.names, netsched.metrics.plugin_api), its own folder and "
+        "netsched.plugins.volumes"
     ]
     assert _plugin_to_plugin(graph) == [
         "plugins/node_affinity/plugin.py:23: netsched.plugins.node_affinity.plugin imports "
