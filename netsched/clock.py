@@ -31,6 +31,12 @@ class Clock(Protocol):
         """Wait for event at most `seconds`; True if it was set."""
         ...
 
+    def sleep_unless(self, event: threading.Event, seconds: float) -> bool:
+        """sleep(seconds), cut short when `event` is set; True if it is. The thread that sleeps
+        is the one that moves a manual clock (a poll loop in a single-threaded simulation),
+        where wait() is for a thread that another one steps."""
+        ...
+
 
 class SystemClock:
     def now(self) -> float:
@@ -44,6 +50,9 @@ class SystemClock:
 
     def wait(self, event: threading.Event, seconds: float) -> bool:
         """Wait for event at most `seconds`; True if it was set."""
+        return event.wait(max(0.0, seconds))
+
+    def sleep_unless(self, event: threading.Event, seconds: float) -> bool:
         return event.wait(max(0.0, seconds))
 
 
@@ -69,6 +78,12 @@ class ManualClock:
     def sleep(self, seconds: float) -> None:
         """Advances time instead of blocking (single-threaded tests)."""
         self.step(seconds)
+
+    def sleep_unless(self, event: threading.Event, seconds: float) -> bool:
+        """Advances time by `seconds` unless the event is already set."""
+        if not event.is_set():
+            self.sleep(seconds)
+        return event.is_set()
 
     def wait(self, event: threading.Event, seconds: float) -> bool:
         """Blocks until the event is set or the manual time passes the deadline."""

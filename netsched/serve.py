@@ -25,7 +25,7 @@ from netsched.config import ConfigError, validate_config, write_config
 from netsched.framework.interfaces import FrameworkBuildError, PluginFactory
 from netsched.framework.registry import RegistryError
 from netsched.observability.auth import AuthSettings, DelegatingAuth
-from netsched.observability.server import ObservabilityServer, parse_bind_address
+from netsched.observability.server import ListenError, ObservabilityServer, SecureServing, parse_bind_address
 from netsched.observability.tls import CertificateError, serving_cert
 from netsched.options import (
     app_options,
@@ -112,14 +112,30 @@ def serve(app: SchedulerApp, reloader: ConfigReloader | None = None, *, reload_i
     signal.signal(signal.SIGINT, _signal)
     if reloader is not None:
         _watch_config(reloader, stop, reload_interval)
-    # The endpoints (a certificate to generate, sockets to bind) come up while the informers
-    # list the cluster: neither waits for the other, and a start-up failure still stops us.
-    started: list[ObservabilityServer] = []
+    # As kube-scheduler, the endpoints' addresses are bound before anything else starts: a
+    # port in use is a start-up failure (exit 1, the address named), never a replica that runs
+    # without its endpoints. The rest of their start (a certificate to generate, delegated
+    # auth) overlaps with the informers' lists; a failure there still stops us.
+    secure, plain = secure_server(app), plain_server(app)
+    servers = [s for s in (secure, plain) if s is not None]
+    for server, flags in ((secure, "--secure-port/--bind-address"), (plain, "--metrics-bind-address")):
+        try:
+            if server is not None:
+                server.listen()
+        except ListenError as e:
+            log.error("Cannot listen for the endpoints; exiting flags=%s err=%s", flags, e.strerror)
+            for s in servers:
+                s.stop()
+            app.shutdown(timeout=1)
+            return 1
     failed: list[BaseException] = []
 
     def _endpoints() -> None:
         try:
-            started.extend(s for s in (start_secure_server(app), start_server(app)) if s is not None)
+            if secure is not None:
+                secure_endpoints(app, secure)
+            for server in servers:
+                server.start()
         except (CertificateError, OSError) as e:
             failed.append(e)
 
@@ -127,13 +143,13 @@ def serve(app: SchedulerApp, reloader: ConfigReloader | None = None, *, reload_i
     endpoints.start()
     app.start_informers(freeze_heap=True)
     endpoints.join()
-    servers = started
     if failed:
         log.error("Cannot serve the endpoints err=%s", failed[0])
         for server in servers:
             server.stop()
         app.shutdown(timeout=1)
         return 1
+    _log_serving(app, secure, plain)
     app.start_background()
     elector = start_election(app, stop)
     if elector is None:
@@ -177,26 +193,47 @@ def _endpoint_checks(app: SchedulerApp) -> dict[str, Any]:
     }
 
 
-def start_server(app: SchedulerApp) -> ObservabilityServer | None:
-    """The plain-HTTP, unauthenticated endpoints, only when --metrics-bind-address asks for them."""
+def plain_server(app: SchedulerApp) -> ObservabilityServer | None:
+    """The plain-HTTP, unauthenticated endpoints, only when --metrics-bind-address asks for
+    them (not yet listening)."""
     if not app.options.metrics_bind_address:
         return None
     host, port = parse_bind_address(app.options.metrics_bind_address)
     if port == 0:
         return None
-    server = ObservabilityServer(address=host, port=port, **_endpoint_checks(app))
-    server.start()
-    log.warning("Serving plain HTTP WITHOUT authentication (local use only) address=%s", server.url)
-    return server
+    return ObservabilityServer(address=host, port=port, **_endpoint_checks(app))
 
 
-def start_secure_server(app: SchedulerApp) -> ObservabilityServer | None:
-    """HTTPS on --secure-port with delegated authentication and authorization, as kube-scheduler."""
+def _secure_options(app: SchedulerApp) -> SecureServing:
+    assert app.options.secure is not None
+    return app.options.secure
+
+
+def _log_serving(
+    app: SchedulerApp, secure: ObservabilityServer | None, plain: ObservabilityServer | None
+) -> None:
+    if plain is not None:
+        log.warning("Serving plain HTTP WITHOUT authentication (local use only) address=%s", plain.url)
+    if secure is not None:
+        paths = ",".join(_secure_options(app).always_allow_paths)
+        log.info("Serving securely address=%s alwaysAllowPaths=%s", secure.url, paths)
+
+
+def secure_server(app: SchedulerApp) -> ObservabilityServer | None:
+    """HTTPS on --secure-port (not yet listening, nor with its certificate and auth: see
+    secure_endpoints), or None when it is off."""
     s = app.options.secure
     if s is None or s.port == 0:
         return None
+    return ObservabilityServer(address=s.bind_address or "0.0.0.0", port=s.port, **_endpoint_checks(app))
+
+
+def secure_endpoints(app: SchedulerApp, server: ObservabilityServer) -> None:
+    """The serving certificate and delegated authentication and authorization, as
+    kube-scheduler's; set on `server` before it starts serving."""
     from netsched.kube.reviews import review_client
 
+    s = _secure_options(app)
     cert = serving_cert(s.cert_file, s.key_file, cert_dir=s.cert_dir, bind_address=s.bind_address)
     app.serving_cert = cert
     auth = DelegatingAuth(
@@ -209,15 +246,26 @@ def start_secure_server(app: SchedulerApp) -> ObservabilityServer | None:
             denied_ttl=s.unauthorized_cache_ttl,
         ),
     )
-    server = ObservabilityServer(
-        address=s.bind_address or "0.0.0.0",
-        port=s.port,
-        tls=cert.context(s.min_tls_version),
-        auth=auth.check,
-        **_endpoint_checks(app),
-    )
-    server.start()
-    log.info("Serving securely address=%s alwaysAllowPaths=%s", server.url, ",".join(s.always_allow_paths))
+    server.tls = cert.context(s.min_tls_version)
+    server.auth = auth.check
+
+
+def start_server(app: SchedulerApp) -> ObservabilityServer | None:
+    """plain_server(), listening and serving."""
+    server = plain_server(app)
+    if server is not None:
+        server.start()
+        _log_serving(app, None, server)
+    return server
+
+
+def start_secure_server(app: SchedulerApp) -> ObservabilityServer | None:
+    """secure_server() with its certificate and auth, listening and serving."""
+    server = secure_server(app)
+    if server is not None:
+        secure_endpoints(app, server)
+        server.start()
+        _log_serving(app, server, None)
     return server
 
 

@@ -9,6 +9,7 @@ holds its own profile's handle.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -64,6 +65,9 @@ class Services:
     pods: Callable[[str], Iterable[PodInfo]] = lambda _ns: ()
     # Move pods from backoff / unschedulable to the active queue now (kube's PodsToActivate).
     activate: Callable[[Iterable[PodInfo]], int] = lambda _pods: 0
+    # Set once when the scheduler shuts down: the binding cycle's waits end early (kube cancels
+    # the binding cycle's context). Framework.cancel_binding_waits sets it.
+    stopping: threading.Event = field(default_factory=threading.Event)
 
 
 class FrameworkHandle:
@@ -103,6 +107,10 @@ class FrameworkHandle:
 
     def set_snapshot(self, snapshot: Snapshot) -> None:
         self._snapshot = snapshot
+
+    def shutting_down(self, wait: float = 0.0) -> bool:
+        stopping = self._services.stopping
+        return self._services.clock.sleep_unless(stopping, wait) if wait > 0 else stopping.is_set()
 
     def iterate_waiting_pods(self) -> Iterator[WaitingPod]:
         return iter(self._services.waiting_pods)

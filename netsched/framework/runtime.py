@@ -53,7 +53,7 @@ from netsched.framework.interfaces import (
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo
-from netsched.framework.waiting import WaitingPodImpl
+from netsched.framework.waiting import SHUTTING_DOWN, WaitingPodImpl
 
 log = logging.getLogger(__name__)
 
@@ -381,10 +381,20 @@ class Framework(FrameworkHandle):
                     )
                 break
         if status.ok and timeouts:
-            self._services.waiting_pods.add(WaitingPodImpl(pod, node_name, timeouts, self._services.clock))
+            wp = WaitingPodImpl(pod, node_name, timeouts, self._services.clock)
+            self._services.waiting_pods.add(wp)
+            if self._services.stopping.is_set():  # after cancel_binding_waits() went through the map
+                wp.reject("", SHUTTING_DOWN)
             status = Status.wait()
         self._calls.observe("Permit", started, status)
         return status
+
+    def cancel_binding_waits(self) -> None:
+        """Shutting down: every wait of the binding cycle ends now (pods at Permit are rejected,
+        PreBind waits see Handle.shutting_down()); the pods stay pending, as kube leaves them."""
+        self._services.stopping.set()
+        for wp in self._services.waiting_pods:
+            wp.reject("", SHUTTING_DOWN)
 
     def wait_on_permit(self, pod: PodInfo) -> Status:
         wp = self._services.waiting_pods.get(pod.uid)

@@ -17,6 +17,8 @@ from netsched.framework.status import Code, Status
 from netsched.framework.types import PodInfo
 
 MAX_PERMIT_TIMEOUT = 15 * 60.0
+# Why a pod waiting at Permit is rejected when the scheduler shuts down.
+SHUTTING_DOWN = "rejected: the scheduler is shutting down"
 
 
 class WaitingPodImpl:

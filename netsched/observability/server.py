@@ -98,8 +98,14 @@ def parse_bind_address(value: str, default_port: int = DEFAULT_PORT) -> tuple[st
     return host or "127.0.0.1", port
 
 
+class ListenError(OSError):
+    """The endpoints' address cannot be bound (in use, not ours, no permission): a start-up
+    failure, as kube-scheduler's, never a replica running without them."""
+
+
 class ObservabilityServer:
-    """Serves the endpoints on a daemon thread; start() binds, stop() closes.
+    """Serves the endpoints on a daemon thread; listen() binds, start() serves (binding
+    first if needed), stop() closes.
 
     server = ObservabilityServer("127.0.0.1", 0, registry=metrics.registry).start()
     server.port  # the port chosen when 0 was given
@@ -144,11 +150,26 @@ class ObservabilityServer:
         scheme = "https" if self.tls is not None else "http"
         return f"{scheme}://{host}:{self.port}"
 
+    def listen(self) -> ObservabilityServer:
+        """Bind the listening socket now, without serving yet: a port in use fails here, at
+        start-up, as ListenError naming the address. Connections wait in the backlog until
+        start(); `tls` and `auth` may still be set in between."""
+        if self._httpd is None:
+            server_class = _Server6 if ":" in self.address else _Server
+            try:
+                self._httpd = server_class((self.address, self._requested_port), self)
+            except OSError as e:
+                host = f"[{self.address}]" if ":" in self.address else self.address
+                raise ListenError(
+                    e.errno, f"cannot listen on {host}:{self._requested_port}: {e.strerror or e}"
+                ) from e
+        return self
+
     def start(self) -> ObservabilityServer:
-        if self._httpd is not None:
+        if self._thread is not None:
             raise RuntimeError("ObservabilityServer already started")
-        server_class = _Server6 if ":" in self.address else _Server
-        self._httpd = server_class((self.address, self._requested_port), self)
+        self.listen()
+        assert self._httpd is not None
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="observability", daemon=True
         )
@@ -158,12 +179,14 @@ class ObservabilityServer:
 
     def stop(self) -> None:
         httpd, self._httpd = self._httpd, None
+        thread, self._thread = self._thread, None
         if httpd is None:
             return
-        httpd.shutdown()
+        if thread is not None:  # shutdown() waits for serve_forever(): only when it runs
+            httpd.shutdown()
         httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if thread is not None:
+            thread.join(timeout=5)
 
     def __enter__(self) -> ObservabilityServer:
         return self.start()

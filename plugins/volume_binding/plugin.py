@@ -297,7 +297,8 @@ class VolumeBinding(
         while not self.binder.check_bindings(volumes, node_name, written):
             if clock.now() >= deadline:
                 raise BindingError("binding volumes: context deadline exceeded")
-            clock.sleep(min(poll, max(0.0, deadline - clock.now())))
+            if self.handle.shutting_down(wait=min(poll, max(0.0, deadline - clock.now()))):
+                raise BindingError("binding volumes: context canceled")
             poll = min(2 * poll, MAX_POLL_SECONDS)
         log.debug("Volumes bound pod=%s node=%s", pod.key, node_name)
 

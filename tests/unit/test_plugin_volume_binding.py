@@ -447,6 +447,26 @@ def test_prebind_times_out_after_bind_timeout_seconds() -> None:
     assert clock.now() - started == pytest.approx(30)
 
 
+def test_prebind_wait_ends_when_the_scheduler_shuts_down() -> None:
+    api = StoreAPI()
+    fwk_cell: list[Framework] = []
+    clock = HookClock(lambda n: fwk_cell[0].cancel_binding_waits() if n == 3 else None)
+    fwk = build_framework(
+        [VolumeBinding],
+        objects=volume_objects(pvcs=[pvc("data", storage_class="fast")], classes=[FAST]),
+        clock=clock,
+        api=api,
+    )
+    fwk_cell.append(fwk)
+    api.store = store(fwk)
+    state = reserve(fwk, POD, NODES[0])
+    started = clock.now()
+    st = fwk.run_pre_bind(state, POD.info(), "n-a")
+    assert st.code == Code.ERROR and st.plugin == "VolumeBinding"
+    assert "binding volumes: context canceled" in st.message()
+    assert clock.sleeps == 3 and clock.now() - started < 600  # not the bind timeout
+
+
 def test_prebind_fails_when_the_claim_is_deleted_while_waiting() -> None:
     claim = pvc("data", storage_class="fast")
     fwk, _, _ = framework(

@@ -319,6 +319,28 @@ def test_permit_wait_allow_reject_and_timeout() -> None:
     assert result and "timeout after waiting 30s at plugin WaitPermit" in result[0].message()
 
 
+def test_shutting_down_ends_the_waits_at_permit_and_rejects_later_ones() -> None:
+    clock = FakeClock()
+    services = Services(api=RecordingAPI(), events=RecordingEvents(), clock=clock)
+    fwk = build_framework([WaitPermit], services=services)
+    handle = fwk  # the Framework is the Handle its plugins see
+    pod = make_pod("p").info()
+    assert fwk.run_permit(CycleState(), pod, "n0").code == Code.WAIT
+    result: list[Status] = []
+    t = threading.Thread(target=lambda: result.append(fwk.wait_on_permit(pod)))
+    t.start()
+    assert not handle.shutting_down()
+    fwk.cancel_binding_waits()  # the manual clock never moves: only the cancel can end the wait
+    t.join(5)
+    assert result and result[0].code == Code.UNSCHEDULABLE
+    assert result[0].reasons == ["rejected: the scheduler is shutting down"]
+    assert handle.shutting_down() and handle.shutting_down(wait=30) and clock.now() == FakeClock().now()
+    # A pod that reaches Permit after the cancel does not wait at all.
+    late = make_pod("late").info()
+    assert fwk.run_permit(CycleState(), late, "n0").code == Code.WAIT
+    assert fwk.wait_on_permit(late).reasons == ["rejected: the scheduler is shutting down"]
+
+
 class SkipBinder(BindPlugin):
     name = "SkipBinder"
 

@@ -1,0 +1,159 @@
+"""Starting and stopping the real `netsched` process, as kube-scheduler does.
+
+- A serving address that cannot be bound is a start-up failure: exit 1 at once, the address
+  named, nothing started (no lease campaign, no scheduling).
+- SIGTERM ends every wait of the binding cycle (a pod waiting in VolumeBinding's PreBind for a
+  volume nobody provisions, a gang member waiting at Permit) and exits 0 promptly, the pods
+  left pending, instead of hanging until the bind or permit timeout.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from netsched.plugins.coscheduling import POD_GROUP_LABEL
+from netsched.testing.builders import make_node, make_pod
+from netsched.testing.cli import start_netsched
+from netsched.testing.fakeapi import FakeAPIServer
+from netsched.testing.volumes import PVCS, SELECTED_NODE, STORAGECLASSES, pvc, storage_class
+from netsched.testing.wait import wait_until
+
+pytestmark = pytest.mark.integration
+
+PG = "scheduling.x-k8s.io/podgroups"
+# Far longer than the test waits for the process to exit: only the shutdown can end the waits.
+WAITS = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: netsched
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Coscheduling
+    queueSort:
+      enabled: [{name: Coscheduling}]
+      disabled: [{name: "*"}]
+  pluginConfig:
+  - name: Coscheduling
+    args: {permitWaitingTimeSeconds: 600}
+  - name: VolumeBinding
+    args: {bindTimeoutSeconds: 600}
+"""
+ELECTED = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: true
+  resourceNamespace: default
+profiles:
+- schedulerName: netsched
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAPIServer]:
+    with FakeAPIServer(watch_timeout=5.0, bookmark_interval=0.5) as srv:
+        yield srv
+
+
+@pytest.fixture
+def kubeconfig(server: FakeAPIServer, tmp_path: Path) -> Path:
+    path = tmp_path / "kubeconfig"
+    server.write_kubeconfig(path)
+    return path
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    if proc.poll() is None:
+        proc.kill()
+    out, _ = proc.communicate(timeout=10)
+    return out
+
+
+def _events(server: FakeAPIServer, pod: str, reason: str) -> list[object]:
+    return [
+        e
+        for e in server.list("events.k8s.io/events", None)
+        if e.get("regarding", {}).get("name") == pod and e.get("reason") == reason
+    ]
+
+
+def test_sigterm_ends_the_waits_in_prebind_and_at_permit(
+    server: FakeAPIServer, kubeconfig: Path, tmp_path: Path
+) -> None:
+    server.create("nodes", make_node("n0").capacity(cpu="4", pods="110").obj())
+    # WaitForFirstConsumer with a provisioner nobody runs: PreBind selects the node, then waits.
+    server.create(STORAGECLASSES, storage_class("slow", provisioner="slow.example.com"))
+    server.create(PVCS, pvc("data", storage_class="slow"))
+    server.create("pods", make_pod("vol").scheduler("netsched").req(cpu="100m").pvc("data").obj())
+    # A gang of two whose second member fits nowhere: the first waits at Permit.
+    server.create(
+        PG,
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "default"},
+            "spec": {"minMember": 2},
+        },
+    )
+    for name, cpu in (("g0", "1"), ("g1", "64")):
+        server.create(
+            "pods", make_pod(name).scheduler("netsched").label(POD_GROUP_LABEL, "g").req(cpu=cpu).obj()
+        )
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(WAITS)
+    proc = start_netsched(cfg, kubeconfig, "-v", "2")
+    try:
+        wait_until(
+            lambda: (
+                (server.get(PVCS, "data", "default") or {})
+                .get("metadata", {})
+                .get("annotations", {})
+                .get(SELECTED_NODE)
+            ),
+            timeout=30,
+            what="PreBind selecting n0 for the claim (and waiting for it to be provisioned)",
+        )
+        wait_until(lambda: _events(server, "g0", "WaitingForGang"), timeout=30, what="g0 waiting at Permit")
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=20)  # the waits would last 600 s
+        out = _stop(proc)
+    except BaseException:
+        print(_stop(proc))
+        raise
+    assert code == 0, out
+    assert "Stopped" in out
+    # Left as kube leaves them: pending, not bound.
+    for name in ("vol", "g0", "g1"):
+        assert not server.get("pods", name, "default")["spec"].get("nodeName"), name
+
+
+def test_a_port_in_use_is_a_start_up_failure_naming_the_address(
+    server: FakeAPIServer, kubeconfig: Path, tmp_path: Path
+) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(ELECTED)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = start_netsched(cfg, kubeconfig, "--secure-port", str(port), "--bind-address", "127.0.0.1")
+        try:
+            code = proc.wait(timeout=30)
+        finally:
+            out = _stop(proc)
+    assert code == 1, out
+    assert f"cannot listen on 127.0.0.1:{port}" in out and "Address already in use" in out, out
+    assert "--secure-port" in out
+    # Nothing else started: never campaigned for the lease, never listed the cluster.
+    assert not server.list("coordination.k8s.io/leases", "default")
+    assert "Caches synced" not in out
