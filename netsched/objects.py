@@ -81,17 +81,6 @@ class PodBuilder:
         self._obj["spec"]["containers"].append(c)
         return self
 
-    def init_container(self, sidecar: bool = False, **requests: str | int) -> PodBuilder:
-        c: dict[str, Any] = {
-            "name": f"i{len(self._obj['spec'].get('initContainers', []))}",
-            "image": "busybox",
-        }
-        c["resources"] = {"requests": {k.replace("_", "-"): str(v) for k, v in requests.items()}}
-        if sidecar:
-            c["restartPolicy"] = "Always"
-        self._obj["spec"].setdefault("initContainers", []).append(c)
-        return self
-
     def image(self, image: str) -> PodBuilder:
         self._c0["image"] = image
         return self
@@ -131,10 +120,6 @@ class PodBuilder:
         return self
 
     def node_selector(self, **labels: str) -> PodBuilder:
-        self._obj["spec"].setdefault("nodeSelector", {}).update(labels)
-        return self
-
-    def node_selector_map(self, labels: dict[str, str]) -> PodBuilder:
         self._obj["spec"].setdefault("nodeSelector", {}).update(labels)
         return self
 

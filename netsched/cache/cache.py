@@ -138,11 +138,6 @@ class ClusterCache:
         with self._lock:
             return list(self._nodes)
 
-    def get_node(self, name: str) -> NodeInfo | None:
-        with self._lock:
-            n = self._nodes.get(name)
-            return n.clone() if n is not None else None
-
     def nodes(self) -> list[NodeInfo]:
         with self._lock:
             return [n.clone() for n in self._nodes.values()]

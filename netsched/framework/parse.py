@@ -203,11 +203,6 @@ def _node_selector_term(obj: Any, path: str) -> NodeSelectorTerm:
     return NodeSelectorTerm(exprs, tuple(fields))
 
 
-def parse_node_selector_term(obj: Any, path: str) -> NodeSelectorTerm:
-    """One nodeSelectorTerm / preference; raises PodParseError with paths under `path`."""
-    return _node_selector_term(obj, path)
-
-
 def parse_node_selector(obj: Any, path: str) -> NodeSelector | None:
     if obj is None:
         return None

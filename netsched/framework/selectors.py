@@ -82,14 +82,6 @@ class LabelSelector:
     def empty(self) -> bool:
         return not self.match_labels and not self.match_expressions
 
-    def with_labels(self, extra: Mapping[str, str]) -> LabelSelector:
-        """This selector further narrowed by key=value pairs (matchLabelKeys support)."""
-        if not extra:
-            return self
-        merged = dict(self.match_labels)
-        merged.update(extra)
-        return LabelSelector(tuple(sorted(merged.items())), self.match_expressions)
-
 
 @dataclass(slots=True, frozen=True)
 class NodeSelectorTerm:

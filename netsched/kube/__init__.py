@@ -42,7 +42,15 @@ if TYPE_CHECKING:
     from netsched.kube.events import EventBroadcaster, EventRecorder, new_event_broadcaster
     from netsched.kube.kubeconfig import KubeConfigError
     from netsched.kube.ratelimit import TokenBucket
-    from netsched.kube.reflector import ADDED, BOOKMARK, DELETED, MODIFIED, Backoff, ObjectList, Reflector
+    from netsched.kube.reflector import (
+        ADDED,
+        BOOKMARK,
+        DELETED,
+        MODIFIED,
+        ExponentialBackoff,
+        ObjectList,
+        Reflector,
+    )
     from netsched.kube.resources import (
         ACTIVE_PODS_SELECTOR,
         NAMESPACES,
@@ -67,7 +75,7 @@ _LAZY = {
     "BOOKMARK": "reflector",
     "DELETED": "reflector",
     "MODIFIED": "reflector",
-    "Backoff": "reflector",
+    "ExponentialBackoff": "reflector",
     "ObjectList": "reflector",
     "Reflector": "reflector",
     "ACTIVE_PODS_SELECTOR": "resources",
@@ -102,7 +110,7 @@ __all__ = [
     "RESOURCES",
     "AlreadyExists",
     "ApiError",
-    "Backoff",
+    "ExponentialBackoff",
     "Conflict",
     "EventBroadcaster",
     "EventRecorder",

@@ -33,8 +33,8 @@ from netsched.framework.types import PodInfo
 from netsched.kube.client import JSON, KubeClient
 from netsched.kube.errors import Conflict, Gone, NotFound
 from netsched.kube.reflector import (
-    Backoff,
     EventHandler,
+    ExponentialBackoff,
     ObjectList,
     Reflector,
     SyncHandler,
@@ -281,7 +281,7 @@ class KubeAPI:
         on_sync: SyncHandler | None = None,
         watch_timeout: int = 300,
         optional_retry: float = 300.0,
-        backoff: Backoff | None = None,
+        backoff: ExponentialBackoff | None = None,
         clock: Clock | None = None,
     ) -> Reflector:
         """A Reflector (not started) over `resource` (narrow it with Resource.where).

@@ -164,10 +164,9 @@ class KubeClient:
     """The shared ApiClient plus the API groups netsched uses, behind a rate limit and retries.
 
     `request` and `stream` send netsched's own requests on the lean path
-    (see the module docstring). `core`, `events`, `policy` and `coordination`
-    are the official generated API objects, built on first use; call their
-    methods through `call`/`open_stream`, never directly, so limits, retries
-    and error mapping apply.
+    (see the module docstring). `coordination` is the official generated API
+    object, built on first use; call its methods through `call`/`open_stream`,
+    never directly, so limits, retries and error mapping apply.
     """
 
     def __init__(
@@ -194,19 +193,7 @@ class KubeClient:
     def host(self) -> str:
         return str(self.api_client.configuration.host)
 
-    # The generated API groups: ~1 s to build all four, so only when something asks.
-    @cached_property
-    def core(self) -> Any:
-        return k8s.CoreV1Api(self.api_client)
-
-    @cached_property
-    def events(self) -> Any:
-        return k8s.EventsV1Api(self.api_client)
-
-    @cached_property
-    def policy(self) -> Any:
-        return k8s.PolicyV1Api(self.api_client)
-
+    # The generated API group the leases use: slow to build, so only when something asks.
     @cached_property
     def coordination(self) -> Any:
         return k8s.CoordinationV1Api(self.api_client)

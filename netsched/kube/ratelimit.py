@@ -64,16 +64,5 @@ class TokenBucket:
                 self.waited_seconds += delay
         return delay
 
-    def try_acquire(self) -> bool:
-        """Take a token only if one is available now."""
-        if not self.enabled:
-            return True
-        with self._lock:
-            self._refill(self._clock())
-            if self._tokens >= 1.0:
-                self._tokens -= 1.0
-                return True
-            return False
-
 
 __all__ = ["TokenBucket"]

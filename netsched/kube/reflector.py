@@ -95,7 +95,7 @@ def iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
         yield tail
 
 
-class Backoff:
+class ExponentialBackoff:
     """Exponential delays with jitter: initial, x factor each time, capped; reset() starts over."""
 
     def __init__(
@@ -153,7 +153,7 @@ class Reflector:
         optional: bool = False,
         watch_timeout: int = 300,
         optional_retry: float = 300.0,
-        backoff: Backoff | None = None,
+        backoff: ExponentialBackoff | None = None,
         clock: Clock | None = None,
     ) -> None:
         self.name = name
@@ -164,7 +164,7 @@ class Reflector:
         self.optional = optional
         self.watch_timeout = watch_timeout
         self.optional_retry = optional_retry
-        self._backoff = backoff or Backoff()
+        self._backoff = backoff or ExponentialBackoff()
         self._clock: Clock = clock or SystemClock()
         self.has_synced = threading.Event()
         self.available = True
@@ -388,7 +388,7 @@ __all__ = [
     "DELETED",
     "ERROR",
     "MODIFIED",
-    "Backoff",
+    "ExponentialBackoff",
     "ObjectList",
     "Reflector",
     "WatchStream",

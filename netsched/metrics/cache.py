@@ -78,9 +78,6 @@ class MetricsTable:
                 merged[key] = got
         return MetricsTable(self.version + 1, polled_at, merged, dict(errors), reachable)
 
-    def with_version(self, version: int) -> MetricsTable:
-        return MetricsTable(version, self.polled_at, self.series, self.errors, self.reachable)
-
 
 def parse_vector(result: Any, mapping: NodeMappingArgs) -> Series:
     """An /api/v1/query `data.result` instant vector -> Series.

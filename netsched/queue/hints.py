@@ -53,9 +53,6 @@ class HintMap:
                 regs[name] = None
         return cls(regs)
 
-    def registered(self, plugin: str) -> tuple[ClusterEventWithHint, ...] | None:
-        return self._regs.get(plugin)
-
     def worth_requeuing(self, qp: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> bool:
         """kube's isPodWorthRequeuing, reduced to Queue / Skip (a pod is never requeued "sooner")."""
         rejectors = qp.unschedulable_plugins | qp.pending_plugins

@@ -72,11 +72,6 @@ class Nominator:
         with self._lock:
             return list(self._by_node)
 
-    def nominated_node(self, uid: str) -> str:
-        """The node the pod is nominated to, or ""."""
-        with self._lock:
-            return self._node_of.get(uid, "")
-
     def __len__(self) -> int:
         with self._lock:
             return len(self._node_of)

@@ -104,12 +104,3 @@ class TopoCounts:
     def is_empty(self) -> bool:
         """No domain with a non-zero count (kube: the map has no entries)."""
         return not self._extra and not any(a.any() for a in self._arrays.values())
-
-    def as_dict(self) -> dict[tuple[str, str], int]:
-        """Non-zero entries (tests, debugging)."""
-        out = dict(self._extra)
-        for key, arr in self._arrays.items():
-            values = self._codes[key].values
-            for c in np.flatnonzero(arr[:-1]).tolist():
-                out[(key, values[c])] = out.get((key, values[c]), 0) + int(arr[c])
-        return out

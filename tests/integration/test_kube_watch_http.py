@@ -14,7 +14,7 @@ from netsched.kube import (
     NODES,
     PODDISRUPTIONBUDGETS,
     PODS,
-    Backoff,
+    ExponentialBackoff,
     KubeAPI,
     KubeClient,
     Reflector,
@@ -61,8 +61,8 @@ class Collector:
             return all(e in self.events for e in expected)
 
 
-def fast() -> Backoff:
-    return Backoff(initial=0.01, maximum=0.05)
+def fast() -> ExponentialBackoff:
+    return ExponentialBackoff(initial=0.01, maximum=0.05)
 
 
 @pytest.fixture

@@ -6,8 +6,13 @@ import numpy as np
 
 from netsched.cache import ClusterCache
 from netsched.framework.snapshot import Snapshot
+from netsched.framework.types import NodeInfo
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.clock import FakeClock
+
+
+def node_of(c: ClusterCache, name: str) -> NodeInfo | None:
+    return next((n for n in c.nodes() if n.name == name), None)
 
 
 def cache_with(*names: str) -> tuple[ClusterCache, FakeClock]:
@@ -44,7 +49,7 @@ def test_bind_confirmation_replaces_assumed_pod() -> None:
     bound = make_pod("p").uid(pod.uid).req(cpu="1").node("n1").info()
     c.add_or_update_pod(bound)
     assert not c.is_assumed(pod.uid)
-    node = c.get_node("n1")
+    node = node_of(c, "n1")
     assert node is not None and node.requested["cpu"] == 1000 and len(node.pods) == 1
 
 
@@ -59,7 +64,7 @@ def test_assumed_pod_expires_only_after_binding_finished() -> None:
     assert c.cleanup_expired() == []
     clock.step(2)
     assert [p.uid for p in c.cleanup_expired()] == [pod.uid]
-    node = c.get_node("n1")
+    node = node_of(c, "n1")
     assert node is not None and node.requested.get("cpu", 0) == 0
 
 
@@ -88,7 +93,7 @@ def test_pods_seen_before_their_node_are_attached() -> None:
     c, _ = cache_with()
     c.add_or_update_pod(make_pod("early").req(cpu="2").node("late").info())
     c.add_or_update_node(make_node("late").info())
-    node = c.get_node("late")
+    node = node_of(c, "late")
     assert node is not None and node.requested["cpu"] == 2000
 
 
@@ -112,7 +117,7 @@ def test_node_relist_keeps_pods_and_assumed_pods_and_drops_vanished_nodes() -> N
     assumed = make_pod("assumed").req(cpu="1").info()
     c.assume(assumed, "n2")
     c.replace_nodes([make_node("n1").info(), make_node("n2").info()])
-    n2 = c.get_node("n2")
+    n2 = node_of(c, "n2")
     assert n2 is not None and set(n2.pods) == {assumed.uid}
     c.replace_nodes([make_node("n1").info()])
     snap = Snapshot()
@@ -150,7 +155,7 @@ def test_same_placement_update_replaces_the_record_without_copying_the_node() ->
     assert not c.is_assumed(pod.uid) and c.get_pod(pod.uid) is bound
     c.update_snapshot(snap)
     assert snap.nodes[0] is before[0]  # nothing to copy
-    node = c.get_node("a")
+    node = node_of(c, "a")
     assert node is not None and node.pods[pod.uid] is bound and node.requested["cpu"] == 1000
     # Bound elsewhere than assumed: the flag cannot apply; the pod moves and both nodes change.
     q = make_pod("q").req(cpu="1").info()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from netsched.kube.errors import Gone, NotFound, Transient
-from netsched.kube.reflector import Backoff, ObjectList, Reflector, iter_lines
+from netsched.kube.reflector import ExponentialBackoff, ObjectList, Reflector, iter_lines
 
 # --- line splitting ------------------------------------------------------------
 
@@ -43,11 +43,11 @@ def test_newline_at_chunk_boundaries() -> None:
 
 
 def test_backoff_doubles_up_to_the_cap_and_resets() -> None:
-    b = Backoff(initial=1.0, maximum=5.0, factor=2.0, jitter=0.5, rand=lambda: 0.0)
+    b = ExponentialBackoff(initial=1.0, maximum=5.0, factor=2.0, jitter=0.5, rand=lambda: 0.0)
     assert [b.next() for _ in range(5)] == [1.0, 2.0, 4.0, 5.0, 5.0]
     b.reset()
     assert b.next() == 1.0
-    jittery = Backoff(initial=1.0, jitter=0.5, rand=lambda: 1.0)
+    jittery = ExponentialBackoff(initial=1.0, jitter=0.5, rand=lambda: 1.0)
     assert jittery.next() == 1.5
 
 
@@ -158,7 +158,7 @@ class Harness:
             lambda kind, o: self.events.append((kind, o["metadata"]["name"])),
             on_sync=lambda items: self.syncs.append([i["metadata"]["name"] for i in items]),
             watch_timeout=60,
-            backoff=Backoff(initial=1.0, maximum=8.0, jitter=0.0),
+            backoff=ExponentialBackoff(initial=1.0, maximum=8.0, jitter=0.0),
             clock=self.clock,
             **kwargs,
         )
