@@ -130,6 +130,7 @@ class SchedulerApp:
         self.queue = parts.queue
         self.handlers = parts.handlers
         self.scheduler = parts.scheduler
+        self.gangs = parts.gangs
         self._build_frameworks = parts.build_frameworks
         self._swap_lock = threading.Lock()
         self.reflectors: list[Any] = []
@@ -266,6 +267,7 @@ class SchedulerApp:
                     polls_seen = polls
                     self.queue.move_all_to_active_or_backoff(METRICS_POLLED_EVENT)
                 self.cache.cleanup_expired()
+                self.gangs.wake_backed_off()  # a gang whose podGroupBackoffSeconds are over
                 self.cache.notify_node_listeners()
                 self.metrics.cache_nodes.set(len(self.cache.node_names()))
                 self.metrics.cache_assumed_pods.set(self.cache.assumed_count())
@@ -314,6 +316,7 @@ class SchedulerApp:
         self.stop_event.set()
         self.queue.close()
         self.scheduler.shutdown(timeout)
+        self.gangs.status.flush(min(timeout, 5.0))  # the PodGroup statuses the last bindings changed
         for r in self.reflectors:
             r.stop()
         self.hub.stop()

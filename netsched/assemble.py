@@ -27,6 +27,7 @@ from netsched.framework.runtime import Framework
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
 from netsched.framework.waiting import WaitingPodImpl, WaitingPods
+from netsched.gangs import GangManager, PodGroupStatusWriter
 from netsched.kube.resources import OBJECT_KINDS
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.queue import HintMap, Nominator, SchedulingQueue
@@ -63,6 +64,7 @@ class Parts:
     handlers: EventHandlers
     scheduler: Scheduler
     nominator: Nominator
+    gangs: GangManager  # the gang manager every profile's gang plugins share
     # New frameworks for a reloaded config, sharing this assembly's edges, recorders,
     # nominator, objects and waiting pods (hot reload swaps them into the scheduler).
     build_frameworks: Callable[[SchedulerConfig], dict[str, Framework]] | None = None
@@ -117,17 +119,20 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
     waiting = WaitingPods()
     pod_lister: list[Callable[[str], list[PodInfo]]] = []  # set once the handlers exist
 
+    def pods(ns: str) -> list[PodInfo]:
+        return pod_lister[0](ns) if pod_lister else []
+
+    def activate(pending: Iterable[PodInfo]) -> int:
+        return queue.activate(pending)
+
+    # One gang manager for every profile and every reload; its PodGroup status writer writes
+    # inline when binding is inline too (in-memory: deterministic simulations).
+    status = PodGroupStatusWriter(edges.api, inline=edges.bound_inline is not None)
+    gangs = GangManager(edges.clock, objects, pods, activate, status, edges.metrics)
+
     def build_frameworks(new: SchedulerConfig) -> dict[str, Framework]:
         built = _frameworks(
-            new,
-            registry,
-            edges,
-            nominator,
-            recorders,
-            objects,
-            waiting,
-            lambda ns: pod_lister[0](ns) if pod_lister else [],
-            lambda pods: queue.activate(pods),
+            new, registry, edges, nominator, recorders, objects, waiting, pods, activate, gangs
         )
         if edges.shadow_of is not None:
             built = {edges.shadow_of: next(iter(built.values()))}
@@ -192,7 +197,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
     if edges.bound_inline is not None:
         binder = Binder(cache, edges.bound_inline, scheduler.binding_failed, parallelism=1)
         scheduler.binder = InlineBinder(binder)  # type: ignore[assignment]
-    return Parts(cache, queue, frameworks, recorders, handlers, scheduler, nominator, build_frameworks)
+    return Parts(cache, queue, frameworks, recorders, handlers, scheduler, nominator, gangs, build_frameworks)
 
 
 def _frameworks(
@@ -205,6 +210,7 @@ def _frameworks(
     waiting: WaitingPods,
     pods: Callable[[str], list[PodInfo]],
     activate: Callable[[Iterable[PodInfo]], int],
+    gangs: GangManager,
 ) -> dict[str, Framework]:
     """One framework per profile; all share one waiting-pods map (Permit is process-wide)."""
     out: dict[str, Framework] = {}
@@ -224,6 +230,7 @@ def _frameworks(
             waiting_pods=waiting,
             pods=pods,
             activate=activate,
+            gangs=gangs,
         )
         out[profile.scheduler_name] = Framework(profile, registry, services)
     return out

@@ -116,6 +116,7 @@ class InMemoryCluster:
         self.queue = parts.queue
         self.handlers = parts.handlers
         self.scheduler = parts.scheduler
+        self.gangs = parts.gangs
         self.placements: dict[str, str] = {}
         self.on_bound: list[Callable[[PodInfo, str], None]] = []
         self._lock = threading.Lock()
@@ -181,6 +182,7 @@ class InMemoryCluster:
     def schedule_pending(self, limit: int | None = None) -> int:
         """Schedule until the active queue is empty (or limit attempts); returns attempts made."""
         n = 0
+        self.gangs.wake_backed_off()  # gangs whose backoff ended (production: housekeeping)
         self.scheduler.binder.drain()  # pods held at Permit whose wait ended (time moved)
         while limit is None or n < limit:
             if not self.scheduler.schedule_one(timeout=0):

@@ -68,6 +68,9 @@ class Services:
     # Set once when the scheduler shuts down: the binding cycle's waits end early (kube cancels
     # the binding cycle's context). Framework.cancel_binding_waits sets it.
     stopping: threading.Event = field(default_factory=threading.Event)
+    # The scheduler's gang manager (netsched.gangs.GangManager): gang state the Coscheduling
+    # and GangTopology plugins share; typed loosely so the framework does not import it.
+    gangs: object | None = None
 
 
 class FrameworkHandle:
@@ -97,6 +100,10 @@ class FrameworkHandle:
     @property
     def metrics(self) -> MetricsProvider | None:
         return self._services.metrics
+
+    @property
+    def gangs(self) -> object | None:
+        return self._services.gangs
 
     @property
     def observe(self) -> RuntimeMetrics | None:

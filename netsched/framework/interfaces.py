@@ -683,6 +683,12 @@ class Handle(Protocol):
         """The process-wide metrics hub (netsched.metrics), shared by all profiles."""
         ...
 
+    @property
+    def gangs(self) -> object | None:
+        """The scheduler's gang manager (netsched.gangs.GangManager, reached with
+        netsched.gangs.gangs_of), shared by all profiles; None when none was wired."""
+        ...
+
     def snapshot(self) -> Snapshot:
         """The snapshot of the cycle in progress (stable for the whole cycle)."""
         ...

@@ -35,6 +35,7 @@ from netsched.framework.search import NodeSearch, ScheduleResult
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import NodeInfo, PodInfo, QueuedPodInfo
+from netsched.gangs import GangManager, PodGroupStatusWriter
 from netsched.testing.builders import NodeBuilder, PodBuilder, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.handle import RecordingAPI, RecordingEvents
@@ -161,7 +162,7 @@ def fake_services(
         return [p for n in assigned.nodes for p in n.pods.values() if p.namespace == namespace]
 
     namespaces = dict(namespaces or {})
-    return Services(
+    services = Services(
         api=api if api is not None else RecordingAPI(),
         events=events if events is not None else RecordingEvents(),
         clock=clock if clock is not None else FakeClock(),
@@ -179,6 +180,9 @@ def fake_services(
             }
         ),
     )
+    status = PodGroupStatusWriter(services.api, inline=True)
+    services.gangs = GangManager(services.clock, services.objects, pods, services.activate, status)
+    return services
 
 
 def plugin_of(fwk: Framework, cls: type[P]) -> P:

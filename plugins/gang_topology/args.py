@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from netsched.framework import Fields, join
-from netsched.metrics import PrometheusArgs
-from netsched.metrics.scoring import MetricArgs
+from netsched.metrics.plugin_api import MetricArgs, PrometheusArgs
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 

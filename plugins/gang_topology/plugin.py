@@ -29,26 +29,31 @@ from netsched.framework import (
     CycleState,
     Handle,
     IntArray,
-    PluginArgs,
     PodInfo,
     Snapshot,
     Status,
 )
-from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
-from netsched.metrics.mapping import FloatArray
-from netsched.metrics.scoring import MetricScorePlugin
-from netsched.metrics.utilisation import cold_link_scores, source_for, to_int_scores
-from netsched.plugins.coscheduling.groups import group_name
+from netsched.framework.names import GANG_TOPOLOGY
+from netsched.gangs import group_name
+from netsched.metrics.plugin_api import (
+    LINK_SPEED,
+    NETWORK_RX,
+    NETWORK_TX,
+    FloatArray,
+    MetricScorePlugin,
+    cold_link_scores,
+    source_for,
+    to_int_scores,
+)
 from netsched.plugins.gang_topology.args import GangTopologyArgs
 
 
-class GangTopology(MetricScorePlugin):
-    name = "GangTopology"
-    Args = GangTopologyArgs
+class GangTopology(MetricScorePlugin[GangTopologyArgs]):
+    name = GANG_TOPOLOGY
 
-    def __init__(self, args: PluginArgs | None, handle: Handle) -> None:
+    def __init__(self, args: GangTopologyArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.cfg = self.args_as(GangTopologyArgs)
+        self.cfg = self.args
         self.source = source_for(handle, self.cfg.prometheus, self.name)
         self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
 

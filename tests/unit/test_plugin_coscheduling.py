@@ -43,10 +43,10 @@ def podgroup(name: str, min_member: int, *, created: int = 1, **spec: Any) -> di
     }
 
 
-def cluster(nodes: int = 2, cpu: str = "4") -> InMemoryCluster:
+def cluster(nodes: int = 2, cpu: str = "4", observe: bool = False) -> InMemoryCluster:
     registry = build_registry()
     cfg = load_config(SEED.read_text(), registry)
-    c = InMemoryCluster(cfg, registry, clock=ManualClock(), keep_events=True)
+    c = InMemoryCluster(cfg, registry, clock=ManualClock(), keep_events=True, observe=observe)
     c.add_nodes([make_node(f"n{i}").capacity(cpu=cpu, pods="110").obj() for i in range(nodes)])
     return c
 
@@ -163,6 +163,48 @@ def test_a_pod_freed_by_a_released_gang_is_retried_at_once() -> None:
     # pod turned away for lack of it is retried, not left for an unrelated event or the flush.
     assert c.placements == {"default/solo": "n0"}
     assert held(c) == (0, 0)
+
+
+def test_a_backed_off_gang_is_retried_when_its_backoff_ends_in_an_idle_cluster() -> None:
+    c = cluster(nodes=1)  # room for 2 pods of 2 cpu; the seed config backs a gang off for 3 s
+    c.add_object(PG, podgroup("a", 2, created=1))
+    c.add_object(PG, podgroup("b", 2, created=2))
+    gang(c, "a", 2)
+    gang(c, "b", 2)
+    c.schedule_pending()
+    assert sorted(c.placements) == ["default/a0", "default/a1"]
+    assert "podGroup default/b failed recently" in failed(c, "default/b1")
+    assert isinstance(c.clock, ManualClock)
+    c.clock.step(1.0)
+    for key in ("default/a0", "default/a1"):  # gang a ends while b is still backed off
+        gone = c.cache.find_pod(key)
+        assert gone is not None
+        c.delete_pod(gone)
+    c.schedule_pending()
+    assert not [k for k in c.placements if k.startswith("default/b")]
+    # Nothing else happens in the cluster: the end of the backoff itself retries the gang
+    # (before: its members waited for an unrelated event or the 5-minute flush).
+    c.clock.step(3.0)
+    c.schedule_pending()
+    assert sorted(k for k in c.placements if k.startswith("default/b")) == ["default/b0", "default/b1"]
+    assert held(c) == (0, 0)
+
+
+def test_metrics_count_waiting_gangs_and_how_their_attempts_end() -> None:
+    c = cluster(observe=True)
+    assert c.metrics is not None
+    sample = c.metrics.registry.get_sample_value
+    c.add_object(PG, podgroup("a", 3, scheduleTimeoutSeconds=5))
+    gang(c, "a", 2)
+    c.add_pod(make_pod("a2").label(POD_GROUP_LABEL, "a").req(cpu="2").gate("hold").obj())
+    c.schedule_pending()
+    assert sample("netsched_gangs_waiting", {"profile": "default-scheduler"}) == 1
+    assert isinstance(c.clock, ManualClock)
+    c.clock.step(5.0)
+    c.schedule_pending()
+    assert sample("netsched_gangs_waiting", {"profile": "default-scheduler"}) == 0
+    labels = {"outcome": "timed_out", "profile": "default-scheduler"}
+    assert sample("netsched_gang_outcomes_total", labels) == 1
 
 
 def test_gang_that_cannot_finish_releases_its_reservations() -> None:
@@ -365,7 +407,7 @@ def test_queueing_hints_name_what_can_undo_each_rejection(
     pod = make_pod("a0").label(POD_GROUP_LABEL, "a").info()
     assert isinstance(c.clock, ManualClock)
     if backed_off_for is not None:
-        p.backoff.add("default/a", c.clock.now(), 10)
+        p.gangs.backed_off.add("default/a", c.clock.now(), 10)
         c.clock.step(backed_off_for)
     regs = [r for r in p.events_to_register() if r.event.match(happened)]
     assert len(regs) == 1, (case, regs)

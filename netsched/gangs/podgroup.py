@@ -1,12 +1,11 @@
-"""PodGroups as Coscheduling reads them: parsed once per resourceVersion, and who is in one.
+"""PodGroups as the gang plugins read them: parsed once per resourceVersion, and who is in one.
 
 A pod joins a gang with the `scheduling.x-k8s.io/pod-group` label (the older
 `pod-group.scheduling.sigs.k8s.io` is accepted too) naming a PodGroup of its
-namespace.  The PodGroup (CRD scheduling.x-k8s.io/v1alpha1) says how many
-members must start together (`spec.minMember`), what they need in total
-(`spec.minResources`) and how long members wait for each other
-(`spec.scheduleTimeoutSeconds`).  A malformed PodGroup is a GroupError naming
-the field at fault, never a crash.
+namespace.  The PodGroup (CRD scheduling.x-k8s.io/v1alpha1, scheduler-plugins')
+says how many members must start together (`spec.minMember`), what they need
+in total (`spec.minResources`), how long members wait for each other
+(`spec.scheduleTimeoutSeconds`).  A malformed PodGroup is a GroupError naming the field at fault, never a crash.
 """
 
 from __future__ import annotations
@@ -17,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from netsched.framework import PodInfo
 from netsched.framework.quantity import to_canonical
+from netsched.framework.types import PodInfo
 from netsched.kube.resources import PODGROUPS
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -26,6 +25,8 @@ LEGACY_POD_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"
 PODGROUPS_KEY = PODGROUPS.key
 PODGROUP_KIND = PODGROUPS.kind  # the resource of its ClusterEvents (queueing hints)
 PODGROUP_API_VERSION = f"{PODGROUPS.group}/{PODGROUPS.version}"
+# Parsed PodGroups kept at most; the cache starts over past it (it is only a cache).
+MAX_PARSED = 10_000
 
 
 def group_name(pod: PodInfo) -> str:
@@ -41,7 +42,7 @@ def full_name(pod: PodInfo) -> str:
 
 
 class GroupError(ValueError):
-    """A PodGroup the plugin cannot use; the message names the object and field."""
+    """A PodGroup the gang plugins cannot use; the message names the object and field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,39 +134,9 @@ class GroupCache:
                 value = e
             got = (rv, value)
             with self._lock:
-                if len(self._parsed) > 10_000:
+                if len(self._parsed) > MAX_PARSED:
                     self._parsed.clear()
                 self._parsed[key] = got
         if isinstance(got[1], GroupError):
             raise got[1]
         return got[1]
-
-
-class Backoff:
-    """Gangs that failed recently, until when (podGroupBackoffSeconds)."""
-
-    def __init__(self) -> None:
-        self._until: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def add(self, group: str, now: float, seconds: float) -> None:
-        if seconds > 0:
-            with self._lock:
-                self._until[group] = now + seconds
-
-    def remaining(self, group: str, now: float) -> float:
-        with self._lock:
-            until = self._until.get(group)
-            if until is None:
-                return 0.0
-            if until <= now:
-                del self._until[group]
-                return 0.0
-            return until - now
-
-    def expired(self, group: str, now: float) -> bool:
-        """The group was backed off and that is over, though no member has been tried since
-        (remaining() forgets the record when a member's PreFilter next asks)."""
-        with self._lock:
-            until = self._until.get(group)
-            return until is not None and until <= now

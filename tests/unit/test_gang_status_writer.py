@@ -1,4 +1,5 @@
-"""The PodGroup status writer: writes off the caller's thread, and leaves no thread behind when idle."""
+"""The PodGroup status writer (netsched.gangs, wired by the composition root): writes off the
+caller's thread, and leaves no thread behind when idle."""
 
 from __future__ import annotations
 
@@ -7,17 +8,14 @@ from typing import Any
 
 import pytest
 
-import netsched.plugins.coscheduling.status as status_mod
-from netsched.plugins.coscheduling.groups import PodGroup
-from netsched.plugins.coscheduling.status import StatusWriter
-from netsched.testing.framework import build_framework
+import netsched.gangs.status as status_mod
+from netsched.gangs import PodGroup, PodGroupStatusWriter
 from netsched.testing.handle import RecordingAPI
 
 
 def test_idle_writer_thread_ends_and_a_new_mark_starts_another(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(status_mod, "IDLE_EXIT_SECONDS", 0.05)
     api = RecordingAPI()
-    fwk = build_framework([], api=api)
     computed: list[str] = []
     written = threading.Event()
 
@@ -26,7 +24,8 @@ def test_idle_writer_thread_ends_and_a_new_mark_starts_another(monkeypatch: pyte
         written.set()
         return None  # the group is gone: nothing to write
 
-    writer = StatusWriter(fwk, compute)
+    writer = PodGroupStatusWriter(api)
+    writer.computes_with(compute)
     writer.mark("default/a")
     assert written.wait(5)
     first = writer._thread
@@ -47,12 +46,11 @@ def test_a_status_is_compared_with_what_the_writer_last_wrote_not_the_lagging_ca
     to PreScheduling must be written (comparing with the cache would skip it and leave the
     server at Scheduling), and no patch carries the cache's stale resourceVersion."""
     api = RecordingAPI()
-    fwk = build_framework([], api=api)
     cached = {"phase": "PreScheduling", "scheduled": 0, "running": 0}
     wanted = [{"phase": "Scheduling", "scheduled": 0, "running": 0}, dict(cached), dict(cached)]
 
-    writer = StatusWriter(fwk, lambda _g: (_group(cached), wanted.pop(0)))
-    writer._inline = True  # write on this thread: the sequence is the test
+    writer = PodGroupStatusWriter(api, inline=True)  # write on this thread: the sequence is the test
+    writer.computes_with(lambda _g: (_group(cached), wanted.pop(0)))
     for _ in range(3):
         writer.mark("default/g")
     phases = [p[3]["status"]["phase"] for p in api.patches]
@@ -63,7 +61,6 @@ def test_a_status_is_compared_with_what_the_writer_last_wrote_not_the_lagging_ca
 def test_a_failed_write_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(status_mod, "RETRY_SECONDS", 0.05)
     api = RecordingAPI()
-    fwk = build_framework([], api=api)
     calls = {"n": 0}
     real = api.patch_object
 
@@ -74,7 +71,8 @@ def test_a_failed_write_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(*args, **kw)
 
     monkeypatch.setattr(api, "patch_object", flaky)
-    writer = StatusWriter(fwk, lambda _g: (_group({}), {"phase": "Scheduled", "scheduled": 2, "running": 0}))
+    writer = PodGroupStatusWriter(api)
+    writer.computes_with(lambda _g: (_group({}), {"phase": "Scheduled", "scheduled": 2, "running": 0}))
     writer.mark("default/g")
     deadline = threading.Event()
     for _ in range(100):

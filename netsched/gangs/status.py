@@ -1,19 +1,22 @@
 """PodGroup status, kept current off the scheduling thread.
 
-Plugin code only marks a gang dirty; a writer thread recomputes the status
-from the pods themselves (members placed, running, waiting at Permit) and
-patches `status` through the status subresource when it differs from what is
-stored.  Nothing is lost to a crash: the status is a function of the pods, so
-the next scheduler recomputes it the first time it sees the group.
+The gang manager only marks a gang dirty; a writer thread recomputes the
+status from the pods themselves (members placed, running, waiting at Permit)
+and patches `status` through the status subresource when it differs from
+what is stored.  Nothing is lost to a crash: the status is a function of the
+pods, so the next scheduler recomputes it the first time it sees the group.
 
 The watch cache lags the writer's own patches, so "what is stored" is what
 this writer last wrote for the group when it has written since (else the
 cached object), and the patch carries no resourceVersion: the status is
 derived from the pods, the last computation is the right one, and a stale
 cached version must not turn a correct write into a Conflict that nobody
-retries.  A failed write is retried after RETRY_SECONDS.  An API
-whose writes are local and cheap (`synchronous = True`: the in-memory
-cluster) is written inline, so simulations stay deterministic.
+retries.  A failed write is retried after RETRY_SECONDS.
+
+The composition root builds the writer (one per scheduler) and says whether
+writes may happen inline, on the caller's thread: an in-memory cluster's
+writes are local and cheap, and simulations stay deterministic that way.
+The thread ends when idle for IDLE_EXIT_SECONDS; the next mark starts one.
 """
 
 from __future__ import annotations
@@ -23,10 +26,10 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from netsched.framework import Handle
+from netsched.framework.interfaces import ClusterAPI
+from netsched.gangs.podgroup import PodGroup
 from netsched.kube.errors import NotFound
 from netsched.kube.resources import PODGROUPS
-from netsched.plugins.coscheduling.groups import PodGroup
 
 log = logging.getLogger(__name__)
 
@@ -38,18 +41,22 @@ IDLE_EXIT_SECONDS = 30.0
 RETRY_SECONDS = 1.0
 
 
-class StatusWriter:
-    def __init__(self, handle: Handle, compute: Compute) -> None:
-        self._handle = handle
-        self._compute = compute
+class PodGroupStatusWriter:
+    def __init__(self, api: ClusterAPI, *, inline: bool = False) -> None:
+        self._api = api
+        self._compute: Compute = lambda _group: None
         self._dirty: set[str] = set()
         self._cond = threading.Condition()
         self._busy = False
-        self._inline = bool(getattr(handle.api, "synchronous", False))
+        self._inline = inline
         self._thread: threading.Thread | None = None
         # group -> the status this writer last patched (the watch cache may not show it yet)
         self._written: dict[str, dict[str, Any]] = {}
         self.writes = 0
+
+    def computes_with(self, compute: Compute) -> None:
+        """Where a group's status comes from (the gang manager, once it exists)."""
+        self._compute = compute
 
     def mark(self, group: str) -> None:
         if self._inline:
@@ -70,8 +77,7 @@ class StatusWriter:
     def _run(self) -> None:
         while True:
             with self._cond:
-                # Idle for a while: the thread ends (a reload's replaced plugin leaves none behind);
-                # the next mark() starts a new one.
+                # Idle for a while: the thread ends; the next mark() starts a new one.
                 if not self._cond.wait_for(lambda: bool(self._dirty), IDLE_EXIT_SECONDS):
                     self._thread = None
                     return
@@ -106,9 +112,7 @@ class StatusWriter:
             stored = self._written.get(group, pg.status)
             if all(_same(stored.get(k), v) for k, v in status.items()):
                 return True
-            self._handle.api.patch_object(
-                PODGROUPS, pg.namespace, pg.name, {"status": status}, subresource="status"
-            )
+            self._api.patch_object(PODGROUPS, pg.namespace, pg.name, {"status": status}, subresource="status")
             self._written[group] = status
             self.writes += 1
             return True
