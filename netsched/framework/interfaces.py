@@ -262,16 +262,6 @@ class Plugin(Generic[ArgsT]):
         list: none does, only the periodic flush of unschedulable leftovers retries the pod."""
         return None
 
-    def args_as(self, kind: type[A]) -> A:
-        """Transitional, for the two plugins not yet on the typed `self.args` (coscheduling and
-        gang_topology, rewritten for issue 22): self.args as `kind`, else PluginArgsError.
-        Removed with their conversion; new code reads `self.args`."""
-        if not isinstance(self.args, kind):
-            raise PluginArgsError(
-                f"plugin {self.name!r} wants args of type {kind.__name__}, got {type(self.args).__name__}"
-            )
-        return self.args
-
 
 def _named_args_types(cls: type) -> set[type[PluginArgs] | None]:
     """The args types `cls`'s own Plugin bases name (`FilterPlugin[XArgs]`); type variables
