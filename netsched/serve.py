@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 
 
 def run(opts: argparse.Namespace, out_of_tree: Sequence[PluginFactory] = ()) -> int:
+    # First of all: a SIGTERM while starting (a rollout that changes its mind) is a clean stop,
+    # never the default action's exit by signal.
+    stop = _stop_on_signals()
     logutil.setup(opts.verbosity, opts.logging_format)
     try:
         registry = build_registry(out_of_tree)
@@ -97,11 +100,11 @@ def run(opts: argparse.Namespace, out_of_tree: Sequence[PluginFactory] = ()) -> 
             app.apply_config,
             metrics=app.metrics,
         )
-    return serve(app, reloader, reload_interval=opts.config_reload_interval)
+    return serve(app, reloader, reload_interval=opts.config_reload_interval, stop=stop)
 
 
-def serve(app: SchedulerApp, reloader: ConfigReloader | None = None, *, reload_interval: float = 2.0) -> int:
-    """Run until SIGTERM/SIGINT: informers, endpoints, leader election, scheduling; SIGHUP reloads."""
+def _stop_on_signals() -> threading.Event:
+    """SIGTERM and SIGINT set the returned event (the main thread's shutdown signal)."""
     stop = threading.Event()
 
     def _signal(signum: int, _frame: Any) -> None:
@@ -110,6 +113,24 @@ def serve(app: SchedulerApp, reloader: ConfigReloader | None = None, *, reload_i
 
     signal.signal(signal.SIGTERM, _signal)
     signal.signal(signal.SIGINT, _signal)
+    return stop
+
+
+def serve(
+    app: SchedulerApp,
+    reloader: ConfigReloader | None = None,
+    *,
+    reload_interval: float = 2.0,
+    stop: threading.Event | None = None,
+) -> int:
+    """Run until SIGTERM/SIGINT: informers, endpoints, leader election, scheduling; SIGHUP reloads.
+    `stop`: the event the signals set (run() installs them first thing), else installed here."""
+    if stop is None:
+        stop = _stop_on_signals()
+    if stop.is_set():  # signalled while starting: nothing to run, nothing to drain
+        app.shutdown(timeout=1)
+        log.info("Stopped")
+        return 0
     if reloader is not None:
         _watch_config(reloader, stop, reload_interval)
     # As kube-scheduler, the endpoints' addresses are bound before anything else starts: a

@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -157,3 +158,21 @@ def test_a_port_in_use_is_a_start_up_failure_naming_the_address(
     # Nothing else started: never campaigned for the lease, never listed the cluster.
     assert not server.list("coordination.k8s.io/leases", "default")
     assert "Caches synced" not in out
+
+
+def test_a_signal_while_starting_stops_before_anything_runs(server: FakeAPIServer, kubeconfig: Path) -> None:
+    # run() installs the signal handlers first thing; a SIGTERM that arrives while the config
+    # loads or the client is built sets the event serve() starts from.
+    from netsched.app import AppOptions, SchedulerApp, build_registry
+    from netsched.config import load_config
+    from netsched.kube import KubeAPI, build_api_client
+    from netsched.serve import serve
+
+    registry = build_registry()
+    cfg = load_config(ELECTED, registry)
+    app = SchedulerApp(cfg, registry, KubeAPI(build_api_client(str(kubeconfig))), options=AppOptions())
+    stopped = threading.Event()
+    stopped.set()
+    before = len(server.requests)
+    assert serve(app, stop=stopped) == 0
+    assert len(server.requests) == before  # no list, no watch, no lease

@@ -210,6 +210,8 @@ def test_seed_deployment_three_replicas_one_leader_on_custom_scheduler(
     replicas = [Replica(config, kubeconfig, args) for _ in range(deployment["spec"]["replicas"])]
     with FakePVController(server):
         try:
+            # Three replicas running (each campaigning) before anything else is asked of them.
+            server.wait_for(lambda: all(r.said("Campaigning for leadership") for r in replicas), timeout=60)
             first = server.wait_for(holder, timeout=60)
             leader = server.wait_for(lambda: next((r for r in replicas if r.is_(first)), None), timeout=30)
             lvm_pod(server, "a", "20Gi")
