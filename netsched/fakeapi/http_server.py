@@ -112,6 +112,7 @@ class Backend(Protocol):
     def review_access(self, body: JsonObj) -> JsonObj: ...
     def take_fault(self, method: str, path: str) -> Fault | None: ...
     def track(self, conn: socket.socket, add: bool) -> None: ...
+    def streams(self, delta: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,11 +456,15 @@ class Handler(BaseHTTPRequestHandler):
             self._write_chunk(b"")
             return
         self._start_chunked()
+        backend.streams(+1)
         try:
-            self._stream(watcher, time.monotonic() + timeout, bookmarks)
+            try:
+                self._stream(watcher, time.monotonic() + timeout, bookmarks)
+            finally:
+                backend.store.unwatch(watcher)
+            self._write_chunk(b"")
         finally:
-            backend.store.unwatch(watcher)
-        self._write_chunk(b"")
+            backend.streams(-1)
 
     def _stream(self, watcher: Watcher, deadline: float, bookmarks: bool) -> None:
         store = self.server.backend.store

@@ -100,6 +100,8 @@ class FakeAPIServer:
         self._requests: list[RecordedRequest] = []
         self._faults: list[Fault] = []
         self._connections: set[socket.socket] = set()
+        self._open_streams = 0  # watch streams not yet ended by their final chunk
+        self._streams_cond = threading.Condition(self._lock)
         self._tokens: dict[str, JsonObj] = {}
         self._grants: set[tuple[str, str, str]] = set()  # (user or "group:NAME", path, verb)
 
@@ -127,6 +129,8 @@ class FakeAPIServer:
         if httpd is None:
             return
         self.store.close_watchers()
+        with self._streams_cond:  # each open watch ends with its final chunk, as a clean end
+            self._streams_cond.wait_for(lambda: self._open_streams == 0, timeout=2.0)
         httpd.shutdown()
         with self._lock:
             connections = list(self._connections)
@@ -363,6 +367,12 @@ class FakeAPIServer:
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
+
+    def streams(self, delta: int) -> None:
+        """A watch stream began (+1) or ended after writing its final chunk (-1)."""
+        with self._streams_cond:
+            self._open_streams += delta
+            self._streams_cond.notify_all()
 
     def track(self, conn: socket.socket, add: bool) -> None:
         with self._lock:
