@@ -88,7 +88,7 @@ class DryRunAPI:
         """Recorded, never sent: a shadow scheduler writes no PodGroup status and binds no volume."""
         with self._lock:
             self.would_patch.append((resource.key, f"{namespace}/{name}", dict(patch)))
-        log.info("Shadow: would patch %s %s/%s", resource.key, namespace, name)
+        log.info("Shadow: would patch object resource=%s object=%s/%s", resource.key, namespace, name)
         return dict(patch)
 
     def observed_binding(self, pod: PodInfo) -> None:

@@ -62,7 +62,7 @@ class PluginCalls:
         try:
             out = fn(*args)
         except Exception as e:
-            log.exception("%s plugin failed plugin=%s pod=%s", point, p.name, pod.key)
+            log.exception("Plugin failed extensionPoint=%s plugin=%s pod=%s", point, p.name, pod.key)
             err = Status.as_error(e, p.name)
             if timed and obs is not None:
                 obs.plugin_execution_duration.labels(p.name, point, "Error").observe(time.perf_counter() - t0)

@@ -67,7 +67,10 @@ def review_client(kubeconfig: str, flag: str, *, timeout: float = 10.0) -> KubeR
         cfg = k8s.Configuration()
         load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
     except ConfigException:
-        log.warning("No %s and not in a cluster: every request to a protected path will be refused", flag)
+        log.warning(
+            "No kubeconfig and not in a cluster: every request to a protected path will be refused flag=%s",
+            flag,
+        )
         return None
     cfg.connection_pool_maxsize = 4
     cfg.retries = False

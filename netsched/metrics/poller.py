@@ -266,7 +266,7 @@ class Poller:
             return
         self._logged_check = signature
         if signature:
-            log.warning("%s", report)
+            log.warning("Prometheus metrics self-check found problems source=%s report=%s", self.name, report)
         else:
             log.info(
                 "Metrics self-check ok source=%s nodes=%d metrics=%d",

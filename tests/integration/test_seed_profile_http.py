@@ -167,7 +167,9 @@ class Replica:
 
     def is_(self, identity: str) -> bool:
         """Its own identity, as it logged it when it began to campaign."""
-        return self.said(f"Campaigning for leadership lease=kube-system/custom-scheduler identity={identity}")
+        return self.said(
+            f'"Campaigning for leadership" lease="kube-system/custom-scheduler" identity="{identity}"'
+        )
 
     def stop(self) -> str:
         if self.proc.poll() is None:
