@@ -2,6 +2,7 @@
 
     netsched --config FILE [--master URL] [--leader-elect=false] [--authentication-kubeconfig K] [-v 2]
     netsched --config FILE --write-config-to OUT      # the fully defaulted config, then exit
+    netsched --version                                  # netsched's version and the kube it follows
     netsched demo                                       # in-process fake cluster, no Kubernetes needed
     netsched simulate [SCENARIO]                        # what a config would do (see simulate --help)
 
@@ -14,60 +15,86 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from netsched.config.duration import DurationError, parse_duration
+from netsched import logutil
+from netsched.flags import HelpFormatter, flag_bool, flag_duration, flag_list
 from netsched.framework.interfaces import PluginFactory
+from netsched.version import KUBE_BASELINE, version_text
 
-
-def _bool(text: str) -> bool:
-    t = text.strip().lower()
-    if t in ("true", "1", "yes", "on"):
-        return True
-    if t in ("false", "0", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except DurationError as e:
-        raise argparse.ArgumentTypeError(f"expected a duration such as 15s, got {text!r}: {e}") from e
-
-
-def _paths(text: str) -> list[str]:
-    return [p.strip() for p in text.split(",") if p.strip()]
+# `netsched NAME ...` runs a subcommand with its own parser; parsers() returns them all.
+SUBCOMMANDS = ("demo", "simulate")
 
 
 def _gates(text: str) -> dict[str, bool]:
     """kube's mapStringBool: "A=true,B=false"."""
     out: dict[str, bool] = {}
-    for item in _paths(text):
+    for item in flag_list(text):
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise argparse.ArgumentTypeError(f"expected NAME=true|false, got {item!r}")
-        out[key.strip()] = _bool(value)
+        out[key.strip()] = flag_bool(value)
     return out
+
+
+def _vmodule(text: str) -> tuple[logutil.ModulePattern, ...]:
+    try:
+        return logutil.parse_vmodule(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
 
 
 def _flag_bool(p: argparse._ActionsContainer, name: str, help: str) -> None:
     # --flag, --flag=true, --flag=false as in pflag; default None = "not given".
-    p.add_argument(name, type=_bool, nargs="?", const=True, default=None, help=help)
+    p.add_argument(name, type=flag_bool, nargs="?", const=True, default=None, metavar="bool", help=help)
+
+
+class _Version(argparse.Action):
+    """kube's --version: alone or =true prints the version and exits, =raw adds details."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        value: Any,
+        option: str | None = None,
+    ) -> None:
+        if value == "raw":
+            print(version_text(raw=True))
+            parser.exit(0)
+        try:
+            wanted = flag_bool(str(value))
+        except argparse.ArgumentTypeError:
+            parser.error(f"--version={value}: expected true, false or raw")
+        if wanted:
+            print(version_text())
+            parser.exit(0)
 
 
 def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="netsched",
         description="A Kubernetes scheduler that places pods by measured node load as well as requests.",
-        epilog="Subcommands: 'netsched demo' (no cluster needed), 'netsched simulate --help'. "
+        epilog="Subcommands: 'netsched demo --help' (no cluster needed), 'netsched simulate --help'. "
         "Flags are kube-scheduler's; see README.md (Flags) for what each does in netsched.",
+        formatter_class=HelpFormatter,
+    )
+    p.add_argument(
+        "--version",
+        action=_Version,
+        nargs="?",
+        const="true",
+        default=None,
+        metavar="true|raw",
+        help=f"print netsched's version and the kube-scheduler version it follows ({KUBE_BASELINE}), "
+        "then exit; =raw adds the Python runtime",
     )
     misc = p.add_argument_group("misc")
     misc.add_argument(
         "--config",
         default="",
-        help="KubeSchedulerConfiguration file (default: one 'netsched' profile); watched and "
-        "reloaded on change or SIGHUP",
+        help="KubeSchedulerConfiguration file (without it: one 'netsched' profile with the defaults); "
+        "watched and reloaded on change or SIGHUP",
     )
     misc.add_argument("--master", default="", help="API server URL; overrides the kubeconfig's server")
     misc.add_argument(
@@ -75,23 +102,40 @@ def run_parser() -> argparse.ArgumentParser:
     )
     misc.add_argument(
         "--config-reload-interval",
-        type=_duration,
-        default=2.0,
+        type=flag_duration,
+        default="2s",
         help="how often the --config file is checked for changes (netsched; 0 disables the watch, "
         "SIGHUP still reloads)",
     )
 
-    dep = p.add_argument_group("deprecated (ignored when --config is given, as in kube-scheduler)")
-    dep.add_argument("--kubeconfig", default=None, help="kubeconfig file (clientConnection.kubeconfig)")
-    dep.add_argument("--kube-api-qps", type=float, default=None, help="client QPS (clientConnection.qps)")
-    dep.add_argument("--kube-api-burst", type=int, default=None, help="client burst (clientConnection.burst)")
+    dep = p.add_argument_group(
+        "deprecated (ignored when --config is given, as in kube-scheduler; the config file's "
+        "value, or its default, applies when a flag is not given)"
+    )
+    dep.add_argument(
+        "--kubeconfig", default=None, help="kubeconfig file (clientConnection.kubeconfig; default in-cluster)"
+    )
+    dep.add_argument(
+        "--kube-api-qps", type=float, default=None, help="client QPS (clientConnection.qps; default 50)"
+    )
+    dep.add_argument(
+        "--kube-api-burst", type=int, default=None, help="client burst (clientConnection.burst; default 100)"
+    )
     dep.add_argument(
         "--kube-api-content-type",
         default=None,
         help="accepted for compatibility: netsched always sends and reads JSON",
     )
-    _flag_bool(dep, "--profiling", "enableProfiling: /debug/pprof/profile (CPU samples) behind authorization")
-    _flag_bool(dep, "--contention-profiling", "enableContentionProfiling: accepted, no effect in netsched")
+    _flag_bool(
+        dep,
+        "--profiling",
+        "enableProfiling: /debug/pprof/profile (CPU samples) behind authorization (default true)",
+    )
+    _flag_bool(
+        dep,
+        "--contention-profiling",
+        "enableContentionProfiling: accepted, no effect in netsched (default true)",
+    )
     dep.add_argument(
         "--port",
         type=int,
@@ -99,25 +143,39 @@ def run_parser() -> argparse.ArgumentParser:
         help="DEPRECATED: insecure serving was removed; only 0 is accepted (see --metrics-bind-address)",
     )
 
-    le = p.add_argument_group("leader election (override leaderElection.* even with --config)")
-    _flag_bool(le, "--leader-elect", "true/false: campaign for the lease before scheduling")
-    for flag, what in (
-        ("--leader-elect-lease-duration", "leaseDuration"),
-        ("--leader-elect-renew-deadline", "renewDeadline"),
-        ("--leader-elect-retry-period", "retryPeriod"),
+    le = p.add_argument_group(
+        "leader election (override leaderElection.* even with --config; the config file's value, "
+        "or its default, applies when a flag is not given)"
+    )
+    _flag_bool(
+        le,
+        "--leader-elect",
+        "leaderElection.leaderElect: campaign for the lease before scheduling (default true)",
+    )
+    for flag, what, default in (
+        ("--leader-elect-lease-duration", "leaseDuration", "15s"),
+        ("--leader-elect-renew-deadline", "renewDeadline", "10s"),
+        ("--leader-elect-retry-period", "retryPeriod", "2s"),
     ):
-        le.add_argument(flag, type=_duration, default=None, help=f"leaderElection.{what} (e.g. 15s)")
+        le.add_argument(
+            flag, type=flag_duration, default=None, help=f"leaderElection.{what} (default {default})"
+        )
     for flag, what in (
-        ("--leader-elect-resource-lock", "resourceLock (only 'leases')"),
-        ("--leader-elect-resource-name", "resourceName"),
-        ("--leader-elect-resource-namespace", "resourceNamespace"),
+        ("--leader-elect-resource-lock", "resourceLock: only 'leases' (default \"leases\")"),
+        ("--leader-elect-resource-name", "resourceName (default: the first profile's schedulerName)"),
+        ("--leader-elect-resource-namespace", 'resourceNamespace (default "kube-system")'),
     ):
         le.add_argument(flag, default=None, help=f"leaderElection.{what}")
 
     srv = p.add_argument_group("secure serving (HTTPS for /metrics, /healthz, /livez, /readyz, /debug/*)")
     srv.add_argument("--secure-port", type=int, default=10259, help="HTTPS port (0 disables HTTPS)")
     srv.add_argument("--bind-address", default="0.0.0.0", help="address for --secure-port")
-    srv.add_argument("--cert-dir", default="", help="where the self-signed certificate is written")
+    srv.add_argument(
+        "--cert-dir",
+        default="",
+        help="where the self-signed certificate is written and reused from (without it: a temporary "
+        "directory, a new certificate at each start)",
+    )
     srv.add_argument("--tls-cert-file", default="", help="PEM certificate (chain) for HTTPS")
     srv.add_argument("--tls-private-key-file", default="", help="PEM private key for --tls-cert-file")
     srv.add_argument(
@@ -128,7 +186,7 @@ def run_parser() -> argparse.ArgumentParser:
     )
     srv.add_argument(
         "--tls-cipher-suites",
-        type=_paths,
+        type=flag_list,
         default=[],
         help="accepted for compatibility: the ciphers are OpenSSL's defaults for the TLS version",
     )
@@ -147,9 +205,9 @@ def run_parser() -> argparse.ArgumentParser:
     )
     auth.add_argument(
         "--authentication-token-webhook-cache-ttl",
-        type=_duration,
-        default=10.0,
-        help="how long TokenReview answers are cached",
+        type=flag_duration,
+        default="10s",
+        help="how long a TokenReview's answer for a bearer token is cached",
     )
     _flag_bool(auth, "--authentication-skip-lookup", "accepted (netsched reads no client CA ConfigMap)")
     _flag_bool(auth, "--authentication-tolerate-lookup-failure", "accepted (no client CA lookup)")
@@ -160,12 +218,22 @@ def run_parser() -> argparse.ArgumentParser:
     )
     auth.add_argument(
         "--authorization-always-allow-paths",
-        type=_paths,
-        default=["/healthz", "/readyz", "/livez"],
+        type=flag_list,
+        default="/healthz,/readyz,/livez",
         help="paths served without authentication or authorization",
     )
-    auth.add_argument("--authorization-webhook-cache-authorized-ttl", type=_duration, default=10.0)
-    auth.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=_duration, default=10.0)
+    auth.add_argument(
+        "--authorization-webhook-cache-authorized-ttl",
+        type=flag_duration,
+        default="10s",
+        help="how long a SubjectAccessReview that allowed a request is cached",
+    )
+    auth.add_argument(
+        "--authorization-webhook-cache-unauthorized-ttl",
+        type=flag_duration,
+        default="10s",
+        help="how long a SubjectAccessReview that denied a request is cached",
+    )
 
     run = p.add_argument_group("netsched")
     run.add_argument(
@@ -188,18 +256,57 @@ def run_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="annotate each scheduled pod with netsched.io/explain: the top nodes' per-plugin scores (costs a re-score)",
     )
-
-    logs = p.add_argument_group("logging")
-    logs.add_argument("-v", "--v", dest="verbosity", type=int, default=0, help="log verbosity (klog levels)")
-    logs.add_argument("--logging-format", choices=("text", "json"), default="text")
-    logs.add_argument(
+    gates = p.add_argument_group("feature gates")
+    gates.add_argument(
         "--feature-gates",
         type=_gates,
         default={},
-        help="NAME=true|false,...: accepted; netsched implements kube's v1.31 defaults and warns "
+        metavar="mapStringBool",
+        help=f"NAME=true|false,...: accepted; netsched implements kube's {KUBE_BASELINE} defaults and warns "
         "about gates it does not know",
     )
+
+    logs = p.add_argument_group("logging")
+    logs.add_argument(
+        "-v",
+        "--v",
+        dest="verbosity",
+        type=int,
+        default=0,
+        metavar="Level",
+        help="log verbosity: 4 adds netsched's debug lines, 6 the client libraries' (klog's levels)",
+    )
+    logs.add_argument(
+        "--vmodule",
+        type=_vmodule,
+        default="",
+        metavar="pattern=N,...",
+        help="per-file verbosity, klog's comma-separated pattern=N list; a pattern matches a source "
+        "file's name without .py (binder, reflector, *queue*)",
+    )
+    logs.add_argument(
+        "--logging-format",
+        choices=logutil.FORMATS,
+        default="text",
+        help="text: klog's lines; json: one JSON object per line with kube's fields (ts, caller, msg, "
+        "v, then one field per key, err on errors)",
+    )
+    logs.add_argument(
+        "--log-flush-frequency",
+        type=flag_duration,
+        default=None,
+        help="accepted for kube-scheduler manifests (kube's default 5s); no effect: every line is "
+        "flushed when it is written (said once in the log)",
+    )
     return p
+
+
+def parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every command's parser, subcommands included (for tests and docs)."""
+    from netsched.demo import parser as demo_parser
+    from netsched.simulate.cli import parser as simulate_parser
+
+    return {"netsched": run_parser(), "netsched demo": demo_parser(), "netsched simulate": simulate_parser()}
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from netsched import logutil
+from netsched.flags import HelpFormatter
 from netsched.framework.interfaces import PluginFactory
 from netsched.framework.parse import parse_pod
 from netsched.framework.quantity import to_canonical
@@ -35,13 +36,17 @@ profiles:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="netsched demo", description=__doc__.split("\n\n")[0])
-    p.add_argument("--nodes", type=int, default=12)
-    p.add_argument("--pods", type=int, default=60)
-    p.add_argument("--seed", type=int, default=1)
+    p = argparse.ArgumentParser(
+        prog="netsched demo", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter
+    )
+    p.add_argument("--nodes", type=int, default=12, help="fake nodes to create")
+    p.add_argument("--pods", type=int, default=60, help="pending pods to create for netsched")
+    p.add_argument("--seed", type=int, default=1, help="seed for the pods' sizes and the nodes' load")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for placements")
     p.add_argument("--config", default="", help="KubeSchedulerConfiguration (default: one netsched profile)")
-    p.add_argument("-v", "--v", dest="verbosity", type=int, default=0)
+    p.add_argument(
+        "-v", "--v", dest="verbosity", type=int, default=0, metavar="Level", help="scheduler log verbosity"
+    )
     return p
 
 

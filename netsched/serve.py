@@ -47,7 +47,12 @@ def run(opts: argparse.Namespace, out_of_tree: Sequence[PluginFactory] = ()) -> 
     # First of all: a SIGTERM while starting (a rollout that changes its mind) is a clean stop,
     # never the default action's exit by signal.
     stop = _stop_on_signals()
-    logutil.setup(opts.verbosity, opts.logging_format)
+    logutil.setup(
+        opts.verbosity,
+        opts.logging_format,
+        vmodule=opts.vmodule,
+        flush_frequency=opts.log_flush_frequency,
+    )
     try:
         registry = build_registry(out_of_tree)
     except RegistryError as e:

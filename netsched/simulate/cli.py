@@ -22,6 +22,7 @@ from pathlib import Path
 
 from netsched import logutil
 from netsched.config import ConfigError, SchedulerConfig, load_config
+from netsched.flags import HelpFormatter
 from netsched.framework.interfaces import PluginFactory
 from netsched.framework.registry import Registry, RegistryError
 from netsched.simulate.configs import (
@@ -45,6 +46,7 @@ def parser() -> argparse.ArgumentParser:
         "load and Prometheus; print where each pod goes and how even the load ends up, next to "
         "kube's default profile.",
         epilog="Scenario format: netsched/simulate/README.md. Without SCENARIO the shipped example runs.",
+        formatter_class=HelpFormatter,
     )
     p.add_argument("scenario", nargs="?", default="", help="scenario YAML (default: the shipped example)")
     p.add_argument(
@@ -65,7 +67,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--no-placements", action="store_true", help="leave the per-pod table out")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr even when not a terminal")
-    p.add_argument("-v", "--v", dest="verbosity", type=int, default=0, help="scheduler log verbosity")
+    p.add_argument(
+        "-v", "--v", dest="verbosity", type=int, default=0, metavar="Level", help="scheduler log verbosity"
+    )
     return p
 
 
