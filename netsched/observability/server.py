@@ -1,8 +1,10 @@
 """The scheduler's own HTTP(S) endpoints: /metrics, /healthz, /livez, /readyz and /debug/*.
 
-Prometheus scrapes /metrics; the kubelet probes /livez (restart a wedged
-process) and /readyz (route traffic, pace rolling updates). A stdlib
-ThreadingHTTPServer, so a scrape never depends on the scheduling thread.
+Prometheus scrapes /metrics (OpenMetrics or the text format, as its Accept
+header asks; gzipped when it accepts gzip); the kubelet probes /livez
+(restart a wedged process) and /readyz (route traffic, pace rolling updates).
+A stdlib ThreadingHTTPServer, so a scrape never depends on the scheduling
+thread.
 
 As kube-scheduler on --secure-port: with `tls` (netsched.observability.tls)
 it speaks HTTPS only (the handshake runs on the connection's own thread, so a
@@ -27,6 +29,7 @@ on all interfaces (0.0.0.0, as in a pod) must be asked for.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import logging
 import socket
 import ssl
@@ -39,7 +42,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import choose_encoder, gzip_accepted
 
 from netsched.observability.auth import DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_TTL, Decision
 
@@ -58,6 +61,16 @@ AuthCheck = Callable[[str, str, Mapping[str, str]], Decision]
 
 HANDSHAKE_TIMEOUT = 10.0  # seconds a client has to finish the TLS handshake
 IDLE_TIMEOUT = 120.0  # a kept-alive TLS connection idle this long is closed
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What an endpoint answers: status, content type, body and any further headers."""
+
+    status: int
+    content_type: str
+    body: bytes
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -196,23 +209,41 @@ class ObservabilityServer:
 
     # --- the endpoints ----------------------------------------------------------
 
-    def respond(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
-        """(status, content type, body) for a GET; the handler only does the HTTP."""
+    def respond(
+        self,
+        path: str,
+        query: dict[str, list[str]],
+        *,
+        accept: str | None = None,
+        accept_encoding: str | None = None,
+    ) -> Reply:
+        """The answer to a GET; the handler only does the HTTP."""
         if path == "/metrics":
-            return 200, CONTENT_TYPE_LATEST, generate_latest(self.registry)
+            return self.metrics(accept, accept_encoding)
         if path in ("/healthz", "/livez"):
             ok, message = self.health()
-            return (200, TEXT, b"ok\n") if ok else (500, TEXT, f"unhealthy: {message}\n".encode())
+            return Reply(200, TEXT, b"ok\n") if ok else Reply(500, TEXT, f"unhealthy: {message}\n".encode())
         if path == "/readyz":
             ok, details = self.ready()
             reason = details.get("reason")
             lines = ["ok" if ok else f"not ready: {reason}" if reason else "not ready"]
             lines += [f"{key}={value}" for key, value in details.items() if key != "reason"]
-            return (200 if ok else 503), TEXT, ("\n".join(lines) + "\n").encode()
+            return Reply(200 if ok else 503, TEXT, ("\n".join(lines) + "\n").encode())
         handler = self.debug_handlers.get(path)
         if handler is not None:
-            return handler(query)
-        return 404, TEXT, b"404 page not found\n"
+            return Reply(*handler(query))
+        return Reply(404, TEXT, b"404 page not found\n")
+
+    def metrics(self, accept: str | None, accept_encoding: str | None) -> Reply:
+        """/metrics as prometheus_client's own handler negotiates it: OpenMetrics when the Accept
+        header asks for it (Prometheus' scrapes do), else the text format; gzip when accepted."""
+        encoder, content_type = choose_encoder(accept or "")
+        body = encoder(self.registry)
+        headers: tuple[tuple[str, str], ...] = (("Vary", "Accept, Accept-Encoding"),)
+        if gzip_accepted(accept_encoding or ""):
+            body = gzip.compress(body)
+            headers += (("Content-Encoding", "gzip"),)
+        return Reply(200, content_type, body, headers)
 
 
 class _Server(ThreadingHTTPServer):
@@ -264,21 +295,28 @@ class _Handler(BaseHTTPRequestHandler):
             if endpoints.auth is not None:
                 decision = endpoints.auth("GET", split.path, dict(self.headers.items()))
                 if not decision.allowed:
-                    self._reply(decision.status, TEXT, (decision.reason + "\n").encode())
+                    self._reply(Reply(decision.status, TEXT, (decision.reason + "\n").encode()))
                     return
-            status, content_type, body = endpoints.respond(split.path, parse_qs(split.query))
+            reply = endpoints.respond(
+                split.path,
+                parse_qs(split.query),
+                accept=self.headers.get("Accept"),
+                accept_encoding=self.headers.get("Accept-Encoding"),
+            )
         except Exception as e:
             log.exception("Endpoint failed path=%s", split.path)
-            status, content_type, body = 500, TEXT, f"internal error: {type(e).__name__}\n".encode()
-        self._reply(status, content_type, body)
+            reply = Reply(500, TEXT, f"internal error: {type(e).__name__}\n".encode())
+        self._reply(reply)
 
-    def _reply(self, status: int, content_type: str, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
+    def _reply(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        self.send_header("Content-Length", str(len(reply.body)))
         self.send_header("Cache-Control", "no-store")
+        for name, value in reply.headers:
+            self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(body)
+        self.wfile.write(reply.body)
 
     def do_POST(self) -> None:
         self._not_allowed()

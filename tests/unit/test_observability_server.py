@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
 from netsched.observability.metrics import SchedulerMetrics
@@ -79,7 +78,7 @@ def test_metrics_serve_the_injected_registry(server: ObservabilityServer, metric
     metrics.leader.set(1)
     status, content_type, body = get(server, "/metrics")
     assert status == 200
-    assert content_type == CONTENT_TYPE_LATEST
+    assert content_type == "text/plain; version=0.0.4; charset=utf-8"  # no Accept: the text format
     samples = {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(body)
