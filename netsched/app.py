@@ -32,6 +32,7 @@ from netsched.config import ConfigError, SchedulerConfig
 from netsched.framework.fields import FieldError
 from netsched.framework.interfaces import (
     METRICS_POLLED_EVENT,
+    ClusterAPI,
     EventRecorder,
     FrameworkBuildError,
     PluginFactory,
@@ -40,9 +41,12 @@ from netsched.framework.registry import Registry
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.observability.server import SecureServing
 from netsched.observability.tls import ServingCert
+from netsched.shadow import DryRunAPI
 
 if TYPE_CHECKING:
+    from netsched.kube.api import KubeAPI
     from netsched.kube.events import EventBroadcaster
+    from netsched.kube.reflector import Reflector
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +81,9 @@ class SchedulerApp:
         self,
         cfg: SchedulerConfig,
         registry: Mapping[str, PluginFactory],
-        kube: Any,
+        kube: KubeAPI,
         *,
-        events: Any = None,
+        events: EventBroadcaster | None = None,
         clock: Clock | None = None,
         metrics_registry: CollectorRegistry | None = None,
         options: AppOptions | None = None,
@@ -97,11 +101,9 @@ class SchedulerApp:
         self.stop_event = threading.Event()
         self.objects = ObjectStore()
 
-        self.shadow: Any = None
-        api: Any = kube
+        self.shadow: DryRunAPI | None = None
+        api: ClusterAPI = kube
         if self.options.dry_run:
-            from netsched.shadow import DryRunAPI
-
             # Every write the plugins or the scheduler would make is recorded instead.
             self.shadow = DryRunAPI(
                 cfg.profiles[0].scheduler_name, self.metrics, kube if self.options.shadow_annotate else None
@@ -133,7 +135,7 @@ class SchedulerApp:
         self.gangs = parts.gangs
         self._build_frameworks = parts.build_frameworks
         self._swap_lock = threading.Lock()
-        self.reflectors: list[Any] = []
+        self.reflectors: list[Reflector] = []
         self.serving_cert: ServingCert | None = None
         self._threads: list[threading.Thread] = []
         self._leading = threading.Event()
@@ -142,7 +144,7 @@ class SchedulerApp:
 
     # ------------------------------------------------------------ wiring helpers
 
-    def _event_broadcaster(self, kube: Any) -> EventBroadcaster:
+    def _event_broadcaster(self, kube: KubeAPI) -> EventBroadcaster:
         from netsched.kube.client import derived_client
         from netsched.kube.events import POOL_SIZE, new_event_broadcaster
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from netsched.binder import Binder, BindRequest
 from netsched.cache import ClusterCache, ObjectStore
@@ -22,7 +22,7 @@ from netsched.clock import Clock
 from netsched.config import SchedulerConfig
 from netsched.eventhandlers import EventHandlers
 from netsched.framework.handle import Services
-from netsched.framework.interfaces import ActionType, ClusterEvent, EventRecorder, PluginFactory
+from netsched.framework.interfaces import ActionType, ClusterAPI, ClusterEvent, EventRecorder, PluginFactory
 from netsched.framework.runtime import Framework
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
@@ -33,15 +33,18 @@ from netsched.observability.metrics import SchedulerMetrics
 from netsched.queue import HintMap, Nominator, SchedulingQueue
 from netsched.scheduler import Scheduler
 
+if TYPE_CHECKING:
+    from netsched.metrics import MetricsHub
+
 
 @dataclass
 class Edges:
     """What differs between a scheduler over the API server and one over an in-memory cluster."""
 
-    api: Any  # ClusterAPI + StatusWriter: KubeAPI, DryRunAPI or MemoryAPI
+    api: ClusterAPI  # KubeAPI, DryRunAPI or MemoryAPI
     recorder: Callable[[str], EventRecorder]  # the recorder of one profile (schedulerName)
     clock: Clock
-    hub: Any = None  # netsched.metrics.MetricsHub read by the plugins; None: no metrics
+    hub: MetricsHub | None = None  # the measured-load cache the plugins read; None: no metrics
     metrics: SchedulerMetrics | None = None  # the scheduler's own metrics; None: not observed
     # Watched objects besides pods and nodes (PDBs, namespaces, ...); None: an empty store.
     objects: ObjectStore | None = None
@@ -111,7 +114,7 @@ class InlineBinder:
 def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges: Edges) -> Parts:
     """Build every part for `cfg`; raises FrameworkBuildError on a profile that cannot run."""
     cache = ClusterCache(edges.clock)
-    if edges.hub is not None and hasattr(edges.hub, "update_nodes"):
+    if edges.hub is not None:
         cache.on_nodes_changed(edges.hub.update_nodes)
     nominator = Nominator()
     recorders = {p.scheduler_name: edges.recorder(p.scheduler_name) for p in cfg.profiles}
@@ -126,8 +129,8 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
         return queue.activate(pending)
 
     # One gang manager for every profile and every reload; its PodGroup status writer writes
-    # inline when binding is inline too (in-memory: deterministic simulations).
-    status = PodGroupStatusWriter(edges.api, inline=edges.bound_inline is not None)
+    # inline when the API's writes are synchronous (in-memory: deterministic simulations).
+    status = PodGroupStatusWriter(edges.api, inline=edges.api.synchronous)
     gangs = GangManager(edges.clock, objects, pods, activate, status, edges.metrics)
 
     def build_frameworks(new: SchedulerConfig) -> dict[str, Framework]:

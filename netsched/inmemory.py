@@ -31,30 +31,47 @@ from netsched.observability.metrics import SchedulerMetrics
 
 @dataclass
 class MemoryAPI:
-    """ClusterAPI + StatusWriter that applies binds to the in-memory cluster at once."""
+    """ClusterAPI in memory: every call is recorded, and with a `cluster` deletes and object
+    patches apply to it at once (the in-memory scheduler: benchmarks, `netsched simulate`).
+
+    Tests read the records (netsched.testing.framework builds plugins over one) and may set
+    `fail_bind` to an exception for bind to raise. `failed` keeps, per pod, the message of
+    the last condition set on it (what `netsched simulate` reports for unplaced pods).
+    """
 
     cluster: InMemoryCluster | None = None
-    bound: list[tuple[str, str]] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
     # Writes are local and cheap: plugins may make them inline (deterministic simulations).
-    synchronous = True
+    synchronous: bool = False
+    fail_bind: BaseException | None = None
+    calls: list[tuple[str, str, str]] = field(default_factory=list)  # (bind|delete|nominate, pod, node)
+    conditions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (pod, condition)
+    annotations: list[tuple[str, dict[str, str | None]]] = field(default_factory=list)
+    patches: list[tuple[str, str, str, dict[str, Any]]] = field(
+        default_factory=list
+    )  # (key, ns/name, sub, patch)
+    failed: dict[str, str] = field(default_factory=dict)
 
     def bind(self, pod: PodInfo, node_name: str) -> None:
-        self.bound.append((pod.key, node_name))
+        if self.fail_bind is not None:
+            raise self.fail_bind
+        self.calls.append(("bind", pod.key, node_name))
 
     def delete_pod(self, pod: PodInfo, grace_period_seconds: int | None = None) -> None:
-        self.deleted.append(pod.key)
+        self.calls.append(("delete", pod.key, ""))
         if self.cluster is not None:
             self.cluster.delete_pod(pod)
 
     def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:
-        return None
+        self.calls.append(("nominate", pod.key, node_name))
 
     def update_pod_condition(
         self, pod: PodInfo, condition: Mapping[str, Any], *, nominated_node_name: str | None = None
     ) -> None:
+        self.conditions.append((pod.key, dict(condition)))
         self.failed[pod.key] = str(condition.get("message", ""))
+
+    def patch_pod_annotations(self, pod: PodInfo, annotations: Mapping[str, str | None]) -> None:
+        self.annotations.append((pod.key, dict(annotations)))
 
     def patch_object(
         self,
@@ -65,9 +82,11 @@ class MemoryAPI:
         *,
         subresource: str = "",
     ) -> Mapping[str, Any]:
-        """Merge `patch` into the cluster's stored object (NotFound when there is none)."""
+        """Recorded in `patches`; with a cluster, merged into its stored object (NotFound when
+        there is none), else the patch is returned as the stored object."""
+        self.patches.append((resource.key, f"{namespace}/{name}", subresource, dict(patch)))
         if self.cluster is None:
-            raise NotFound(404, "NotFound", f"{resource.key} {namespace}/{name} not found")
+            return dict(patch)
         return self.cluster.patch_object(resource.key, namespace, name, patch)
 
 
@@ -93,7 +112,7 @@ class InMemoryCluster:
         observe: bool = False,
     ) -> None:
         self.clock: Clock = clock or ManualClock()
-        self.api = MemoryAPI(self)
+        self.api = MemoryAPI(self, synchronous=True)
         self.events = MemoryEvents(keep_events)
         self.hub = metrics_hub
         self.metrics = SchedulerMetrics(CollectorRegistry()) if observe else None

@@ -20,7 +20,7 @@ from netsched.binder import Binder, BindRequest
 from netsched.cache import ClusterCache
 from netsched.clock import Clock
 from netsched.explain import Explainer
-from netsched.framework.interfaces import ASSIGNED_POD_DELETE, ClusterEvent, PluginFault
+from netsched.framework.interfaces import ASSIGNED_POD_DELETE, ClusterAPI, ClusterEvent, PluginFault
 from netsched.framework.runtime import Framework
 from netsched.framework.search import FitError, NodeSearch
 from netsched.framework.snapshot import Snapshot
@@ -52,14 +52,6 @@ class QueueLike(Protocol):
     def close(self) -> None: ...
 
 
-class StatusWriter(Protocol):
-    """The API writes the scheduler makes about a pod (netsched.kube.KubeAPI)."""
-
-    def update_pod_condition(
-        self, pod: PodInfo, condition: dict[str, Any], *, nominated_node_name: str | None = None
-    ) -> None: ...
-
-
 class Scheduler:
     def __init__(
         self,
@@ -67,7 +59,7 @@ class Scheduler:
         frameworks: Mapping[str, Framework],
         queue: QueueLike,
         cache: ClusterCache,
-        api: StatusWriter,
+        api: ClusterAPI,
         clock: Clock,
         metrics: SchedulerMetrics | None = None,
         parallelism: int = 16,
@@ -209,11 +201,8 @@ class Scheduler:
             self._writer.submit(self._annotate_explanation, pod, node)
 
     def _annotate(self, pod: PodInfo, annotations: dict[str, str | None]) -> None:
-        patch = getattr(self.api, "patch_pod_annotations", None)
-        if patch is None:
-            return
         try:
-            patch(pod, annotations)
+            self.api.patch_pod_annotations(pod, annotations)
         except Exception as e:  # best effort
             log.warning("Could not annotate pod pod=%s err=%s", pod.key, e)
 
@@ -279,7 +268,7 @@ class Scheduler:
         condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
         self._writer.submit(self._write_status, current, condition, nominated)
 
-    def _write_status(self, pod: PodInfo, condition: dict[str, Any], nominated: str) -> None:
+    def _write_status(self, pod: PodInfo, condition: dict[str, str], nominated: str) -> None:
         try:
             # One status patch for both (kube writes them together too).
             self.api.update_pod_condition(pod, condition, nominated_node_name=nominated or None)

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from netsched.framework.interfaces import ClusterAPI
 from netsched.framework.types import PodInfo
 from netsched.kube.resources import Resource
 from netsched.observability.metrics import SchedulerMetrics
@@ -38,12 +39,16 @@ class NullEvents:
 
 
 class DryRunAPI:
-    """ClusterAPI + StatusWriter that records instead of writing."""
+    """ClusterAPI that records instead of writing."""
 
-    def __init__(self, profile: str, metrics: SchedulerMetrics, annotate_with: Any = None) -> None:
+    synchronous = False  # recorded writes are cheap, but the real ones they stand for are not
+
+    def __init__(
+        self, profile: str, metrics: SchedulerMetrics, annotate_with: ClusterAPI | None = None
+    ) -> None:
         self.profile = profile
         self.metrics = metrics
-        # A real KubeAPI when --shadow-annotate is on: only annotations are ever written.
+        # A real KubeAPI when --shadow-annotate is on: only its shadow annotation is ever written.
         self._annotator = annotate_with
         self._lock = threading.Lock()
         self.predictions: dict[str, str] = {}
@@ -74,6 +79,11 @@ class DryRunAPI:
     def update_pod_condition(
         self, pod: PodInfo, condition: Mapping[str, Any], *, nominated_node_name: str | None = None
     ) -> None:
+        return None
+
+    def patch_pod_annotations(self, pod: PodInfo, annotations: Mapping[str, str | None]) -> None:
+        """Not sent: the pod belongs to the other scheduler (--explain-annotations writes nothing
+        in shadow mode; only --shadow-annotate's annotation is, on bind)."""
         return None
 
     def patch_object(

@@ -623,16 +623,43 @@ class EventRecorder(Protocol):
 
 
 class ClusterAPI(Protocol):
-    """What plugins may ask of the API server (kube/ implements it)."""
+    """Everything the scheduler and its plugins may ask of the cluster: the one API seam.
 
-    def bind(self, pod: PodInfo, node_name: str) -> None:
-        """Bind via pods/binding; raises netsched.kube.errors.ApiError subclasses."""
+    Implemented over the API server by netsched.kube.KubeAPI, in memory by
+    netsched.inmemory.MemoryAPI (benchmarks, `netsched simulate`, tests), and
+    by netsched.shadow.DryRunAPI, which records instead of writing (--dry-run).
+    Writes raise netsched.kube.errors.ApiError subclasses.
+    """
+
+    @property
+    def synchronous(self) -> bool:
+        """True when a write is applied before the call returns and costs next to nothing (the
+        in-memory cluster): callers may then write inline, keeping simulations deterministic,
+        where they would otherwise write from a thread of their own."""
         ...
 
-    def delete_pod(self, pod: PodInfo, grace_period_seconds: int | None = None) -> None: ...
+    def bind(self, pod: PodInfo, node_name: str) -> None:
+        """Bind via pods/binding; Conflict when the pod is already bound."""
+        ...
+
+    def delete_pod(self, pod: PodInfo, grace_period_seconds: int | None = None) -> None:
+        """Delete the pod (preemption); already gone, or replaced by a namesake, counts as done."""
+        ...
 
     def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:
         """Patch status.nominatedNodeName ("" clears it)."""
+        ...
+
+    def update_pod_condition(
+        self, pod: PodInfo, condition: Mapping[str, Any], *, nominated_node_name: str | None = None
+    ) -> None:
+        """Set a pod condition (type PodScheduled unless `condition` says otherwise), in one
+        write with status.nominatedNodeName when given; nothing is sent when the pod already
+        carries the same condition and nomination."""
+        ...
+
+    def patch_pod_annotations(self, pod: PodInfo, annotations: Mapping[str, str | None]) -> None:
+        """Merge-patch metadata.annotations; a None value removes that annotation."""
         ...
 
     def patch_object(

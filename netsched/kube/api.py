@@ -94,7 +94,9 @@ class RawWatch:
 
 
 class KubeAPI:
-    """ClusterAPI over the real API server, plus the scheduler's own reads and writes."""
+    """ClusterAPI over the real API server, plus the reads and the list/watch the scheduler makes."""
+
+    synchronous = False  # every write is a request: callers keep them off their hot threads
 
     def __init__(self, client: KubeClient, *, clock: Clock | None = None, page_size: int = 500) -> None:
         self._client = client
@@ -175,8 +177,6 @@ class KubeAPI:
         return self._client.request(
             "patch", label, "PATCH", path, body=dict(patch), content_type=MERGE_PATCH
         ).body
-
-    # --- the scheduler's own writes -----------------------------------------
 
     def update_pod_condition(
         self, pod: PodInfo, condition: Mapping[str, Any], *, nominated_node_name: str | None = None

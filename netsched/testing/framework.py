@@ -38,7 +38,7 @@ from netsched.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 from netsched.gangs import GangManager, PodGroupStatusWriter
 from netsched.testing.builders import NodeBuilder, PodBuilder, node_infos
 from netsched.testing.clock import FakeClock
-from netsched.testing.handle import RecordingAPI, RecordingEvents
+from netsched.testing.handle import MemoryAPI, RecordingEvents
 
 P = TypeVar("P", bound=AnyPlugin)
 
@@ -69,7 +69,7 @@ class FifoSort(QueueSortPlugin[None]):
 
 
 class NoopBinder(BindPlugin[None]):
-    """Binds through handle.api (RecordingAPI in tests)."""
+    """Binds through handle.api (a MemoryAPI in tests)."""
 
     name = "TestBinder"
 
@@ -98,7 +98,7 @@ def build_framework(
     """A Framework enabling each plugin at every point it implements (multiPoint-like).
 
     Without `services`, the Handle the plugins see is built from the keywords:
-    a RecordingAPI/RecordingEvents and a FakeClock unless given, `metrics` (a hub,
+    a MemoryAPI/RecordingEvents and a FakeClock unless given, `metrics` (a hub,
     e.g. from netsched.testing.prometheus.fake_hub), nominated pods per node,
     PodDisruptionBudgets, namespace labels and other watched `objects` by
     resource key ("persistentvolumeclaims", "scheduling.x-k8s.io/podgroups").  `snapshot` becomes the Handle's
@@ -163,7 +163,7 @@ def fake_services(
 
     namespaces = dict(namespaces or {})
     services = Services(
-        api=api if api is not None else RecordingAPI(),
+        api=api if api is not None else MemoryAPI(),
         events=events if events is not None else RecordingEvents(),
         clock=clock if clock is not None else FakeClock(),
         metrics=metrics,

@@ -197,10 +197,8 @@ class DefaultPreemption(PostFilterPlugin[DefaultPreemptionArgs]):
         return Status.success()
 
     def _mark_disruption_target(self, victim: PodInfo, pod: PodInfo) -> None:
-        """kube sets DisruptionTarget on a victim before deleting it; needs an API that can (KubeAPI can)."""
-        update = getattr(self.handle.api, "update_pod_condition", None)
-        if callable(update):
-            update(victim, disruption_target(pod))
+        """kube sets DisruptionTarget on a victim before deleting it."""
+        self.handle.api.update_pod_condition(victim, disruption_target(pod))
 
     def _clear_own_nomination(self, pod: PodInfo) -> None:
         if not pod.nominated_node_name:

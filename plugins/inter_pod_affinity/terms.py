@@ -10,17 +10,21 @@ is idempotent.)
 
 namespaceSelector needs namespace labels: the Handle's
 `namespace_labels(ns) -> Mapping | None` (the scheduler watches namespaces).
-A handle without it (some test doubles) selects every namespace with an empty
-selector ({}) and none with any other selector.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from netsched.framework import LabelSelector, PodAffinityTerm, PodInfo, Requirement, WeightedPodAffinityTerm
+from netsched.framework import (
+    Handle,
+    LabelSelector,
+    PodAffinityTerm,
+    PodInfo,
+    Requirement,
+    WeightedPodAffinityTerm,
+)
 
 NamespaceLabelsLookup = Callable[[str], Mapping[str, str] | None]
 
@@ -92,20 +96,17 @@ class NamespaceLabels:
 
     __slots__ = ("_lookup", "_memo")
 
-    def __init__(self, lookup: NamespaceLabelsLookup | None) -> None:
+    def __init__(self, lookup: NamespaceLabelsLookup) -> None:
         self._lookup = lookup
         self._memo: dict[str, Mapping[str, str]] = {}
 
     @classmethod
-    def of(cls, handle: Any) -> NamespaceLabels:
-        lookup = getattr(handle, "namespace_labels", None)
-        return cls(lookup if callable(lookup) else None)
+    def of(cls, handle: Handle) -> NamespaceLabels:
+        return cls(handle.namespace_labels)
 
     def matches(self, selector: LabelSelector, namespace: str) -> bool:
         if selector.empty:
             return True
-        if self._lookup is None:
-            return False
         labels = self._memo.get(namespace)
         if labels is None:
             labels = self._memo[namespace] = self._lookup(namespace) or {}

@@ -26,7 +26,7 @@ from netsched.plugins.default_preemption import DefaultPreemption
 from netsched.plugins.noderesources import NodeResourcesFit
 from netsched.plugins.pod_topology_spread import PodTopologySpread
 from netsched.testing.framework import build_framework, schedule_pod
-from netsched.testing.handle import RecordingAPI
+from netsched.testing.handle import MemoryAPI
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": "100m", "memory": "100"}
@@ -55,7 +55,7 @@ def run(
     pod_kw: dict[str, Any] | None = None,
 ) -> tuple[str, list[str], bool]:
     """(node the pod goes to or is nominated for, deleted victims, whether preemption ran)."""
-    api = RecordingAPI()
+    api = MemoryAPI()
     fwk = build_framework([*plugins, DefaultPreemption], api=api, pdbs=pdbs or ())
     pods = [
         kpod(
@@ -348,7 +348,7 @@ def post_filter(
 
     snap = snapshot(nodes, existing)
     fwk = build_framework(
-        [NodeResourcesFit, DefaultPreemption], snapshot=snap, api=RecordingAPI(), pdbs=pdbs or ()
+        [NodeResourcesFit, DefaultPreemption], snapshot=snap, api=MemoryAPI(), pdbs=pdbs or ()
     )
     state = CycleState()
     fwk.run_pre_filter(state, pod, snap)

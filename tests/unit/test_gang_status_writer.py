@@ -10,12 +10,12 @@ import pytest
 
 import netsched.gangs.status as status_mod
 from netsched.gangs import PodGroup, PodGroupStatusWriter
-from netsched.testing.handle import RecordingAPI
+from netsched.testing.handle import MemoryAPI
 
 
 def test_idle_writer_thread_ends_and_a_new_mark_starts_another(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(status_mod, "IDLE_EXIT_SECONDS", 0.05)
-    api = RecordingAPI()
+    api = MemoryAPI()
     computed: list[str] = []
     written = threading.Event()
 
@@ -45,7 +45,7 @@ def test_a_status_is_compared_with_what_the_writer_last_wrote_not_the_lagging_ca
     """The cache still shows PreScheduling while the writer already wrote Scheduling: going back
     to PreScheduling must be written (comparing with the cache would skip it and leave the
     server at Scheduling), and no patch carries the cache's stale resourceVersion."""
-    api = RecordingAPI()
+    api = MemoryAPI()
     cached = {"phase": "PreScheduling", "scheduled": 0, "running": 0}
     wanted = [{"phase": "Scheduling", "scheduled": 0, "running": 0}, dict(cached), dict(cached)]
 
@@ -60,7 +60,7 @@ def test_a_status_is_compared_with_what_the_writer_last_wrote_not_the_lagging_ca
 
 def test_a_failed_write_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(status_mod, "RETRY_SECONDS", 0.05)
-    api = RecordingAPI()
+    api = MemoryAPI()
     calls = {"n": 0}
     real = api.patch_object
 

@@ -349,3 +349,94 @@ def test_out_of_tree_examples_import_only_faces() -> None:
                 if _in(n, "netsched") and n not in OUT_OF_TREE_FACES
             ]
     assert not found, "an example imports behind the faces:\n" + "\n".join(found)
+
+
+# ---------------------------------------------------------------- the API seam is typed, not probed
+#
+# The scheduler and its plugins reach the cluster through typed seams: ClusterAPI and the
+# Handle (netsched.framework.interfaces), the event sink and recorder, the scheduler's own
+# metrics, and the metrics hub the composition root wires. Asking an object whether it has
+# one of their members (`getattr(api, "update_pod_condition", None)`, `hasattr(hub,
+# "update_nodes")`) hides a seam that says less than its users need: say it in the Protocol.
+
+SEAM_TYPES = {
+    "netsched.framework.interfaces": (
+        "ClusterAPI",
+        "Handle",
+        "RuntimeMetrics",
+        "EventRecorder",
+        "ObjectReader",
+        "MetricsProvider",
+    ),
+    "netsched.kube.events.sink": ("EventSink",),
+    "netsched.metrics.hub": ("MetricsHub",),
+}
+# (module, member) probes of something that is not the seam, each with its reason.
+NOT_SEAM_PROBES = {
+    ("netsched.testing.metric_rig", "source"): "a metric plugin's own source, not the hub's method",
+}
+
+
+def _class_members(module: str, names: tuple[str, ...]) -> set[str]:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    members: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name in names:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    members.add(item.name)
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    members.add(item.target.id)
+    return {m for m in members if not m.startswith("_")}
+
+
+SEAM_MEMBERS = set().union(*(_class_members(m, names) for m, names in SEAM_TYPES.items()))
+
+
+# What the code calls the seam's objects: a probe of one of these is a probe of the seam,
+# whatever member it asks for (a member the Protocol lacks is the probe most worth catching).
+SEAM_NAMES = {"api", "handle", "hub", "sink", "observe", "recorder", "kube"}
+
+
+def _probes(path: Path) -> Iterator[tuple[str, str, int]]:
+    """(object, member name, line) of every getattr/hasattr asking for a constant attribute name;
+    object is the last name of the expression probed ("api" for `self.handle.api`)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            target = node.args[0]
+            obj = target.attr if isinstance(target, ast.Attribute) else ast.unparse(target)
+            yield obj, node.args[1].value, node.lineno
+
+
+def test_the_seam_types_are_found() -> None:
+    # Sanity: the rule below reads real members (a renamed Protocol must not empty it).
+    for member in ("update_pod_condition", "patch_pod_annotations", "synchronous", "namespace_labels"):
+        assert member in SEAM_MEMBERS
+    assert {"list_pods", "create_many", "update_nodes"} <= SEAM_MEMBERS
+
+
+def test_no_getattr_probing_of_the_api_seam() -> None:
+    offenders = sorted(
+        f"{name} (line {line}): {obj}: probes {member!r}"
+        for name, path in MODULES.items()
+        for obj, member, line in _probes(path)
+        if (member in SEAM_MEMBERS or obj in SEAM_NAMES) and (name, member) not in NOT_SEAM_PROBES
+    )
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_probe_finder_finds_a_probe(tmp_path: Path) -> None:
+    src = tmp_path / "m.py"
+    src.write_text(
+        'x = getattr(self.handle.api, "brand_new", None)\n'
+        'y = hasattr(hub, "update_nodes")\n'
+        "z = getattr(opts, name, None)\n"
+    )
+    assert list(_probes(src)) == [("api", "brand_new", 1), ("hub", "update_nodes", 2)]

@@ -14,9 +14,10 @@ from netsched.kube.errors import Forbidden, NotFound
 from netsched.kube.events import CORE_V1, EVENTS_V1, EventBroadcaster, EventRecorder
 from netsched.testing.builders import make_pod
 from netsched.testing.clock import FakeClock
+from netsched.testing.events import OneByOneSink
 
 
-class RecordingSink:
+class RecordingSink(OneByOneSink):
     def __init__(self) -> None:
         self.created: list[tuple[str, str, dict[str, Any]]] = []
         self.patched: list[tuple[str, str, str, dict[str, Any]]] = []

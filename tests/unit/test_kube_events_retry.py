@@ -13,11 +13,12 @@ from netsched.kube.errors import AlreadyExists, ApiError, ServerError, TooManyRe
 from netsched.kube.events import EVENTS_V1, EventBroadcaster, EventRetry
 from netsched.testing.builders import make_pod
 from netsched.testing.clock import FakeClock
+from netsched.testing.events import OneByOneSink
 
 FAST = EventRetry(backoff=0.001, max_backoff=0.01, max_retry_after=0.01)
 
 
-class FlakySink:
+class FlakySink(OneByOneSink):
     """Fails each create with the next queued error (per note), then succeeds; thread-safe."""
 
     def __init__(self) -> None:

@@ -7,7 +7,7 @@ from netsched.framework.status import Code
 from netsched.plugins.default_binder import DefaultBinder
 from netsched.testing.builders import make_pod
 from netsched.testing.framework import build_plugin
-from netsched.testing.handle import RecordingAPI
+from netsched.testing.handle import MemoryAPI
 
 
 class Conflict(Exception):
@@ -17,14 +17,14 @@ class Conflict(Exception):
 
 
 def test_binds_through_api() -> None:
-    api = RecordingAPI()
+    api = MemoryAPI()
     pod = make_pod("p").info()
     assert build_plugin(DefaultBinder, api=api).bind(CycleState(), pod, "n1").ok
     assert api.calls == [("bind", "default/p", "n1")]
 
 
 def test_api_failure_is_error() -> None:
-    api = RecordingAPI()
+    api = MemoryAPI()
     api.fail_bind = ConnectionError("connection refused")
     st = build_plugin(DefaultBinder, api=api).bind(CycleState(), make_pod("p").info(), "n1")
     assert st.code == Code.ERROR and st.reasons == ["connection refused"] and st.plugin == "DefaultBinder"
@@ -32,7 +32,7 @@ def test_api_failure_is_error() -> None:
 
 
 def test_conflict_already_bound_to_this_node_is_success() -> None:
-    api = RecordingAPI()
+    api = MemoryAPI()
     api.fail_bind = Conflict(
         'Operation cannot be fulfilled on pods/binding "p": pod default/p is already assigned to node "n1"'
     )
@@ -40,7 +40,7 @@ def test_conflict_already_bound_to_this_node_is_success() -> None:
 
 
 def test_conflict_bound_elsewhere_is_error() -> None:
-    api = RecordingAPI()
+    api = MemoryAPI()
     api.fail_bind = Conflict(
         'Operation cannot be fulfilled on pods/binding "p": pod default/p is already assigned to node "n2"'
     )
@@ -57,7 +57,7 @@ def test_conflict_bound_elsewhere_is_error() -> None:
 def test_fake_api_server_error_shape_is_understood() -> None:
     from netsched.testing.fakeapi import ApiError
 
-    api = RecordingAPI()
+    api = MemoryAPI()
     api.fail_bind = ApiError(409, "Conflict", 'pod default/p is already assigned to node "n1"')
     assert build_plugin(DefaultBinder, api=api).bind(CycleState(), make_pod("p").info(), "n1").ok
 

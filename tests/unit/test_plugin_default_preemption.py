@@ -29,7 +29,7 @@ from netsched.plugins.pod_topology_spread import PodTopologySpread
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.framework import build_framework, fake_services, plugin_of, schedule_pod
-from netsched.testing.handle import RecordingAPI, RecordingEvents
+from netsched.testing.handle import MemoryAPI, RecordingEvents
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -67,7 +67,7 @@ class Run:
     handle: Framework  # the real runtime, as the plugin's Handle
     plugin: DefaultPreemption
     diagnosis: Diagnosis
-    api: RecordingAPI
+    api: MemoryAPI
     events: RecordingEvents
 
 
@@ -92,12 +92,12 @@ def preempt(
     args: DefaultPreemptionArgs | None = None,
     seed: int = 0,
     codes: Mapping[str, Code] | None = None,
-    api: RecordingAPI | None = None,
+    api: MemoryAPI | None = None,
 ) -> Run:
     """Filter the pod through a real Framework (filters, then pre-filter plugins), then preempt."""
     pi = pod.info() if isinstance(pod, PodBuilder) else pod
     snap = Snapshot.of(infos(list(nodes), list(existing)))
-    api = api if api is not None else RecordingAPI()
+    api = api if api is not None else MemoryAPI()
     events = RecordingEvents()
     fwk = build_framework(
         [*filters, *pre_filters, DefaultPreemption],
@@ -387,7 +387,7 @@ def test_waiting_victims_are_rejected_not_deleted() -> None:
     assert deleted(run) == ["default/a"]
     # Re-run with the victim waiting in Permit.
     snap = Snapshot.of(infos(snap_nodes, [victim]))
-    api, events, clock = RecordingAPI(), RecordingEvents(), FakeClock()
+    api, events, clock = MemoryAPI(), RecordingEvents(), FakeClock()
     waiting_pods = WaitingPods()
     waiting = WaitingPodImpl(victim, "n1", {"Gate": 60.0}, clock)  # parked at Permit by a gate plugin
     waiting_pods.add(waiting)
@@ -417,7 +417,7 @@ def test_lower_priority_nominations_on_the_node_are_cleared() -> None:
     assert run.api.calls == [("delete", "default/a", ""), ("nominate", "default/lower", "")]
 
 
-class ConditionAPI(RecordingAPI):
+class ConditionAPI(MemoryAPI):
     def update_pod_condition(self, pod: PodInfo, condition: Mapping[str, Any]) -> None:
         self.calls.append(("condition", pod.key, f"{condition['type']}/{condition['reason']}"))
 
@@ -432,7 +432,7 @@ def test_victims_are_marked_disruption_target_when_the_api_can() -> None:
     ]
 
 
-class FailingAPI(RecordingAPI):
+class FailingAPI(MemoryAPI):
     def __init__(self, error: Exception) -> None:
         super().__init__()
         self.error = error

@@ -20,7 +20,7 @@ from netsched.plugins.registry import in_tree_plugins
 from netsched.plugins.volume_binding import CheckCSIStorageCapacity, VolumeBinding, VolumeBindingArgs
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.framework import build_framework, plugin_of
-from netsched.testing.handle import RecordingAPI, RecordingEvents
+from netsched.testing.handle import MemoryAPI, RecordingEvents
 from netsched.testing.volumes import (
     HOSTNAME,
     PVCS,
@@ -42,7 +42,7 @@ LOCAL = storage_class("local", provisioner="kubernetes.io/no-provisioner")
 IMMEDIATE = storage_class("standard", mode="Immediate")
 
 
-class StoreAPI(RecordingAPI):
+class StoreAPI(MemoryAPI):
     """Records patches and applies them to the informer's store with a new resourceVersion,
     as an API server whose watch delivers at once."""
 
@@ -480,7 +480,7 @@ def test_prebind_fails_when_the_claim_is_deleted_while_waiting() -> None:
 
 
 def test_prebind_conflict_fails_and_unreserve_frees_the_pv() -> None:
-    class ConflictAPI(RecordingAPI):
+    class ConflictAPI(MemoryAPI):
         def patch_object(
             self, resource: Any, namespace: str, name: str, patch: Any, *, subresource: str = ""
         ) -> Any:

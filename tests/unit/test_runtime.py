@@ -35,7 +35,7 @@ from netsched.framework.types import NodeInfo, PodInfo
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.framework import FifoSort, NoopBinder, Ref, TestProfile, build_framework, schedule_pod
-from netsched.testing.handle import RecordingAPI, RecordingEvents
+from netsched.testing.handle import MemoryAPI, RecordingEvents
 
 CALLS: list[str] = []
 
@@ -98,7 +98,7 @@ def nodes(n: int) -> list[Any]:
 
 
 def test_profile_build_fails_without_weight_queue_sort_or_binder() -> None:
-    services = Services(api=RecordingAPI(), events=RecordingEvents(), clock=FakeClock())
+    services = Services(api=MemoryAPI(), events=RecordingEvents(), clock=FakeClock())
     reg = {c.name: c for c in (FifoSort, NoopBinder, NameScore)}
     no_weight = TestProfile(
         plugins={
@@ -291,7 +291,7 @@ class WaitPermit(PermitPlugin):
 
 def test_permit_wait_allow_reject_and_timeout() -> None:
     clock = FakeClock()
-    services = Services(api=RecordingAPI(), events=RecordingEvents(), clock=clock)
+    services = Services(api=MemoryAPI(), events=RecordingEvents(), clock=clock)
     fwk = build_framework([WaitPermit], services=services)
     pod = make_pod("p").info()
     assert fwk.run_permit(CycleState(), pod, "n0").code == Code.WAIT
@@ -321,7 +321,7 @@ def test_permit_wait_allow_reject_and_timeout() -> None:
 
 def test_shutting_down_ends_the_waits_at_permit_and_rejects_later_ones() -> None:
     clock = FakeClock()
-    services = Services(api=RecordingAPI(), events=RecordingEvents(), clock=clock)
+    services = Services(api=MemoryAPI(), events=RecordingEvents(), clock=clock)
     fwk = build_framework([WaitPermit], services=services)
     handle = fwk  # the Framework is the Handle its plugins see
     pod = make_pod("p").info()

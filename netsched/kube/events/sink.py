@@ -26,6 +26,11 @@ class EventSink(Protocol):
 
     def create(self, api: str, namespace: str, body: JsonObj) -> None: ...
 
+    def create_many(self, api: str, items: list[tuple[str, JsonObj]]) -> list[Exception | None]:
+        """One attempt at each (namespace, body) create, together where the sink can (pipelined);
+        per item None or its error."""
+        ...
+
     def patch(self, api: str, namespace: str, name: str, body: JsonObj) -> None: ...
 
 

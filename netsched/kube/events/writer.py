@@ -299,17 +299,16 @@ class Writer:
             self._write_series(occ.key, series)
 
     def _create_all(self, occs: list[Occurrence]) -> None:
-        """Create new events: one pipelined attempt at all of them when the sink can (the API
-        path's create_many), then each that failed goes the single-event way (retries included)."""
+        """Create new events: one attempt at all of them together (the sink pipelines them), then
+        each that failed goes the single-event way (retries included)."""
         o = self.owner
-        create_many = getattr(o.sink, "create_many", None)
-        if len(occs) < 2 or create_many is None or o._abandon.is_set():
+        if len(occs) < 2 or o._abandon.is_set():
             for occ in occs:
                 self.series.remember(occ, self._create(occ))
             return
         api = o.api
         names = [self._name(occ) for occ in occs]
-        errors = create_many(
+        errors = o.sink.create_many(
             api, [(occ.namespace, o._body(api, n, occ)) for occ, n in zip(occs, names, strict=True)]
         )
         for occ, name, err in zip(occs, names, errors, strict=True):
