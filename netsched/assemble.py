@@ -131,7 +131,11 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
     # One gang manager for every profile and every reload; its PodGroup status writer writes
     # inline when the API's writes are synchronous (in-memory: deterministic simulations).
     status = PodGroupStatusWriter(edges.api, inline=edges.api.synchronous)
-    gangs = GangManager(edges.clock, objects, pods, activate, status, edges.metrics)
+
+    def members(ns: str, group: str) -> list[PodInfo]:
+        return handlers.pods_in_group(ns, group) if pod_lister else []
+
+    gangs = GangManager(edges.clock, objects, members, activate, status, edges.metrics)
 
     def build_frameworks(new: SchedulerConfig) -> dict[str, Framework]:
         built = _frameworks(

@@ -133,6 +133,15 @@ class EventHandlers:
             pending = [p for p in self._pending.in_namespace(namespace) if p.uid not in uids]
         return pending + assigned
 
+    def pods_in_group(self, namespace: str, group: str) -> list[PodInfo]:
+        """pods_in_namespace for the members of PodGroup namespace/group only (an index: the
+        gang manager asks on every PreFilter and Permit of a member)."""
+        assigned = self.cache.pods_in_group(namespace, group)
+        uids = {p.uid for p in assigned}
+        with self._lock:
+            pending = [p for p in self._pending.in_group(namespace, group) if p.uid not in uids]
+        return pending + assigned
+
     def pending_count(self) -> int:
         with self._lock:
             return len(self._pending)

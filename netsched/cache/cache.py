@@ -201,6 +201,11 @@ class ClusterCache:
         with self._lock:
             return self._pods.in_namespace(namespace)
 
+    def pods_in_group(self, namespace: str, group: str) -> list[PodInfo]:
+        """Assigned pods (bound or assumed) labelled as members of PodGroup namespace/group."""
+        with self._lock:
+            return self._pods.in_group(namespace, group)
+
     def pod_count(self) -> int:
         with self._lock:
             return len(self._pods)

@@ -102,14 +102,14 @@ class GangManager:
         self,
         clock: Clock,
         objects: ObjectReader,
-        pods: Callable[[str], Iterable[PodInfo]],
+        members: Callable[[str, str], Iterable[PodInfo]],
         activate: Callable[[Iterable[PodInfo]], int],
         status: PodGroupStatusWriter,
         metrics: GangMetrics | None = None,
     ) -> None:
         self.clock = clock
         self._objects = objects
-        self._pods = pods
+        self._members = members
         self._activate = activate
         self.status = status
         self.metrics = metrics
@@ -135,7 +135,11 @@ class GangManager:
 
     def members(self, pg: PodGroup) -> list[PodInfo]:
         """The group's pods: pending ones and assigned ones (bound, or reserved on a node)."""
-        return [p for p in self._pods(pg.namespace) if group_name(p) == pg.name]
+        return self.group_members(pg.namespace, pg.name)
+
+    def group_members(self, namespace: str, name: str) -> list[PodInfo]:
+        """The pods labelled as members of PodGroup namespace/name (it need not exist)."""
+        return list(self._members(namespace, name))
 
     def placed(self, pg: PodGroup, members: list[PodInfo] | None = None) -> list[PodInfo]:
         """Members on a node (bound, or reserved and not released)."""
@@ -289,8 +293,7 @@ class GangManager:
         moved = 0
         for group in self.backed_off.take_expired(self.clock.now()):
             ns, _, name = group.partition("/")
-            pending = [p for p in self._pods(ns) if group_name(p) == name and not p.node_name]
-            moved += self._activate(pending)
+            moved += self._activate([p for p in self._members(ns, name) if not p.node_name])
         return moved
 
     # ------------------------------------------------------------ status and events

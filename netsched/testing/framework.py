@@ -35,7 +35,7 @@ from netsched.framework.search import NodeSearch, ScheduleResult
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import NodeInfo, PodInfo, QueuedPodInfo
-from netsched.gangs import GangManager, PodGroupStatusWriter
+from netsched.gangs import GangManager, PodGroupStatusWriter, group_name
 from netsched.testing.builders import NodeBuilder, PodBuilder, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.handle import MemoryAPI, RecordingEvents
@@ -181,7 +181,11 @@ def fake_services(
         ),
     )
     status = PodGroupStatusWriter(services.api, inline=True)
-    services.gangs = GangManager(services.clock, services.objects, pods, services.activate, status)
+
+    def members(namespace: str, group: str) -> list[PodInfo]:
+        return [p for p in pods(namespace) if group_name(p) == group]
+
+    services.gangs = GangManager(services.clock, services.objects, members, services.activate, status)
     return services
 
 

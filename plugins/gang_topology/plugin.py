@@ -14,8 +14,8 @@ link load (the metrics cache NetworkTraffic reads) pushes it off busy links:
     score         = round(100 x ((1 - linkLoadWeight) x locality + linkLoadWeight x link))
 
 Pods without a gang skip the plugin (PreScore Skip).  Members are found with
-the pod lister (Handle.list_pods: bound and assumed, i.e. reserved, pods of the
-namespace), so a member waiting at Permit already pulls the next one.
+the gang manager (bound and assumed, i.e. reserved, pods indexed by gang), so a
+member waiting at Permit already pulls the next one.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from netsched.framework import (
     Status,
 )
 from netsched.framework.names import GANG_TOPOLOGY
-from netsched.gangs import group_name
+from netsched.gangs import gangs_of, group_name
 from netsched.metrics.plugin_api import (
     LINK_SPEED,
     NETWORK_RX,
@@ -55,6 +55,7 @@ class GangTopology(MetricScorePlugin[GangTopologyArgs]):
         super().__init__(args, handle)
         self.cfg = self.args
         self.source = source_for(handle, self.cfg.prometheus, self.name)
+        self.gangs = gangs_of(handle, self.name)
         self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
 
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
@@ -71,12 +72,10 @@ class GangTopology(MetricScorePlugin[GangTopologyArgs]):
 
     def placed_members(self, pod: PodInfo, snapshot: Snapshot) -> list[int]:
         """Snapshot rows of the gang's other members (bound or reserved), one entry per member:
-        the namespace's pods from the pod lister (indexed by namespace), not a scan of every
-        pod on every node."""
-        group = group_name(pod)
+        the gang's pods from the gang manager (indexed by gang), not a scan of every pod."""
         rows = []
-        for p in self.handle.list_pods(pod.namespace, lambda p: bool(p.node_name) and group_name(p) == group):
-            row = snapshot.index.get(p.node_name)
+        for p in self.gangs.group_members(pod.namespace, group_name(pod)):
+            row = snapshot.index.get(p.node_name) if p.node_name else None
             if p.uid != pod.uid and row is not None:
                 rows.append(row)
         return rows
