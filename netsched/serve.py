@@ -330,13 +330,13 @@ def start_election(app: SchedulerApp, stop: threading.Event) -> LeaderElector | 
     le = app.cfg.leader_election
     if not le.leader_elect:
         return None
-    from netsched.kube.client import KubeClient
+    from netsched.kube.client import derived_client
     from netsched.kube.lease import KubeLeaseClient
     from netsched.leaderelection import ElectorConfig, LeaderElector
 
-    # Lease calls get their own client (same connection pool, no shared rate limiter), so a
-    # burst of bindings can never delay a renewal past the renew deadline.
-    leases = KubeLeaseClient(KubeClient(app.kube.client.api_client))
+    # Lease calls get a client of their own (own connection, no rate limit), so a burst of
+    # bindings can never delay a renewal past the renew deadline.
+    leases = KubeLeaseClient(derived_client(app.kube.client, pool_size=1, qps=0))
     elector = LeaderElector(
         ElectorConfig.from_config(le),
         leases,

@@ -4,21 +4,21 @@ Building the official client is slow (~0.5 s of imports, plus a pool per
 ApiClient), and it retries nothing sensibly on its own, so netsched builds one
 `KubeClient` at start-up and shares it across threads. Every request goes
 through `KubeClient.call`: it waits for a token from the client-side rate
-limiter, asks for the raw response (`_preload_content=False`, parsed with
-json.loads: typed models are ~20x slower), maps failures to
-netsched.kube.errors and retries transient ones with tenacity. Watches use
-`open_stream`, which makes one attempt: the reflector owns their retry loop.
+limiter, reads the raw reply (parsed with json.loads on first read: typed
+models are ~20x slower), maps failures to netsched.kube.errors and retries
+transient ones with tenacity. Watches use `open_stream`, which makes one
+attempt: the reflector owns their retry loop.
 
-Requests netsched makes itself (bindings, events, status patches, lists and
-watches) go through `request` / `stream`: the URL, headers and JSON body are
-built here, skipping the generated client's per-call argument validation and
-serialisation, which cost more CPU than the HTTPS request itself. `request`
-sends them on netsched.kube.transport (pooled keep-alive sockets, a fifth of
-urllib3's CPU per request) when the kubeconfig allows, else on the ApiClient's
-urllib3 pool; `stream` (watches) always uses urllib3. TLS verification, client
-certificates and tls-server-name are the kubeconfig's either way. The generated API groups (`core`,
-`events`, ...) are built on first use only: constructing them takes about a
-second, and the scheduler's hot paths never need them.
+Every request netsched makes (bindings, events, status patches, leases,
+token and access reviews, gets and lists, watches) goes through `request` /
+`stream`: the URL, headers and JSON body are built here; the generated API
+methods, whose per-call validation and serialisation cost more CPU than the
+HTTPS request itself, are never used. `request` sends them on
+netsched.kube.transport (pooled keep-alive sockets, a fifth of urllib3's CPU
+per request) when the kubeconfig allows, else on the ApiClient's urllib3
+pool; `stream` (watches) always uses urllib3. TLS verification, client
+certificates and tls-server-name are the kubeconfig's either way: the
+official package loads the configuration and holds the pool.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property, partial
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -161,12 +161,11 @@ def make_retrying(
 
 
 class KubeClient:
-    """The shared ApiClient plus the API groups netsched uses, behind a rate limit and retries.
+    """The shared ApiClient's configuration and pool, behind a rate limit and retries.
 
-    `request` and `stream` send netsched's own requests on the lean path
-    (see the module docstring). `coordination` is the official generated API
-    object, built on first use; call its methods through `call`/`open_stream`,
-    never directly, so limits, retries and error mapping apply.
+    `request` and `stream` send every request netsched makes (see the module
+    docstring); `call` runs a custom send (a binding that counts its attempts)
+    with the same limits, retries and error mapping.
     """
 
     def __init__(
@@ -192,11 +191,6 @@ class KubeClient:
     @property
     def host(self) -> str:
         return str(self.api_client.configuration.host)
-
-    # The generated API group the leases use: slow to build, so only when something asks.
-    @cached_property
-    def coordination(self) -> Any:
-        return k8s.CoordinationV1Api(self.api_client)
 
     def request(
         self,
@@ -483,7 +477,27 @@ def build_api_client(
     event writer, reflectors); `timeout` bounds connect and each read of a
     request, not watches.
     """
-    cfg = load_configuration(kubeconfig, master)
+    return client_for(
+        load_configuration(kubeconfig, master),
+        qps=qps,
+        burst=burst,
+        pool_size=pool_size,
+        timeout=timeout,
+        retry=retry,
+    )
+
+
+def client_for(
+    cfg: Any,
+    *,
+    qps: float,
+    burst: int,
+    pool_size: int,
+    timeout: float,
+    retry: RetrySettings | None = None,
+) -> KubeClient:
+    """A KubeClient for a loaded configuration (netsched.kube.kubeconfig), with its own pool
+    sized for `pool_size` threads and its own rate budget."""
     cfg.connection_pool_maxsize = max(1, pool_size)
     cfg.retries = False  # urllib3 must not retry behind our back: tenacity is the one retry layer
     api_client = k8s.ApiClient(cfg)
@@ -545,6 +559,7 @@ __all__ = [
     "Reply",
     "RetrySettings",
     "build_api_client",
+    "client_for",
     "derived_client",
     "make_retrying",
     "wait_retry_after",

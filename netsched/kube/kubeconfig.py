@@ -50,6 +50,16 @@ def load_configuration(kubeconfig: str = "", master: str = "") -> Any:
     return cfg
 
 
+def in_cluster_configuration() -> Any | None:
+    """The in-cluster service account's configuration; None when not running in a cluster."""
+    cfg = k8s.Configuration()
+    try:
+        k8s_config.load_incluster_config(client_configuration=cfg)
+    except ConfigException:
+        return None
+    return cfg
+
+
 def _load_default(cfg: Any) -> None:
     try:
         k8s_config.load_incluster_config(client_configuration=cfg)
@@ -64,4 +74,4 @@ def _load_default(cfg: Any) -> None:
         k8s_config.load_kube_config(config_file=path, client_configuration=cfg, persist_config=False)
 
 
-__all__ = ["KubeConfigError", "load_configuration"]
+__all__ = ["KubeConfigError", "in_cluster_configuration", "load_configuration"]

@@ -6,20 +6,20 @@ below; tests give it an in-memory store, production this module's
 KubeLeaseClient. Errors are netsched.kube.errors classes: Conflict (409) on a
 stale write or a create that lost the race, ApiError for the rest.
 
-Writes bypass the typed CoordinationV1Api methods: those pass the body through
-the V1Lease model, which turns renewTime into a datetime and back with
-isoformat(), so "12:00:00.000000Z" leaves as "12:00:00+00:00", a MicroTime the
-API server refuses (it wants all six fraction digits). We send the JSON we
-built, through the same ApiClient (auth, TLS, connection pool).
+The calls go through KubeClient.request, as every other request netsched
+makes, with the JSON built here: the generated client's V1Lease model would
+turn renewTime into a datetime and back with isoformat(), so
+"12:00:00.000000Z" would leave as "12:00:00+00:00", a MicroTime the API
+server refuses (it wants all six fraction digits).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import quote
 
-from netsched.kube.errors import ApiError, from_status
+from netsched.kube.errors import NotFound
 
 if TYPE_CHECKING:
     from netsched.kube.client import KubeClient
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 JsonObj = dict[str, Any]
 
 _API_VERSION = "coordination.k8s.io/v1"
-_COLLECTION = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
-_OBJECT = _COLLECTION + "/{name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,31 +111,22 @@ class KubeLeaseClient:
 
     Give it a KubeClient of its own, without a rate limit, as kube-scheduler
     gives leader election its own client: renewals must never queue behind a
-    burst of bindings and events. `KubeLeaseClient(KubeClient(shared.api_client))`
-    shares the connection pool but not the limiter. The ApiClient must not let
-    urllib3 retry (build_api_client turns that off), or one call could outlive
-    its timeout several times over.
+    burst of bindings and events (`derived_client(shared, pool_size=1, qps=0)`,
+    as netsched.serve does). The ApiClient must not let urllib3 retry
+    (build_api_client turns that off), or one call could outlive its timeout
+    several times over.
     """
 
     def __init__(self, client: KubeClient) -> None:
         self._client = client
 
     def get(self, namespace: str, name: str, timeout: float) -> Lease | None:
-        api = self._client.coordination
         try:
-            reply = self._client.call(
-                "get",
-                "leases",
-                api.read_namespaced_lease,
-                name,
-                namespace,
-                retry=False,
-                _request_timeout=_positive(timeout),
+            reply = self._client.request(
+                "get", "leases", "GET", _lease_path(namespace, name), retry=False, timeout=_positive(timeout)
             )
-        except ApiError as e:
-            if e.status == 404:
-                return None
-            raise
+        except NotFound:
+            return None
         return Lease.from_object(reply.body)
 
     def create(self, namespace: str, name: str, record: LeaseRecord, timeout: float) -> Lease:
@@ -147,47 +136,26 @@ class KubeLeaseClient:
             "metadata": {"name": name, "namespace": namespace},
             "spec": record.to_spec(),
         }
-        return self._write("create", "POST", _COLLECTION, namespace, name, body, timeout)
+        return self._write("create", "POST", _lease_path(namespace), body, timeout)
 
     def replace(self, lease: Lease, record: LeaseRecord, timeout: float) -> Lease:
         body = dict(lease.raw)
         body["metadata"] = dict(lease.raw.get("metadata") or {}, resourceVersion=lease.resource_version)
         body["spec"] = record.to_spec()
-        return self._write("update", "PUT", _OBJECT, lease.namespace, lease.name, body, timeout)
+        return self._write("update", "PUT", _lease_path(lease.namespace, lease.name), body, timeout)
 
-    def _write(
-        self, verb: str, method: str, path: str, namespace: str, name: str, body: JsonObj, timeout: float
-    ) -> Lease:
-        api_client = self._client.api_client
-
-        def send(_request_timeout: float, _preload_content: bool) -> Any:
-            request = api_client.param_serialize(
-                method,
-                path,
-                path_params={"namespace": namespace, "name": name},
-                header_params={"Content-Type": "application/json", "Accept": "application/json"},
-                body=body,
-                auth_settings=["BearerToken"],
-            )
-            resp = api_client.call_api(*request, _request_timeout=_request_timeout).response
-            if not 200 <= resp.status <= 299:
-                status = _json(resp.data)
-                resp.release_conn()
-                raise from_status(status, resp.status)
-            return resp
-
-        reply = self._client.call(verb, "leases", send, retry=False, _request_timeout=_positive(timeout))
+    def _write(self, verb: str, method: str, path: str, body: JsonObj, timeout: float) -> Lease:
+        reply = self._client.request(
+            verb, "leases", method, path, body=body, retry=False, timeout=_positive(timeout)
+        )
         return Lease.from_object(reply.body)
+
+
+def _lease_path(namespace: str, name: str = "") -> str:
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace, safe='')}/leases"
+    return f"{path}/{quote(name, safe='')}" if name else path
 
 
 def _positive(timeout: float) -> float:
     # urllib3 reads 0 as "no timeout"; a spent budget must never mean "wait forever".
     return max(0.05, timeout)
-
-
-def _json(data: bytes | None) -> JsonObj:
-    try:
-        obj = json.loads(data or b"")
-    except ValueError:
-        return {}
-    return obj if isinstance(obj, dict) else {}

@@ -6,7 +6,7 @@ project's machine, mostly header objects and the email-package header parser;
 written directly on a pooled TLS socket the same request costs under 0.1 ms.
 So the calls netsched makes itself (KubeClient.request: bindings, events,
 status patches, gets and list pages) go through this transport, while watches
-(long-lived chunked streams) and the generated API groups stay on urllib3.
+(long-lived chunked streams) stay on urllib3.
 
 What it keeps from the kubeconfig: the server address, TLS verification
 (CA file or data, or the system store), client certificates, tls-server-name,

@@ -20,6 +20,7 @@ is a link to it), so its files are named that way here.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -440,3 +441,24 @@ def test_the_probe_finder_finds_a_probe(tmp_path: Path) -> None:
         "z = getattr(opts, name, None)\n"
     )
     assert list(_probes(src)) == [("api", "brand_new", 1), ("hub", "update_nodes", 2)]
+
+
+# One request path (docs/DESIGN.md): every request goes through KubeClient.request/stream, none
+# through the generated client's API objects (CoreV1Api, ...) or its call_api/param_serialize.
+GENERATED_CALLS = {"call_api", "param_serialize"}
+
+
+def _generated_client_uses(path: Path) -> Iterator[tuple[str, int]]:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+        if name in GENERATED_CALLS or re.fullmatch(r"[A-Z]\w*V\d\w*Api", name):
+            yield name, node.lineno
+
+
+def test_requests_take_the_one_request_path() -> None:
+    offenders = sorted(
+        f"{name} (line {line}) uses {what}"
+        for name, path in MODULES.items()
+        for what, line in _generated_client_uses(path)
+    )
+    assert not offenders, "\n".join(offenders)
