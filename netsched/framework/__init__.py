@@ -100,6 +100,7 @@ from netsched.framework.selectors import (
     Requirement,
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
+    label_key_errors,
 )
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
@@ -210,4 +211,5 @@ __all__ = [
     "synced_pod_index",
     "to_canonical",
     "with_plugin",
+    "label_key_errors",
 ]

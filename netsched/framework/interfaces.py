@@ -16,7 +16,7 @@ default loops over the per-node form.  In-tree plugins implement both.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
@@ -704,6 +704,14 @@ class Handle(Protocol):
     def gangs(self) -> object | None:
         """The scheduler's gang manager (netsched.gangs.GangManager, reached with
         netsched.gangs.gangs_of), shared by all profiles; None when none was wired."""
+        ...
+
+    def filter_rows(
+        self, pod: PodInfo, snapshot: Snapshot, rows: IntArray, *, skip: Collection[str] = ()
+    ) -> tuple[IntArray, Diagnosis]:
+        """The rows of `snapshot` where `pod` passes this profile's PreFilter and Filter plugins
+        (those named in `skip` left out), and why the others do not: "what if" questions (a
+        gang's placement decision) on a snapshot the caller may have changed. Nothing is reserved."""
         ...
 
     def snapshot(self) -> Snapshot:

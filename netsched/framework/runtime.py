@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -181,13 +181,16 @@ class Framework(FrameworkHandle):
         return self._run_each("PreEnqueue", self.pre_enqueue_plugins, None, pod, lambda p: p.pre_enqueue(pod))
 
     def run_pre_filter(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, skip: Collection[str] = ()
     ) -> tuple[PreFilterResult | None, Status]:
+        """Every PreFilter plugin (but those in `skip`) until one rejects; their node sets intersect."""
         started = time.perf_counter()
         merged: set[str] | None = None
         narrowing: list[str] = []
         status: Status = Status.success()
         for p in self.pre_filter_plugins:
+            if p.name in skip:
+                continue
             out, err = self._calls.call("PreFilter", p, state, pod, p.pre_filter, state, pod, snapshot)
             result, st = out if out is not None else (None, err or Status.success())
             if st.is_skip:
@@ -231,6 +234,29 @@ class Framework(FrameworkHandle):
                     raise PluginFault(error)
                 alive = alive[~failed]
         return alive
+
+    def filter_rows(
+        self, pod: PodInfo, snapshot: Snapshot, rows: IntArray, *, skip: Collection[str] = ()
+    ) -> tuple[IntArray, Diagnosis]:
+        """PreFilter (but `skip`) and batch Filter for a pod that is not being scheduled (the
+        Handle's "what if", e.g. a gang member while its gang's placement is decided): the rows
+        that pass, and the diagnosis of the others. Raises PluginFault on a plugin error."""
+        state = self.new_cycle_state()
+        n = len(snapshot)
+        diagnosis = Diagnosis(n, np.zeros(n, dtype=np.int8))
+        pre, st = self.run_pre_filter(state, pod, snapshot, skip)
+        if not st.ok:
+            if st.code == Code.ERROR:
+                raise PluginFault(st)
+            diagnosis.pre_filter_msg = st.message()
+            diagnosis.node_codes[rows] = st.code
+            diagnosis.unschedulable_plugins.add(st.plugin)
+            return rows[:0], diagnosis
+        if pre is not None and pre.node_names is not None:
+            index = snapshot.index
+            allowed = [index[name] for name in pre.node_names if name in index]
+            rows = rows[np.isin(rows, np.asarray(allowed, dtype=np.int64))]
+        return self.run_filter_nodes(state, pod, snapshot, rows, diagnosis), diagnosis
 
     def filter_statuses(
         self, state: CycleState, pod: PodInfo, node: NodeInfo

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def label_value_error(value: str) -> str:
@@ -27,6 +29,28 @@ def label_value_error(value: str) -> str:
             "or '.', and must start and end with an alphanumeric character"
         )
     return ""
+
+
+def label_key_errors(key: str) -> list[str]:
+    """Why `key` is not a valid label key (kube's ValidateLabelName), empty when it is."""
+    if not key:
+        return []
+    prefix, _, name = key.rpartition("/")
+    out = []
+    if "/" in key and not prefix:
+        out.append("prefix part must be non-empty")
+    if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+        out.append("prefix part must be a lowercase RFC 1123 subdomain")
+    if not name:
+        out.append("name part must be non-empty")
+    elif len(name) > 63:
+        out.append("name part must be no more than 63 characters")
+    elif not _NAME.match(name):
+        out.append(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', "
+            "and must start and end with an alphanumeric character"
+        )
+    return out
 
 
 @dataclass(slots=True, frozen=True)

@@ -7,18 +7,37 @@ imports the other:
   netsched's topology annotations), and which pods belong to which;
 - manager.py: GangManager, one per scheduler, built by the composition root
   and reached by plugins with `gangs_of(handle)`: permitted and backed-off
-  groups, members waiting at Permit, PodGroup status;
+  groups, members waiting at Permit, placement decisions, PodGroup status;
+- placement.py: one placement decision per gang (the topology domain that
+  holds it whole, chosen by live link headroom);
 - status.py: the PodGroup status writer, wired by the composition root.
 """
 
 from netsched.gangs.manager import BackedOffGroups, GangManager, GangMetrics, gangs_of, resource_gap
+from netsched.gangs.placement import (
+    HOSTNAME,
+    PLACED,
+    SPREAD,
+    UNSCHEDULABLE,
+    DomainVerdict,
+    LinkView,
+    Placement,
+    Policy,
+    decide,
+    derive,
+)
 from netsched.gangs.podgroup import (
     LEGACY_POD_GROUP_LABEL,
     POD_GROUP_LABEL,
     PODGROUP_KIND,
     PODGROUPS_KEY,
+    PREFERRED,
+    REQUIRED,
+    TOPOLOGY_PREFERRED,
+    TOPOLOGY_REQUIRED,
     GroupError,
     PodGroup,
+    TopologyRequest,
     full_name,
     group_name,
     parse_group,
@@ -26,16 +45,31 @@ from netsched.gangs.podgroup import (
 from netsched.gangs.status import PodGroupStatusWriter
 
 __all__ = [
+    "HOSTNAME",
     "LEGACY_POD_GROUP_LABEL",
+    "PLACED",
     "POD_GROUP_LABEL",
     "PODGROUPS_KEY",
     "PODGROUP_KIND",
+    "PREFERRED",
+    "REQUIRED",
+    "SPREAD",
+    "TOPOLOGY_PREFERRED",
+    "TOPOLOGY_REQUIRED",
+    "UNSCHEDULABLE",
     "BackedOffGroups",
+    "DomainVerdict",
     "GangManager",
     "GangMetrics",
     "GroupError",
+    "LinkView",
+    "Placement",
     "PodGroup",
     "PodGroupStatusWriter",
+    "Policy",
+    "TopologyRequest",
+    "decide",
+    "derive",
     "full_name",
     "gangs_of",
     "group_name",

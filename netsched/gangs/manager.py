@@ -3,7 +3,8 @@
 Shaped like scheduler-plugins' Coscheduling PodGroupManager: the PodGroups
 (parsed once per resourceVersion), the groups that passed the minResources
 check recently (permitted), the groups that failed recently (backed off), the
-gangs whose members wait at Permit (attempts).  The
+gangs whose members wait at Permit (attempts), and, new here, the placement
+decision of each gang being placed (netsched/gangs/placement.py).  The
 Coscheduling and GangTopology plugins are thin shells over it; they reach it
 through `handle.gangs` (gangs_of), so neither imports the other.
 
@@ -26,14 +27,17 @@ import numpy as np
 
 from netsched.clock import Clock
 from netsched.framework.interfaces import Handle, ObjectReader, WaitingPod
+from netsched.framework.names import COSCHEDULING  # it allows and rejects members at Permit
 from netsched.framework.quantity import PODS, format_canonical
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import PodInfo
+from netsched.gangs.placement import Placement
 from netsched.gangs.podgroup import PODGROUPS_KEY, GroupCache, GroupError, PodGroup, full_name, group_name
 from netsched.gangs.status import PodGroupStatusWriter
 
-COSCHEDULING = "Coscheduling"  # the plugin that allows and rejects members waiting at Permit
+# Placement decisions (and event messages) kept before the stale ones are dropped.
+MAX_PLACEMENTS = 10_000
 
 
 class _Counter(Protocol):
@@ -48,6 +52,9 @@ class GangMetrics(Protocol):
 
     @property
     def gangs_waiting(self) -> _Counter: ...
+
+    @property
+    def gang_placements(self) -> _Counter: ...
 
 
 class BackedOffGroups:
@@ -119,6 +126,7 @@ class GangManager:
         self._attempts: dict[str, _Attempt] = {}
         self._released: dict[str, set[str]] = {}  # gang -> members released, until the next attempt
         self._holding: dict[str, set[str]] = {}  # gang -> members told to Wait, not yet allowed
+        self._placements: dict[str, Placement] = {}  # gang -> its committed placement decision
         self._seen: set[str] = set()  # groups whose status was recomputed, events sent once
         self._lock = threading.Lock()
         status.computes_with(self.status_of)
@@ -240,7 +248,8 @@ class GangManager:
     def release(
         self, handle: Handle, pg: PodGroup, why: str, outcome: str, pod: PodInfo | None = None
     ) -> None:
-        """Reject every waiting member (their bindings then unreserve and forget them)."""
+        """Reject every waiting member (their bindings then unreserve and forget them) and drop
+        the gang's placement decision: the next attempt decides again."""
         group = pg.full_name
         waiting = self.waiting(handle, group)
         for wp in waiting:
@@ -252,6 +261,7 @@ class GangManager:
             if pod is not None:
                 gone.add(pod.uid)
             self._permitted.pop(group, None)
+            self._placements.pop(group, None)
             attempt = self._attempts.get(group)
         if attempt is None:
             if waiting:
@@ -279,7 +289,6 @@ class GangManager:
             self.metrics.gang_outcomes.labels(outcome, attempt.profile).inc()
 
     def _observe_waiting(self, profile: str) -> None:
-        """The waiting gangs gauge (call without holding the lock)."""
         if self.metrics is not None:
             with self._lock:
                 n = sum(1 for a in self._attempts.values() if a.profile == profile)
@@ -295,6 +304,38 @@ class GangManager:
             ns, _, name = group.partition("/")
             moved += self._activate([p for p in self._members(ns, name) if not p.node_name])
         return moved
+
+    # ------------------------------------------------------------ placement decisions
+
+    def placement(self, group: str) -> Placement | None:
+        with self._lock:
+            return self._placements.get(group)
+
+    def commit_placement(self, placement: Placement, profile: str) -> bool:
+        """Keep the decision for the gang's later members; False when one is already kept."""
+        with self._lock:
+            if placement.group in self._placements:
+                return False
+            if len(self._placements) >= MAX_PLACEMENTS:
+                self._forget_deleted_groups()
+            self._placements[placement.group] = placement
+        self.observe_placement(placement, profile)
+        return True
+
+    def _forget_deleted_groups(self) -> None:
+        """Drop the decisions of PodGroups that no longer exist (lock held)."""
+        for group in list(self._placements):
+            ns, _, name = group.partition("/")
+            if self._objects.get(PODGROUPS_KEY, ns, name) is None:
+                del self._placements[group]
+
+    def drop_placement(self, group: str) -> None:
+        with self._lock:
+            self._placements.pop(group, None)
+
+    def observe_placement(self, placement: Placement, profile: str) -> None:
+        if self.metrics is not None:
+            self.metrics.gang_placements.labels(placement.outcome, placement.level, profile).inc()
 
     # ------------------------------------------------------------ status and events
 
@@ -334,6 +375,8 @@ class GangManager:
         with self._lock:
             if key in self._seen:
                 return
+            if len(self._seen) >= MAX_PLACEMENTS:  # a memory, not a record: start over
+                self._seen.clear()
             self._seen.add(key)
         handle.events.event(PodGroup(ns, name, 0).ref(), type_, reason, "Scheduling", msg)
 

@@ -5,7 +5,10 @@ A pod joins a gang with the `scheduling.x-k8s.io/pod-group` label (the older
 namespace.  The PodGroup (CRD scheduling.x-k8s.io/v1alpha1, scheduler-plugins')
 says how many members must start together (`spec.minMember`), what they need
 in total (`spec.minResources`), how long members wait for each other
-(`spec.scheduleTimeoutSeconds`).  A malformed PodGroup is a GroupError naming the field at fault, never a crash.
+(`spec.scheduleTimeoutSeconds`) and, through netsched's annotations, which
+topology domain the whole gang must (`netsched.io/topology-required`) or should
+(`netsched.io/topology-preferred`) fit in: the value is a node label key.  A
+malformed PodGroup is a GroupError naming the field at fault, never a crash.
 """
 
 from __future__ import annotations
@@ -17,11 +20,15 @@ from datetime import datetime
 from typing import Any
 
 from netsched.framework.quantity import to_canonical
+from netsched.framework.selectors import label_key_errors
 from netsched.framework.types import PodInfo
 from netsched.kube.resources import PODGROUPS
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 LEGACY_POD_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"
+TOPOLOGY_REQUIRED = "netsched.io/topology-required"
+TOPOLOGY_PREFERRED = "netsched.io/topology-preferred"
+REQUIRED, PREFERRED = "required", "preferred"
 PODGROUPS_KEY = PODGROUPS.key
 PODGROUP_KIND = PODGROUPS.kind  # the resource of its ClusterEvents (queueing hints)
 PODGROUP_API_VERSION = f"{PODGROUPS.group}/{PODGROUPS.version}"
@@ -46,6 +53,17 @@ class GroupError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class TopologyRequest:
+    """Where a gang must or should fit whole: one domain of node label `level`."""
+
+    mode: str  # REQUIRED | PREFERRED
+    level: str  # a node label key
+
+    def __str__(self) -> str:
+        return f"{self.mode} {self.level}"
+
+
+@dataclass(frozen=True, slots=True)
 class PodGroup:
     namespace: str
     name: str
@@ -56,6 +74,7 @@ class PodGroup:
     resource_version: str = ""
     uid: str = ""
     status: Mapping[str, Any] = field(default_factory=dict)
+    topology: TopologyRequest | None = None  # from the annotations; None: the profile's default
 
     @property
     def full_name(self) -> str:
@@ -102,7 +121,31 @@ def parse_group(raw: Mapping[str, Any]) -> PodGroup:
         str(meta.get("resourceVersion") or ""),
         str(meta.get("uid") or ""),
         status if isinstance(status, Mapping) else {},
+        _topology(meta.get("annotations"), where),
     )
+
+
+def _topology(annotations: Any, where: str) -> TopologyRequest | None:
+    if not isinstance(annotations, Mapping):
+        return None
+    asked = [
+        (mode, key, annotations[key])
+        for mode, key in ((REQUIRED, TOPOLOGY_REQUIRED), (PREFERRED, TOPOLOGY_PREFERRED))
+        if key in annotations
+    ]
+    if not asked:
+        return None
+    if len(asked) > 1:
+        raise GroupError(
+            f"{where}: metadata.annotations: {TOPOLOGY_REQUIRED} and {TOPOLOGY_PREFERRED} are both set; set one"
+        )
+    mode, key, level = asked[0]
+    problems = label_key_errors(level) if isinstance(level, str) and level else ["must be a node label key"]
+    if problems:
+        raise GroupError(
+            f"{where}: metadata.annotations[{key}]: invalid value {level!r}: {'; '.join(problems)}"
+        )
+    return TopologyRequest(mode, level)
 
 
 def _epoch(stamp: Any) -> float:

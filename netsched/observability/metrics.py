@@ -122,6 +122,15 @@ class SchedulerMetrics:
             ["outcome", "profile"],
             registry=r,
         )
+        # GangTopology (netsched/gangs/placement.py): one placement decision per gang.
+        self.gang_placements = Counter(
+            "netsched_gang_placements",
+            "Gang placement decisions by outcome: placed (one domain of `level` holds the whole gang), "
+            "spread (preferred level: no domain of any level could), unschedulable (required level: "
+            "no domain could).",
+            ["outcome", "level", "profile"],
+            registry=r,
+        )
         self.events_dropped = Counter(
             "netsched_events_dropped",
             "Kubernetes Events dropped unwritten: queue full, recorded after stop, or still failing at shutdown.",

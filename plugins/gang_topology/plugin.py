@@ -1,62 +1,246 @@
-"""GangTopology: a gang's pods close together, on cold links.
+"""GangTopology: a gang placed whole inside one topology domain, chosen by live link headroom.
 
-For a pod of a gang (a PodGroup member, plugins/coscheduling), the members
-already reserved or bound pull it into their topology domain, and measured
-link load (the metrics cache NetworkTraffic reads) pushes it off busy links:
+PreFilter: when the first member of a gang is scheduled, the gang's placement
+is decided once (netsched/gangs/placement.py): every domain of the gang's level
+that can hold the whole gang (its members through the profile's real PreFilter
+and Filter plugins, each counted on its node before the next), the one whose
+links keep the most headroom with the gang's bandwidth added (the fuller one
+on ties), and every member of the gang is steered there (the PreFilter node
+set).  The decision is kept by the gang manager from the first member's
+Reserve on; members that come later (a replaced pod) go to the gang's domain,
+or wait when it is full.  A required level no domain satisfies rejects the
+member (UnschedulableAndUnresolvable, naming each domain tried and why it
+cannot hold the gang), so Coscheduling releases whatever the gang holds.
 
-    share_zone(n) = members placed in n's topologyKey domain / members placed
-    share_rack(n) = the same for rackKey (only when rackKey is set)
-    locality(n)   = share_zone(n), or (share_zone(n) + share_rack(n)) / 2 with a rack key;
-                    1 on every node while no member is placed (nothing to be near yet)
-    link(n)       = 1 - min(u, 1), u as NetworkTraffic computes it (load over link speed,
-                    or relative to the busiest fresh candidate without one); stale
-                    nodes get the fresh candidates' mean (failOpen) or 0 (failClosed)
-    score         = round(100 x ((1 - linkLoadWeight) x locality + linkLoadWeight x link))
+Score (inside the domain, for a pod of a gang): the members already reserved
+or bound pull it into their domains, measured link load pushes it off busy
+links:
 
-Pods without a gang skip the plugin (PreScore Skip).  Members are found with
-the gang manager (bound and assumed, i.e. reserved, pods indexed by gang), so a
-member waiting at Permit already pulls the next one.
+    share_L(n)  = members placed in n's domain of level L / members placed
+    locality(n) = mean of share_L(n) over the listed levels; 1 while nothing is placed
+    link(n)     = 1 - min(u, 1), u as NetworkTraffic computes it (load over link speed,
+                  or relative to the busiest fresh candidate without one); stale
+                  nodes get the fresh candidates' mean (failOpen) or 0 (failClosed)
+    score       = round(100 x ((1 - linkLoadWeight) x locality + linkLoadWeight x link))
+
+Pods without a gang skip the plugin.  Members are found with the pod lister
+(bound and assumed, i.e. reserved, pods), so a member waiting at Permit
+already counts.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from netsched.framework import (
+    ASSIGNED_POD,
     MAX_NODE_SCORE,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
     CycleState,
+    Diagnosis,
     Handle,
     IntArray,
     PodInfo,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreFilterPlugin,
+    PreFilterResult,
+    QueueingHint,
     Snapshot,
     Status,
 )
-from netsched.framework.names import GANG_TOPOLOGY
-from netsched.gangs import gangs_of, group_name
+from netsched.framework.names import COSCHEDULING, GANG_TOPOLOGY
+from netsched.gangs import (
+    PLACED,
+    PODGROUP_KIND,
+    SPREAD,
+    UNSCHEDULABLE,
+    GroupError,
+    LinkView,
+    Placement,
+    PodGroup,
+    decide,
+    derive,
+    full_name,
+    gangs_of,
+    group_name,
+)
 from netsched.metrics.plugin_api import (
     LINK_SPEED,
+    METRICS_EVENTS,
     NETWORK_RX,
     NETWORK_TX,
     FloatArray,
     MetricScorePlugin,
     cold_link_scores,
+    network_load,
+    pod_load,
     source_for,
     to_int_scores,
 )
 from netsched.plugins.gang_topology.args import GangTopologyArgs
 
+DECISION_KEY = f"{GANG_TOPOLOGY}/placement"
+# The simulation of a gang's members leaves these out: their PreFilters are about the gang.
+GANG_PLUGINS = (COSCHEDULING, GANG_TOPOLOGY)
+RX, TX = 2, 3  # pod_load's network columns
 
-class GangTopology(MetricScorePlugin[GangTopologyArgs]):
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The placement a member's cycle used; `fresh` when this cycle decided it."""
+
+    placement: Placement
+    fresh: bool
+
+
+def placement_in(state: CycleState) -> Placement | None:
+    """The gang placement the cycle's member was steered by (explanations read it)."""
+    got = state.get(DECISION_KEY)
+    return got.placement if isinstance(got, Decision) else None
+
+
+class GangTopology(
+    MetricScorePlugin[GangTopologyArgs], PreFilterPlugin[GangTopologyArgs], PostFilterPlugin[GangTopologyArgs]
+):
     name = GANG_TOPOLOGY
 
     def __init__(self, args: GangTopologyArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.cfg = self.args
-        self.source = source_for(handle, self.cfg.prometheus, self.name)
-        self.gangs = gangs_of(handle, self.name)
+        self.source = source_for(handle, self.args.prometheus, self.name)
         self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
+        self.gangs = gangs_of(handle, self.name)
+        self.policy = self.args.policy()
+
+    # ------------------------------------------------------------ queueing hints
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """A member rejected because no domain holds its gang: room freed or added, a node
+        relabelled (domains change), new link measurements, or the PodGroup's annotations."""
+        return [
+            *METRICS_EVENTS,
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE)),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    NODE,
+                    ActionType.ADD
+                    | ActionType.UPDATE_NODE_LABEL
+                    | ActionType.UPDATE_NODE_ALLOCATABLE
+                    | ActionType.UPDATE_NODE_TAINT,
+                )
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(PODGROUP_KIND, ActionType.ADD | ActionType.UPDATE), self._own_group
+            ),
+        ]
+
+    def _own_group(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+        meta = new.get("metadata") if isinstance(new, Mapping) else None
+        if isinstance(
+            meta, Mapping
+        ) and f"{meta.get('namespace') or 'default'}/{meta.get('name')}" == full_name(pod):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    # ------------------------------------------------------------ PreFilter: the one decision
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        if not group_name(pod):
+            return None, Status.skip()
+        try:
+            pg = self.gangs.group_of(pod)
+        except GroupError as e:
+            return None, Status.unresolvable(str(e))
+        request = None if pg is None else pg.topology or self.policy.default
+        if pg is None or request is None:
+            return None, Status.skip()
+        decision = self._decision(pod, pg, snapshot)
+        if decision is None:
+            return None, Status.skip()
+        state.write(DECISION_KEY, decision)
+        placement = decision.placement
+        if placement.outcome == UNSCHEDULABLE:
+            return None, Status.unresolvable(placement.message())
+        if placement.node_names is None:
+            return None, Status.success()
+        return PreFilterResult(set(placement.node_names)), Status.success()
+
+    def _decision(self, pod: PodInfo, pg: PodGroup, snapshot: Snapshot) -> Decision | None:
+        request = pg.topology or self.policy.default
+        assert request is not None
+        members = self.gangs.members(pg)
+        placed = [p for p in self.gangs.placed(pg, members) if p.uid != pod.uid]
+        if placed:
+            kept = self.gangs.placement(pg.full_name)
+            if kept is not None and kept.request == request:
+                return Decision(kept, False)
+            return Decision(derive(pg.full_name, request, placed, snapshot, self.policy), False)
+        need = pg.min_member - len(placed)
+        others = sorted((p for p in members if not p.node_name and p.uid != pod.uid), key=lambda p: p.name)
+        if need < 1 or len(others) + 1 < need:
+            return None  # too few members to decide for the gang (Coscheduling turns it away)
+        self.gangs.drop_placement(pg.full_name)  # no member placed: an old decision is void
+
+        def feasible(member: PodInfo, rows: IntArray) -> tuple[IntArray, Diagnosis]:
+            return self.handle.filter_rows(member, snapshot, rows, skip=GANG_PLUGINS)
+
+        placement = decide(
+            pg.full_name,
+            request,
+            [pod, *others[: need - 1]],
+            snapshot,
+            feasible,
+            self.policy,
+            self._links(snapshot),
+        )
+        return Decision(placement, True)
+
+    def _links(self, snapshot: Snapshot) -> LinkView:
+        net = network_load(self.source, snapshot)
+        estimation = self.args.prometheus.estimation
+
+        def bandwidth(member: PodInfo) -> float:
+            load = pod_load(member, estimation)
+            return float(max(load[RX], load[TX]))
+
+        return LinkView(net.busy, net.speed, net.fresh, self.source.fail_closed, bandwidth, net.measured)
+
+    # ------------------------------------------------------------ PostFilter: a gang no domain holds
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        decision = state.get(DECISION_KEY)
+        if isinstance(decision, Decision) and decision.fresh and decision.placement.outcome == UNSCHEDULABLE:
+            placement = decision.placement
+            self.gangs.observe_placement(placement, self.handle.profile_name)
+            ns, _, name = placement.group.partition("/")
+            self.gangs.event_once(self.handle, ns, name, "Warning", "FailedScheduling", placement.message())
+        return None, Status.unschedulable(plugin=self.name)
+
+    # ------------------------------------------------------------ Reserve: the decision is kept
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        decision = state.get(DECISION_KEY)
+        if (
+            isinstance(decision, Decision)
+            and decision.fresh
+            and decision.placement.outcome in (PLACED, SPREAD)
+        ):
+            self.gangs.commit_placement(decision.placement, self.handle.profile_name)
+        return super().reserve(state, pod, node_name)
+
+    # ------------------------------------------------------------ Score
 
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
         if not group_name(pod):
@@ -64,15 +248,12 @@ class GangTopology(MetricScorePlugin[GangTopologyArgs]):
         return super().pre_score(state, pod, snapshot, idx)
 
     def candidate_scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
-        w = self.cfg.link_load_weight
+        w = self.args.link_load_weight
         raw = MAX_NODE_SCORE * ((1.0 - w) * self.locality(pod, snapshot, idx) + w * self.link(snapshot, idx))
         return to_int_scores(raw)
 
-    # ------------------------------------------------------------ locality
-
     def placed_members(self, pod: PodInfo, snapshot: Snapshot) -> list[int]:
-        """Snapshot rows of the gang's other members (bound or reserved), one entry per member:
-        the gang's pods from the gang manager (indexed by gang), not a scan of every pod."""
+        """Snapshot rows of the gang's other members (bound or reserved), one entry per member."""
         rows = []
         for p in self.gangs.group_members(pod.namespace, group_name(pod)):
             row = snapshot.index.get(p.node_name) if p.node_name else None
@@ -82,12 +263,12 @@ class GangTopology(MetricScorePlugin[GangTopologyArgs]):
 
     def locality(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> FloatArray:
         rows = self.placed_members(pod, snapshot)
-        if not rows:
+        if not rows or not self.args.levels:
             return np.ones(len(idx))
-        out = self._share(snapshot, self.cfg.topology_key, rows, idx)
-        if self.cfg.rack_key:
-            out = (out + self._share(snapshot, self.cfg.rack_key, rows, idx)) / 2.0
-        return out
+        total = np.zeros(len(idx))
+        for key in self.args.levels:
+            total += self._share(snapshot, key, rows, idx)
+        return total / len(self.args.levels)
 
     @staticmethod
     def _share(snapshot: Snapshot, key: str, rows: list[int], idx: IntArray) -> FloatArray:
@@ -97,8 +278,6 @@ class GangTopology(MetricScorePlugin[GangTopologyArgs]):
         return np.array(
             [per_domain.get(d, 0) if d is not None else 0 for d in column[idx]], dtype=float
         ) / len(rows)
-
-    # ------------------------------------------------------------ link load
 
     def link(self, snapshot: Snapshot, idx: IntArray) -> FloatArray:
         """1 - link utilisation per candidate, in [0, 1] (NetworkTraffic's u)."""

@@ -9,11 +9,10 @@ constraints carry no labelSelector: it is derived per pod (see constraints.py).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from netsched.framework import Fields, PluginArgs, TopologySpreadConstraint, join
+from netsched.framework import Fields, PluginArgs, TopologySpreadConstraint, join, label_key_errors
 
 SYSTEM_DEFAULTING = "System"
 LIST_DEFAULTING = "List"
@@ -35,9 +34,6 @@ SYSTEM_DEFAULT_CONSTRAINTS = (
         max_skew=5, topology_key=LABEL_TOPOLOGY_ZONE, when_unsatisfiable=SCHEDULE_ANYWAY, label_selector=None
     ),
 )
-
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,26 +134,4 @@ def _encode_constraint(c: TopologySpreadConstraint) -> dict[str, Any]:
         out["nodeTaintsPolicy"] = c.node_taints_policy
     if c.match_label_keys:
         out["matchLabelKeys"] = list(c.match_label_keys)
-    return out
-
-
-def label_key_errors(key: str) -> list[str]:
-    """Why `key` is not a valid label key (kube's ValidateLabelName), empty when it is."""
-    if not key:
-        return []
-    prefix, _, name = key.rpartition("/")
-    out = []
-    if "/" in key and not prefix:
-        out.append("prefix part must be non-empty")
-    if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
-        out.append("prefix part must be a lowercase RFC 1123 subdomain")
-    if not name:
-        out.append("name part must be non-empty")
-    elif len(name) > 63:
-        out.append("name part must be no more than 63 characters")
-    elif not _NAME.match(name):
-        out.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', "
-            "and must start and end with an alphanumeric character"
-        )
     return out

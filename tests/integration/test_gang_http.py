@@ -1,5 +1,7 @@
 """Gang scheduling over real HTTP: the SchedulerApp with a Coscheduling profile against the fake
-API server, which serves PodGroups (list/watch and the status subresource).
+API server, which serves PodGroups (list/watch and the status subresource); and with
+GangTopology, gangs placed whole in one rack of a racked fake cluster, the link load measured
+by a real Prometheus.
 
 Each test ends by checking that nothing is held: no assumed pods in the cache, no pods waiting
 at Permit, and no binding of a gang that did not start whole.
@@ -15,11 +17,14 @@ import pytest
 
 from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
+from netsched.gangs import TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
 from netsched.kube import KubeAPI, build_api_client
 from netsched.plugins.coscheduling import POD_GROUP_LABEL
 from netsched.queue import UNSCHEDULABLE
 from netsched.testing.builders import make_node, make_pod
+from netsched.testing.exporter import SyntheticExporter, fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
+from netsched.testing.prometheus import PrometheusServer, require_prometheus
 from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -236,3 +241,147 @@ def test_gang_larger_than_the_cluster_fails_clearly_and_holds_nothing(
     assert not any(r.resource == "pods" and r.subresource == "binding" for r in server.requests)
     wait_until(lambda: group_status(server, "big").get("phase") == "PreScheduling", what="status")
     assert group_status(server, "big")["scheduled"] == 0
+
+
+# ------------------------------------------------------------------ gangs placed whole in one rack
+# Three racks of two 4-cpu nodes, 1 Gb/s links, load measured by a real Prometheus scraping the
+# synthetic exporter: r1 has the coldest links but one of its nodes is taken, r2 is lukewarm,
+# r3 hot. A gang of four 2-cpu members of 100 Mbit/s needs a whole rack.
+
+RACK = "example.com/rack"
+WINDOW = "4s"
+RACK_OF = {"node-0": "r1", "node-1": "r1", "node-2": "r2", "node-3": "r2", "node-4": "r3", "node-5": "r3"}
+RX = {"node-0": 1e6, "node-1": 1e6, "node-2": 40e6, "node-3": 40e6, "node-4": 90e6, "node-5": 90e6}
+
+# The Coscheduling profile above plus GangTopology (racks) and NetworkTraffic on one Prometheus.
+TOPOLOGY_CONFIG = (
+    CONFIG.replace(
+        "      - name: Coscheduling\n",
+        "      - name: Coscheduling\n      - {name: GangTopology, weight: 2}\n      - {name: NetworkTraffic, weight: 3}\n",
+    )
+    + """\
+  - name: GangTopology
+    args:
+      levels: [topology.kubernetes.io/zone, example.com/rack]
+      prometheus: &prom {prometheusAddress: URL, pollIntervalSeconds: 1, timeoutSeconds: 0.5,
+                         maxSampleAgeSeconds: 4, rateWindow: WINDOW}
+  - name: NetworkTraffic
+    args: {prometheus: *prom}
+"""
+)
+
+
+@pytest.fixture
+def racks(tmp_path: Path) -> Iterator[tuple[FakeAPIServer, SchedulerApp]]:
+    binary = require_prometheus()
+    nodes = fake_nodes(6)
+    with SyntheticExporter(nodes) as exporter, FakeAPIServer(watch_timeout=5.0) as server:
+        for name, rx in RX.items():
+            exporter.set_load(name, rx=rx)
+        for n in nodes:
+            b = make_node(n.name).capacity(cpu="4", memory="16Gi", pods="110").address("InternalIP", n.ip)
+            server.create("nodes", b.zone("z1").label(RACK, RACK_OF[n.name]).obj())
+        # r1's coldest links sit next to a node already full.
+        server.create("pods", make_pod("tenant").node("node-0").req(cpu="4").obj())
+        prom = PrometheusServer([exporter.target], binary=binary)
+        app = None
+        try:
+            prom.start()
+            prom.wait_for(
+                f'rate(node_network_receive_bytes_total{{node="node-4",device="eth0"}}[{WINDOW}])',
+                lambda r: bool(r) and abs(float(r[0]["value"][1]) - RX["node-4"]) < 0.02 * RX["node-4"],
+                timeout=30,
+            )
+            kubeconfig = tmp_path / "kubeconfig"
+            server.write_kubeconfig(kubeconfig)
+            registry = build_registry()
+            cfg = load_config(TOPOLOGY_CONFIG.replace("URL", prom.url).replace("WINDOW", WINDOW), registry)
+            app = SchedulerApp(
+                cfg,
+                registry,
+                KubeAPI(build_api_client(str(kubeconfig), qps=500, burst=1000)),
+                options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5),
+            )
+            assert app.start_informers(sync_timeout=10)
+            app.start_background()
+            assert app.hub.trigger(timeout=10)
+            app.start_scheduling()
+            yield server, app
+        finally:
+            if app is not None:
+                app.shutdown(timeout=5)
+            prom.close()
+
+
+def rack_gang(server: FakeAPIServer, name: str, members: int, **annotations: str) -> None:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "annotations": annotations}
+    server.create(
+        PG,
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": meta,
+            "spec": {"minMember": members},
+        },
+    )
+    for i in range(members):
+        pod = make_pod(f"{name}-{i}").scheduler("netsched").label(POD_GROUP_LABEL, name).req(cpu="2")
+        server.create("pods", pod.annotation("kubernetes.io/ingress-bandwidth", "100M").obj())
+
+
+def nodes_of(server: FakeAPIServer, prefix: str) -> dict[str, str]:
+    return {
+        p["metadata"]["name"]: p["spec"]["nodeName"]
+        for p in server.list("pods", "default")
+        if p["metadata"]["name"].startswith(prefix) and p["spec"].get("nodeName")
+    }
+
+
+def test_a_gang_lands_whole_in_the_rack_with_the_most_headroom_that_can_hold_it(
+    racks: tuple[FakeAPIServer, SchedulerApp],
+) -> None:
+    server, app = racks
+    rack_gang(server, "train", 4, **{TOPOLOGY_PREFERRED: RACK})
+    got = wait_until(
+        lambda: len(nodes_of(server, "train")) == 4 and nodes_of(server, "train"), what="gang bound"
+    )
+    # r1 (coldest links) holds 2 of 4; r3's links are too hot for it.
+    assert {RACK_OF[n] for n in got.values()} == {"r2"}, got
+    placement = app.gangs.placement("default/train")
+    assert placement is not None and placement.chosen == f"{RACK}=r2"
+    by = {v.value: v for v in placement.considered}
+    assert not by["r1"].feasible and "too small" in by["r1"].reason
+    # r2's links: 32 % measured, plus two members of 100 Mbit/s (10 % each) per node.
+    assert by["r2"].peak == pytest.approx(0.52, abs=0.02)
+    # r3's links (72 %) would go above the 80 % threshold with one member (10 %).
+    assert not by["r3"].feasible and "link above 80%" in by["r3"].reason
+    assert (
+        app.metrics.registry.get_sample_value(
+            "netsched_gang_placements_total", {"outcome": "placed", "level": RACK, "profile": "netsched"}
+        )
+        == 1
+    )
+
+
+def test_a_gang_no_rack_can_hold_waits_holds_nothing_and_the_events_say_why(
+    racks: tuple[FakeAPIServer, SchedulerApp],
+) -> None:
+    server, app = racks
+    rack_gang(server, "wide", 5, **{TOPOLOGY_REQUIRED: RACK})  # 10 cpu: every rack has 8 at most
+    msgs = wait_until(
+        lambda: events(server, "wide-0", "FailedScheduling"), timeout=15, what="FailedScheduling"
+    )
+    for rack in ("r1", "r2", "r3"):
+        assert f"{RACK}={rack}: too small" in msgs[0], msgs[0]
+    assert wait_until(
+        lambda: events(server, "wide", "FailedScheduling", kind="PodGroup"), what="PodGroup event"
+    )
+    wait_until(lambda: holds_nothing(app), what="nothing held")
+    assert nodes_of(server, "wide") == {}
+    # A gang that fits goes on being placed meanwhile.
+    rack_gang(server, "small", 2, **{TOPOLOGY_REQUIRED: RACK})
+    got = wait_until(
+        lambda: len(nodes_of(server, "small")) == 2 and nodes_of(server, "small"), what="small gang bound"
+    )
+    assert len({RACK_OF[n] for n in got.values()}) == 1
+    assert nodes_of(server, "wide") == {}

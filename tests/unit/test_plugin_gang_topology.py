@@ -23,6 +23,7 @@ from netsched.testing.prometheus import FakePrometheus, fake_hub
 
 GBIT = 125_000_000.0
 RACK = "topology.example.com/rack"
+ZONE = "topology.kubernetes.io/zone"
 # (name, zone, rack) of the test nodes.
 LAYOUT = [("a1", "za", "r1"), ("a2", "za", "r2"), ("b1", "zb", "r3"), ("b2", "zb", "r4")]
 
@@ -83,7 +84,7 @@ def test_members_pull_the_next_one_into_their_zone(rig: Rig) -> None:
 
 
 def test_rack_key_splits_the_locality_in_half(rig: Rig) -> None:
-    args = GangTopologyArgs(rack_key=RACK, link_load_weight=0.0)
+    args = GangTopologyArgs(levels=(ZONE, RACK), link_load_weight=0.0)
     p, snap = rig.build([member("m0").node("a1"), member("m1").node("a1"), member("m2").node("b1")], args)
     rig.load(p, IDLE, SPEED)
     # a1: zone 2/3, rack 2/3 -> 67; a2: zone 2/3, rack 0 -> 33; b1: 1/3, 1/3 -> 33; b2: 1/3, 0 -> 17.
@@ -128,10 +129,16 @@ def test_args_decode_and_errors() -> None:
         return out, [str(e) for e in errs]
 
     got, errs = decode({})
-    assert not errs and got.topology_key == "topology.kubernetes.io/zone" and got.link_load_weight == 0.5
+    assert not errs and got.levels == ("topology.kubernetes.io/zone",) and got.link_load_weight == 0.5
+    # topologyKey / rackKey: the older names of two levels, outer and inner.
     got, errs = decode({"rackKey": RACK, "linkLoadWeight": 0.2, "topologyKey": "region"})
-    assert not errs and (got.topology_key, got.rack_key, got.link_load_weight) == ("region", RACK, 0.2)
-    assert GangTopologyArgs.decode(Fields(got.encode(), "args", ErrorList())) == got
+    assert not errs and (got.levels, got.link_load_weight) == (("region", RACK), 0.2)
+    again = GangTopologyArgs.decode(Fields(got.encode(), "args", ErrorList()))
+    assert (again.levels, again.default_request, again.link_load_weight) == (
+        got.levels,
+        got.default_request,
+        got.link_load_weight,
+    )
     _, errs = decode({"linkLoadWeight": 1.5})
     assert errs and "args.linkLoadWeight" in errs[0]
     _, errs = decode({"rackKey": "topology.kubernetes.io/zone"})
@@ -175,5 +182,6 @@ def test_it_shows_in_explain_with_its_weight(rig: Rig) -> None:
     assert ex.weights["GangTopology"] == 3
     by = {n.node: n for n in ex.nodes}
     assert "GangTopology" in by["b1"].scores and "GangTopology" in ex.table()
-    assert by["b1"].scores["GangTopology"][2] > by["a1"].scores["GangTopology"][2]
+    # The gang holds zone zb (its member m0 is on b2): a later member goes there, nowhere else.
+    assert not by["a1"].feasible and by["a1"].filters["PreFilter"] == "not in the PreFilter node set"
     assert ex.winner in ("b1", "b2")
