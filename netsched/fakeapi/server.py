@@ -103,6 +103,7 @@ class FakeAPIServer:
         self._open_streams = 0  # watch streams not yet ended by their final chunk
         self._streams_cond = threading.Condition(self._lock)
         self._tokens: dict[str, JsonObj] = {}
+        self._authenticate = False  # require_authentication()
         self._grants: set[tuple[str, str, str]] = set()  # (user or "group:NAME", path, verb)
 
     # --- lifecycle -----------------------------------------------------------
@@ -276,6 +277,24 @@ class FakeAPIServer:
             info["uid"] = uid
         with self._lock:
             self._tokens[token] = info
+
+    def require_authentication(self, on: bool = True) -> None:
+        """From now on every API request (not /healthz, /readyz, /livez, /version) must carry
+        `Authorization: Bearer T` for a token T given to add_token, else 401 Unauthorized, as a
+        real API server answers a missing, expired or rotated-away token."""
+        with self._lock:
+            self._authenticate = on
+
+    def authenticated(self, authorization: str) -> bool:
+        """Called by the handler for every API request."""
+        scheme, _, token = authorization.partition(" ")
+        with self._lock:
+            return not self._authenticate or (scheme.lower() == "bearer" and token.strip() in self._tokens)
+
+    def remove_token(self, token: str) -> None:
+        """The token no longer authenticates (rotated away, or expired)."""
+        with self._lock:
+            self._tokens.pop(token, None)
 
     def allow(self, user: str, path: str, verb: str = "get", *, group: bool = False) -> None:
         """SubjectAccessReviews for (user or, with group=True, any member of that group, non-resource

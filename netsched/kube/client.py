@@ -40,6 +40,7 @@ import urllib3
 from kubernetes import client as k8s
 
 from netsched.gcpause import gc_paused
+from netsched.kube.credentials import Credentials
 from netsched.kube.errors import ApiError, from_exception, from_response, is_request_error, is_transient
 from netsched.kube.kubeconfig import load_configuration
 from netsched.kube.ratelimit import TokenBucket
@@ -179,6 +180,7 @@ class KubeClient:
         transport: Transport | None = None,
     ) -> None:
         self.api_client = api_client
+        self.credentials = Credentials(api_client.configuration)
         self.transport = transport
         self.limiter = limiter if limiter is not None else TokenBucket(0, 1)
         self.timeout = timeout
@@ -252,6 +254,8 @@ class KubeClient:
             elif 200 <= r.status <= 299:
                 results.append(Reply(r.status, r.data))
             else:
+                if r.status == 401:  # nothing is sent again here, but later requests read afresh
+                    self.credentials.invalidate()
                 results.append(from_response(r.status, r.reason, r.data, r.headers))
         return results
 
@@ -280,39 +284,40 @@ class KubeClient:
         `streaming` request (a watch), or any request when it does not, goes through the
         ApiClient's urllib3 pool and comes back unread.
         """
-        target, headers, data = self._prepare(path, query, body, content_type)
-        if self.transport is not None and not streaming:
-            reply = self.transport.request(method, target, headers, data, _connect_read(_request_timeout))
-            if not 200 <= reply.status <= 299:
+        for fresh in (False, True):
+            target, headers, data = self._prepare(path, query, body, content_type)
+            if self.transport is not None and not streaming:
+                reply = self.transport.request(method, target, headers, data, _connect_read(_request_timeout))
+                if 200 <= reply.status <= 299:
+                    return reply
+                if reply.status == 401 and not fresh and self.credentials.invalidate():
+                    continue  # a token rotated or expired since it was read: once more, read afresh
                 raise from_response(reply.status, reply.reason, reply.data, reply.headers)
-            return reply
-        resp = self.api_client.rest_client.pool_manager.request(
-            method,
-            f"{self.api_client.configuration.host}{target}",
-            body=data,
-            headers=headers,
-            timeout=_timeout(_request_timeout),
-            preload_content=False,
-        )
-        if not 200 <= resp.status <= 299:
+            resp = self.api_client.rest_client.pool_manager.request(
+                method,
+                f"{self.api_client.configuration.host}{target}",
+                body=data,
+                headers=headers,
+                timeout=_timeout(_request_timeout),
+                preload_content=False,
+            )
+            if 200 <= resp.status <= 299:
+                return resp
             err_body = resp.data
             resp.release_conn()
+            if resp.status == 401 and not fresh and self.credentials.invalidate():
+                continue
             raise from_response(resp.status, str(resp.reason or ""), err_body, resp.headers)
-        return resp
+        raise AssertionError("unreachable: the second pass returns or raises")
 
     def _prepare(
         self, path: str, query: Query, body: Any, content_type: str
     ) -> tuple[str, dict[str, str], bytes | None]:
         """The request target (path and query), headers (credentials included) and body bytes."""
-        cfg = self.api_client.configuration
         target = path
         if query:
             target += "?" + "&".join(f"{quote(k)}={quote(_query_value(v), safe='')}" for k, v in query)
-        headers = dict(self.api_client.default_headers)
-        headers["Accept"] = JSON
-        for auth in cfg.auth_settings().values():  # runs the token refresh hook (exec plugins, SA tokens)
-            if auth.get("in") == "header" and auth.get("value"):
-                headers[auth["key"]] = auth["value"]
+        headers = {**self.api_client.default_headers, "Accept": JSON, **self.credentials.headers()}
         data: bytes | None = None
         if body is not None:
             data = json.dumps(body, separators=(",", ":")).encode()

@@ -11,10 +11,12 @@ status patches, gets and list pages) go through this transport, while watches
 What it keeps from the kubeconfig: the server address, TLS verification
 (CA file or data, or the system store), client certificates, tls-server-name,
 disabled hostname checks, socket options; the bearer token and other headers
-are added by the caller per request (token refresh hooks keep working).  When
-the kubeconfig asks for something it does not do (a proxy, a hostname to
-assert that differs from the server's), `for_configuration` returns None and
-everything stays on urllib3.
+are added by the caller per request (netsched.kube.credentials).  When the
+kubeconfig asks for something it does not do (a proxy that applies to the
+server, a hostname to assert that differs from the server's),
+`for_configuration` returns None and everything stays on urllib3.  A proxy the
+server bypasses (NO_PROXY / no_proxy covers it, decided by the kubernetes
+package's own rule, as its urllib3 pool decides) does not count.
 
 Failures raise OSError (socket and TLS errors, timeouts) or
 http.client.HTTPException (a reply that is not HTTP), which
@@ -38,6 +40,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
+
+from kubernetes.client.rest import should_bypass_proxies
 
 _MAX_LINE = 65536
 _MAX_HEADERS = 200
@@ -127,7 +131,9 @@ class Transport:
         url = urlsplit(str(cfg.host))
         if url.scheme not in ("http", "https") or not url.hostname or url.path not in ("", "/"):
             return None
-        if getattr(cfg, "proxy", None):
+        if getattr(cfg, "proxy", None) and not should_bypass_proxies(
+            str(cfg.host), getattr(cfg, "no_proxy", None) or ""
+        ):
             return None
         assert_hostname = getattr(cfg, "assert_hostname", None)
         if assert_hostname not in (None, False, True):
