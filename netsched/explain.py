@@ -3,10 +3,12 @@
 Operators' most common question about a load-aware scheduler is "why that
 node?" (the load score is one of several, each weighted).  `explain` runs
 the profile's real plugins for one pod against a snapshot, without
-reserving anything, and returns a table: for each node, each filter's
-verdict, then for feasible nodes each score plugin's raw, normalised and
-weighted score (the runtime's one score loop, with its breakdown), the
-total and the winner.  `Explainer` does it on framework replicas and
+reserving anything, and returns a table: for a gang member, the gang's
+placement decision (the domains considered, why each holds the gang or not,
+their link headroom, the chosen one); for each node, each filter's verdict,
+then for feasible nodes each score plugin's raw, normalised and weighted
+score (the runtime's one score loop, with its breakdown), the total and the
+winner.  `Explainer` does it on framework replicas and
 snapshot copies of its own, for `netsched simulate --explain`, the
 /debug/explain endpoint and the opt-in pod annotation.
 """
@@ -28,6 +30,7 @@ from netsched.framework.search import prioritize
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
+from netsched.gangs import Placement, placement_in
 
 
 @dataclass
@@ -49,6 +52,7 @@ class Explanation:
     winner: str = ""
     weights: dict[str, int] = field(default_factory=dict)
     message: str = ""
+    gang: Placement | None = None  # the placement decision that steered this gang member
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,6 +62,7 @@ class Explanation:
             "message": self.message,
             "weights": self.weights,
             "preFilter": self.pre_filter,
+            "gang": self.gang.to_dict() if self.gang is not None else None,
             "nodes": [
                 {
                     "node": n.node,
@@ -90,6 +95,8 @@ class Explanation:
         lines = [f"pod {self.pod} (profile {self.profile}): winner {self.winner or '-'}"]
         if self.message:
             lines.append(self.message)
+        if self.gang is not None:
+            lines += self.gang.lines()
         lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
         lines.append("cells: raw/normalised -> weighted")
@@ -134,6 +141,8 @@ def explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     fwk.set_snapshot(snapshot)
     state = fwk.new_cycle_state()
     pre, st = fwk.run_pre_filter(state, pod, snapshot)
+    decision = placement_in(state)
+    out.gang = decision.placement if decision is not None else None
     for pf in fwk.pre_filter_plugins:
         out.pre_filter[pf.name] = "skip" if pf.name in state.skip_filter_plugins else "passed"
     if not st.ok:

@@ -17,14 +17,17 @@ from netsched.gangs.manager import BackedOffGroups, GangManager, GangMetrics, ga
 from netsched.gangs.placement import (
     HOSTNAME,
     PLACED,
+    PLACEMENT_KEY,
     SPREAD,
     UNSCHEDULABLE,
+    Decision,
     DomainVerdict,
     LinkView,
     Placement,
     Policy,
     decide,
     derive,
+    placement_in,
 )
 from netsched.gangs.podgroup import (
     LEGACY_POD_GROUP_LABEL,
@@ -48,6 +51,7 @@ __all__ = [
     "HOSTNAME",
     "LEGACY_POD_GROUP_LABEL",
     "PLACED",
+    "PLACEMENT_KEY",
     "POD_GROUP_LABEL",
     "PODGROUPS_KEY",
     "PODGROUP_KIND",
@@ -58,6 +62,7 @@ __all__ = [
     "TOPOLOGY_REQUIRED",
     "UNSCHEDULABLE",
     "BackedOffGroups",
+    "Decision",
     "DomainVerdict",
     "GangManager",
     "GangMetrics",
@@ -74,5 +79,6 @@ __all__ = [
     "gangs_of",
     "group_name",
     "parse_group",
+    "placement_in",
     "resource_gap",
 ]

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from netsched.framework.cycle_state import CycleState
 from netsched.framework.interfaces import BoolArray, Diagnosis, IntArray
 from netsched.framework.pod_index import INDEX_KEY, PodIndex, label_codes
 from netsched.framework.quantity import CPU, MEMORY, PODS, format_canonical
@@ -141,6 +142,48 @@ class Placement:
     def chosen(self) -> str:
         return f"{self.level}={self.domain}" if self.outcome == PLACED else ""
 
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "group": self.group,
+            "request": {"mode": self.request.mode, "level": self.request.level},
+            "outcome": self.outcome,
+            "chosen": self.chosen,
+            "derived": self.derived,
+            "members": self.members,
+            "domains": [
+                {
+                    "level": v.level,
+                    "domain": v.value,
+                    "nodes": v.nodes,
+                    "holdsGang": v.feasible,
+                    "simulated": v.simulated,
+                    "reason": v.reason,
+                    "peakLinkUtilization": v.peak,
+                    "linkHeadroom": v.headroom,
+                    "fullness": v.fullness,
+                    "planned": list(v.planned),
+                }
+                for v in self.considered
+            ],
+            "domainsLeftOut": dict(self.skipped),
+        }
+
+    def lines(self) -> list[str]:
+        """The decision as explain's text shows it: what was asked, each domain, the choice."""
+        how = (
+            "rebuilt from where its members are"
+            if self.derived
+            else f"{len(self.considered)} domain(s) considered"
+        )
+        head = f"gang {self.group} ({self.request}, {self.members} member(s) to place): {self.outcome}"
+        out = [head + (f" in {self.chosen}" if self.chosen else "") + f"; {how}"]
+        for v in self.considered:
+            mark = " *" if v.name == self.chosen else ""
+            out.append(f"  {v.describe()}{mark}")
+        for level, n in self.skipped.items():
+            out.append(f"  ... and {n} more {level} domain(s) not listed")
+        return out
+
     def message(self) -> str:
         """One line for FailedScheduling and events."""
         if self.outcome == PLACED:
@@ -158,6 +201,25 @@ class Placement:
         if not self.considered and not self.skipped:
             shown = f"no node has label {self.request.level}"
         return f"gang {self.group} needs one {self.request.level} domain for {self.members} members: {shown}"
+
+
+# Where a gang member's cycle keeps the placement it was steered by (explanations read it).
+PLACEMENT_KEY = "netsched/gang-placement"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The placement a member's cycle used; `fresh` when this cycle decided it."""
+
+    placement: Placement
+    fresh: bool
+
+
+def placement_in(state: CycleState) -> Decision | None:
+    """The gang placement decision a member's cycle used (None: not a gang member, or no
+    decision applies)."""
+    got = state.get(PLACEMENT_KEY)
+    return got if isinstance(got, Decision) else None
 
 
 @dataclass(slots=True)

@@ -1,7 +1,7 @@
 """`netsched simulate`: what a configuration would do with a cluster, without a cluster.
 
     netsched simulate                                   # the shipped example scenario
-    netsched simulate SCENARIO.yaml [--config KSC.yaml] [--compare-config default|none|FILE]
+    netsched simulate SCENARIO.yaml [--config KSC.yaml] [--compare-config default|none|FILE ...]
                       [--chart out.png] [--explain NS/NAME] [--seed N] [--json] [--progress]
 
 Exit status: 0 when the simulation ran (pods left unplaced are reported, not
@@ -56,8 +56,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--compare-config",
-        default="default",
-        help="'default' (kube's default plugins, no metrics), 'none', or a KubeSchedulerConfiguration file",
+        action="append",
+        default=None,
+        metavar="default|none|FILE",
+        help="'default' (kube's default plugins, no metrics; the default), 'none', or a "
+        "KubeSchedulerConfiguration file; repeat it to compare several",
     )
     p.add_argument(
         "--chart", default="", metavar="PNG", help="write a per-node load chart (needs matplotlib)"
@@ -100,8 +103,12 @@ def main(argv: Sequence[str], plugins: Sequence[PluginFactory] = ()) -> int:
         scenario = load_scenario(src.text, src.label, seed=opts.seed)
         what = "configuration " + (opts.config or scenario.config or EXAMPLE_CONFIG)
         cfg, cfg_label = _primary_config(opts.config, scenario, src, registry)
-        what = f"--compare-config {opts.compare_config}"
-        compare = _compare_config(opts.compare_config, cfg, registry)
+        compares = []
+        for flag in opts.compare_config or ["default"]:
+            what = f"--compare-config {flag}"
+            compare = _compare_config(flag, cfg, registry)
+            if compare is not None:
+                compares.append((flag, *compare))
     except ConfigError as e:
         return _config_error(what, e)
     except OSError as e:
@@ -113,9 +120,8 @@ def main(argv: Sequence[str], plugins: Sequence[PluginFactory] = ()) -> int:
     runs: list[Run] = []
     labels = [cfg_label]
     runs.append(_run(scenario, cfg, registry, "netsched", explain_key, opts))
-    if compare is not None:
-        compare_cfg, compare_label = compare
-        label = "default" if opts.compare_config == "default" else Path(opts.compare_config).stem
+    for flag, compare_cfg, compare_label in compares:
+        label = "default" if flag == "default" else Path(flag).stem
         runs.append(_run(scenario, compare_cfg, registry, label, "", opts))
         labels.append(compare_label)
     report = Report(scenario, runs, labels, lower_bounds(scenario))

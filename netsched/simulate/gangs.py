@@ -22,21 +22,22 @@ member's arrival to its last placed member's binding.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from netsched.framework.fields import ErrorList, Fields, join
+from netsched.gangs import LEGACY_POD_GROUP_LABEL, POD_GROUP_LABEL, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
 from netsched.kube.resources import PODGROUPS
-from netsched.simulate.generators import Names, _items, _pod_generator, named_object
+from netsched.simulate.generators import Names, _items, _pod_generator, _string_map, named_object
 
 PODGROUPS_KEY = PODGROUPS.key
 PODGROUP_API_VERSION = f"{PODGROUPS.group}/{PODGROUPS.version}"
-# The label pods join a gang with (plugins/coscheduling reads the same; simulate imports no plugin).
-GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-LEGACY_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"
+# The label pods join a gang with, and the topology annotations (netsched.gangs reads the same).
+GROUP_LABEL = POD_GROUP_LABEL
+LEGACY_GROUP_LABEL = LEGACY_POD_GROUP_LABEL
 # PodGroups are created one second apart in listed order (Coscheduling's queue sort reads it).
 _EPOCH = "2024-01-01T00:{m:02d}:{s:02d}Z"
 ARRIVALS = ("grouped", "interleaved")
@@ -104,6 +105,7 @@ def _generated(
     members = f.int("members", min_member, min=1, max=100_000)
     timeout = f.int("scheduleTimeoutSeconds", 0, min=1) if f.has("scheduleTimeoutSeconds") else 0
     arrival = f.str("arrival", "grouped", choices=ARRIVALS)
+    annotations = _string_map(f, "annotations")
     pod = f.any("pod", {})
     f.finish()
     pod_path = join(f.path, "pod")
@@ -128,6 +130,7 @@ def _generated(
                     "namespace": namespace,
                     "uid": f"sim-pg-{namespace}-{name}",
                     "resourceVersion": "1",
+                    **({"annotations": dict(annotations)} if annotations else {}),
                 },
                 "spec": spec,
             }
@@ -153,6 +156,8 @@ class GangOutcome:
     placed: int
     outcome: str  # all | started | split | none
     seconds_to_full: float | None  # last member's arrival -> last placed member bound
+    level: str = ""  # the topology level `spans` counts ("" when none is known)
+    spans: int | None = None  # domains of `level` the placed members are in
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -162,7 +167,16 @@ class GangOutcome:
             "placed": self.placed,
             "outcome": self.outcome,
             "secondsToFullPlacement": self.seconds_to_full,
+            "level": self.level,
+            "domainsSpanned": self.spans,
         }
+
+    def spanned(self) -> str:
+        """ "1 rack", "3 racks", "-" (nothing placed or no level)."""
+        if not self.spans or not self.level:
+            return "-"
+        short = self.level.rsplit("/", 1)[-1]
+        return f"{self.spans} {short}{'' if self.spans == 1 else 's'}"
 
 
 def group_of(pod: Mapping[str, Any]) -> str:
@@ -179,9 +193,14 @@ def gang_outcomes(
     arrivals: Mapping[str, float],
     placements: Mapping[str, str],
     bound_at: Mapping[str, float],
+    node_labels: Mapping[str, Mapping[str, str]] | None = None,
+    levels: Sequence[str] = (),
 ) -> list[GangOutcome]:
     """Each PodGroup's outcome; `pods` are the scenario's pods to place, `arrivals` and `bound_at`
-    simulated seconds by pod key."""
+    simulated seconds by pod key.  Domains spanned are counted at the level the PodGroup's
+    topology annotation names, else at the innermost of `levels` (the scenario's node
+    topology), from the nodes' labels."""
+    node_labels = node_labels or {}
     members: dict[str, list[str]] = {}
     for raw in pods:
         g = group_of(raw)
@@ -205,5 +224,17 @@ def gang_outcomes(
         if placed and len(placed) >= mm:
             last_arrival = max(arrivals[k] for k in keys)
             seconds = max(0.0, max(bound_at.get(k, last_arrival) for k in placed) - last_arrival)
-        out.append(GangOutcome(key, mm, len(keys), len(placed), outcome, seconds))
+        level = _level(obj, levels)
+        spans = None
+        if level and placed:
+            spans = len({node_labels.get(placements[k], {}).get(level) for k in placed})
+        out.append(GangOutcome(key, mm, len(keys), len(placed), outcome, seconds, level, spans))
     return out
+
+
+def _level(group: Mapping[str, Any], levels: Sequence[str]) -> str:
+    annotations = (group.get("metadata") or {}).get("annotations") or {}
+    for key in (TOPOLOGY_REQUIRED, TOPOLOGY_PREFERRED):
+        if isinstance(annotations.get(key), str) and annotations[key]:
+            return str(annotations[key])
+    return levels[-1] if levels else ""

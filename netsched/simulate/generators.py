@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ import numpy as np
 from netsched.framework.fields import ErrorList, FieldError, Fields, join
 from netsched.framework.parse import PodParseError, parse_pod
 from netsched.framework.quantity import CPU, MEMORY, QuantityError, to_canonical
+from netsched.framework.selectors import label_key_errors
 from netsched.metrics.estimation import EGRESS_BANDWIDTH, INGRESS_BANDWIDTH
 from netsched.objects import make_node, make_pod
 from netsched.simulate import compact
@@ -131,6 +132,7 @@ class Names:
 class NodeSet:
     objects: list[dict[str, Any]]
     link_speed_bits: dict[str, float]  # from generators' linkSpeed
+    levels: list[str] = field(default_factory=list)  # topology labels the generators set, outer to inner
 
 
 def decode_nodes(raw: Any, errs: ErrorList, rng: np.random.Generator) -> NodeSet:
@@ -148,7 +150,7 @@ def decode_nodes(raw: Any, errs: ErrorList, rng: np.random.Generator) -> NodeSet
             obj = _node_object(item, path, errs)
             made = [obj] if obj is not None else []
         elif isinstance(item, dict):
-            made = _node_generator(Fields(item, path, errs), rng, names, out.link_speed_bits)
+            made = _node_generator(Fields(item, path, errs), rng, names, out.link_speed_bits, out.levels)
         else:
             errs.invalid(path, type(item).__name__, "must be a Node object, a generator mapping or a string")
             continue
@@ -196,7 +198,7 @@ def _node_object(item: dict[str, Any], path: str, errs: ErrorList) -> dict[str, 
 
 
 def _node_generator(
-    f: Fields, rng: np.random.Generator, names: Names, link_speeds: dict[str, float]
+    f: Fields, rng: np.random.Generator, names: Names, link_speeds: dict[str, float], levels: list[str]
 ) -> list[dict[str, Any]]:
     count = f.int("count", 1, min=1, max=MAX_COUNT)
     prefix = f.str("namePrefix", "node")
@@ -206,7 +208,11 @@ def _node_generator(
     link = _amount(f, "linkSpeed", bits_per_second)
     zones = f.int("zones", 0, min=0)
     labels = _string_map(f, "labels")
+    topology = _topology(f, count)
     f.finish()
+    for label in ([ZONE_LABEL] if zones else []) + [t.label for t in topology]:
+        if label not in levels:
+            levels.append(label)
     out = []
     for i, name in enumerate(names.take(prefix, count)):
         b = make_node(name).capacity(
@@ -216,11 +222,45 @@ def _node_generator(
             b.label(k, v)
         if zones:
             b.zone(f"zone-{i % zones}")
+        for t in topology:  # contiguous blocks: node i is in domain i x domains // count
+            b.label(t.label, f"{t.prefix}-{i * t.domains // count}")
         obj = b.obj()
         obj["metadata"]["uid"] = f"sim-node-{name}"
         out.append(obj)
         if link is not None:
             link_speeds[name] = link.draw(rng)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Level:
+    label: str
+    domains: int
+    prefix: str
+
+
+def _topology(f: Fields, count: int) -> list[_Level]:
+    """`topology: [{label, domains, prefix}]`, outer to inner: each level cuts the generator's
+    nodes into `domains` contiguous blocks, each inside one block of the level outside it."""
+    out: list[_Level] = []
+    outer = 1
+    for item in f.items("topology"):
+        label = item.str("label", "")
+        problems = label_key_errors(label) if label else ["must be a node label key"]
+        if problems:
+            item.errs.invalid(join(item.path, "label"), label, "; ".join(problems))
+        domains = item.int("domains", 1, min=1, max=count)
+        prefix = item.str("prefix", label.rsplit("/", 1)[-1] or "domain")
+        item.finish()
+        if domains % outer:
+            item.errs.invalid(
+                join(item.path, "domains"),
+                domains,
+                f"must be a multiple of {outer}, the domains of the level outside it (each one sits inside one of those)",
+            )
+        elif not problems:
+            out.append(_Level(label, domains, prefix))
+            outer = domains
     return out
 
 

@@ -131,7 +131,10 @@ class Report:
     def gangs(self, run: Run) -> list[GangOutcome]:
         """Each PodGroup's outcome in `run` (all placed or not, time to full placement)."""
         s = self.scenario
-        return gang_outcomes(s.pod_groups, s.pods, run.arrived_at, run.placements, run.bound_at)
+        labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in s.nodes}
+        return gang_outcomes(
+            s.pod_groups, s.pods, run.arrived_at, run.placements, run.bound_at, labels, s.levels
+        )
 
     # ------------------------------------------------------------ text
 
@@ -147,7 +150,7 @@ class Report:
     def _gangs(self) -> str:
         head = ["GROUP", "MIN", "MEMBERS"]
         for r in self.runs:
-            head += [f"{r.label[:8]} placed", "outcome", "to full (s)"]
+            head += [f"{r.label[:8]} placed", "outcome", "spans", "to full (s)"]
         outcomes = [self.gangs(r) for r in self.runs]
         rows = []
         for i, g in enumerate(outcomes[0]):
@@ -155,11 +158,18 @@ class Report:
             for per_run in outcomes:
                 o = per_run[i]
                 full = "-" if o.seconds_to_full is None else f"{o.seconds_to_full:.2f}"
-                row += [str(o.placed), o.outcome.upper() if o.outcome == "split" else o.outcome, full]
+                row += [
+                    str(o.placed),
+                    o.outcome.upper() if o.outcome == "split" else o.outcome,
+                    o.spanned(),
+                    full,
+                ]
             rows.append(row)
         note = (
             "Pod groups (all: every member placed; started: minMember placed; SPLIT: some placed, "
-            "fewer than minMember; to full: last member's arrival to its gang fully placed)"
+            "fewer than minMember; spans: the topology domains its placed members are in, at the "
+            "level its PodGroup asks for, else the innermost level of the scenario's nodes; to full: "
+            "last member's arrival to its gang fully placed)"
         )
         return note + "\n" + table(head, rows)
 

@@ -69,6 +69,7 @@ class Scenario:
     description: str = ""
     seed: int = 1
     pod_groups: list[dict[str, Any]] = field(default_factory=list)  # PodGroup objects (gangs.py)
+    levels: list[str] = field(default_factory=list)  # node topology labels generated, outer to inner
 
     @property
     def node_names(self) -> list[str]:
@@ -135,6 +136,7 @@ def load_scenario(text: str, label: str = "<string>", *, seed: int | None = None
         seed=use_seed,
         pod_groups=groups.objects,
         volumes=volumes,
+        levels=nodes.levels,
     )
 
 

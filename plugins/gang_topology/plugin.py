@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -60,12 +59,13 @@ from netsched.framework import (
 from netsched.framework.names import COSCHEDULING, GANG_TOPOLOGY
 from netsched.gangs import (
     PLACED,
+    PLACEMENT_KEY,
     PODGROUP_KIND,
     SPREAD,
     UNSCHEDULABLE,
+    Decision,
     GroupError,
     LinkView,
-    Placement,
     PodGroup,
     decide,
     derive,
@@ -88,24 +88,9 @@ from netsched.metrics.plugin_api import (
 )
 from netsched.plugins.gang_topology.args import GangTopologyArgs
 
-DECISION_KEY = f"{GANG_TOPOLOGY}/placement"
 # The simulation of a gang's members leaves these out: their PreFilters are about the gang.
 GANG_PLUGINS = (COSCHEDULING, GANG_TOPOLOGY)
 RX, TX = 2, 3  # pod_load's network columns
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """The placement a member's cycle used; `fresh` when this cycle decided it."""
-
-    placement: Placement
-    fresh: bool
-
-
-def placement_in(state: CycleState) -> Placement | None:
-    """The gang placement the cycle's member was steered by (explanations read it)."""
-    got = state.get(DECISION_KEY)
-    return got.placement if isinstance(got, Decision) else None
 
 
 class GangTopology(
@@ -167,7 +152,7 @@ class GangTopology(
         decision = self._decision(pod, pg, snapshot)
         if decision is None:
             return None, Status.skip()
-        state.write(DECISION_KEY, decision)
+        state.write(PLACEMENT_KEY, decision)
         placement = decision.placement
         if placement.outcome == UNSCHEDULABLE:
             return None, Status.unresolvable(placement.message())
@@ -220,7 +205,7 @@ class GangTopology(
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
-        decision = state.get(DECISION_KEY)
+        decision = state.get(PLACEMENT_KEY)
         if isinstance(decision, Decision) and decision.fresh and decision.placement.outcome == UNSCHEDULABLE:
             placement = decision.placement
             self.gangs.observe_placement(placement, self.handle.profile_name)
@@ -231,7 +216,7 @@ class GangTopology(
     # ------------------------------------------------------------ Reserve: the decision is kept
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        decision = state.get(DECISION_KEY)
+        decision = state.get(PLACEMENT_KEY)
         if (
             isinstance(decision, Decision)
             and decision.fresh

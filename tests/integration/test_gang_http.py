@@ -9,6 +9,7 @@ at Permit, and no binding of a gang that did not start whole.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from netsched.gangs import TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
 from netsched.kube import KubeAPI, build_api_client
 from netsched.plugins.coscheduling import POD_GROUP_LABEL
 from netsched.queue import UNSCHEDULABLE
+from netsched.serve import debug_handlers
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
@@ -361,6 +363,17 @@ def test_a_gang_lands_whole_in_the_rack_with_the_most_headroom_that_can_hold_it(
         )
         == 1
     )
+    # /debug/explain for a member: the gang's decision, each rack and why, the chosen one.
+    explain = debug_handlers(app)["/debug/explain"]
+    status, _, body = explain({"pod": ["default/train-0"], "format": ["text"]})
+    text = body.decode()
+    assert status == 200 and f"gang default/train (preferred {RACK}, 4 member(s) to place): placed in" in text
+    assert f"{RACK}=r2: holds the gang (peak link 52%" in text and f"{RACK}=r1: too small" in text
+    status, _, body = explain({"pod": ["default/train-1"]})
+    doc = json.loads(body)
+    assert doc["gang"]["chosen"] == f"{RACK}=r2"
+    by_domain = {d["domain"]: d for d in doc["gang"]["domains"]}
+    assert by_domain["r2"]["linkHeadroom"] == pytest.approx(0.48, abs=0.02)
 
 
 def test_a_gang_no_rack_can_hold_waits_holds_nothing_and_the_events_say_why(

@@ -145,3 +145,87 @@ def test_simulate_explain_shows_the_gang_topology_score(capsys: pytest.CaptureFi
     assert ex["weights"]["GangTopology"] == 2
     assert any("GangTopology" in n["scores"] for n in ex["nodes"] if n["feasible"])
     assert [g["outcome"] for g in doc["runs"][0]["podGroups"]].count("all") == 1
+
+
+RACKS = "racks-scenario.yaml"
+
+
+def test_nodes_with_several_topology_levels_and_podgroup_annotations_in_generator_form() -> None:
+    s = load_scenario(
+        """
+nodes:
+  - count: 8
+    topology:
+      - {label: topology.kubernetes.io/zone, domains: 2}
+      - {label: example.com/rack, domains: 4, prefix: r}
+podGroups:
+  - {count: 1, namePrefix: g, minMember: 2, annotations: {netsched.io/topology-required: example.com/rack},
+     pod: {cpu: 100m}}
+""",
+        "levels.yaml",
+    )
+    labels = [(n["metadata"]["labels"]["topology.kubernetes.io/zone"], n["metadata"]["labels"]["example.com/rack"])
+              for n in s.nodes]  # fmt: skip
+    # Contiguous blocks, each rack inside one zone.
+    assert (
+        labels
+        == [("zone-0", "r-0")] * 2
+        + [("zone-0", "r-1")] * 2
+        + [("zone-1", "r-2")] * 2
+        + [("zone-1", "r-3")] * 2
+    )
+    assert s.levels == ["topology.kubernetes.io/zone", "example.com/rack"]
+    assert s.pod_groups[0]["metadata"]["annotations"] == {"netsched.io/topology-required": "example.com/rack"}
+
+
+def test_topology_level_errors_name_their_field() -> None:
+    with pytest.raises(ConfigError) as e:
+        load_scenario(
+            """
+nodes:
+  - count: 6
+    topology:
+      - {label: zone, domains: 2}
+      - {label: rack, domains: 3}
+      - {label: "not a label!", domains: 1}
+      - {label: host, domains: 7}
+""",
+            "bad.yaml",
+        )
+    text = str(e.value)
+    assert "nodes[0].topology[1].domains: Invalid value: 3: must be a multiple of 2" in text
+    assert "nodes[0].topology[2].label" in text
+    assert "nodes[0].topology[3].domains" in text
+
+
+def test_shipped_racks_example_default_and_per_pod_split_gangs_the_placement_keeps_each_in_one_rack() -> None:
+    s = load_scenario(example_text(RACKS), RACKS)
+    ours = simulate(s, load_config(examples().joinpath(s.config).read_text("utf-8"), REGISTRY), REGISTRY)
+    per_pod_cfg = load_config(examples().joinpath("racks-per-pod-config.yaml").read_text("utf-8"), REGISTRY)
+    per_pod = simulate(s, per_pod_cfg, REGISTRY, label="per-pod")
+    default = simulate(s, default_profile("netsched", REGISTRY), REGISTRY, label="default")
+    report = Report(s, [ours, default, per_pod], ["racks", "default", "per-pod"], lower_bounds(s))
+    spans = {run.label: [g.spans for g in report.gangs(run)] for run in (ours, default, per_pod)}
+    assert spans["netsched"] == [1, 1, 1]
+    assert all(n is not None and n > 1 for n in spans["default"])
+    assert sum(1 for n in spans["per-pod"] if n is not None and n > 1) >= 2
+    assert all(g.outcome == "all" for run in (ours, default, per_pod) for g in report.gangs(run))
+    assert "1 rack " in report.text(placements=False) and "racks" in report.text(placements=False)
+    assert report.to_dict()["runs"][0]["podGroups"][0]["domainsSpanned"] == 1
+
+
+def test_simulate_explain_shows_the_gang_placement_decision(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(examples().joinpath(RACKS))
+    assert main([path, "--compare-config", "none", "--explain", "default/train-00-00"]) == 0
+    out = capsys.readouterr().out
+    assert "gang default/train-00 (preferred example.com/rack, 8 member(s) to place): placed in" in out
+    assert "example.com/rack=rack-0: too small" in out
+    assert "example.com/rack=rack-1: holds the gang (peak link" in out and "*" in out
+
+
+def test_compare_config_repeats(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(examples().joinpath(RACKS))
+    per_pod = str(examples().joinpath("racks-per-pod-config.yaml"))
+    assert main([path, "--compare-config", "default", "--compare-config", per_pod, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["label"] for r in doc["runs"]] == ["netsched", "default", "racks-per-pod-config"]
