@@ -26,13 +26,12 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 import tenacity
@@ -41,14 +40,21 @@ from kubernetes import client as k8s
 
 from netsched.gcpause import gc_paused
 from netsched.kube.credentials import Credentials
-from netsched.kube.errors import ApiError, from_exception, from_response, is_request_error, is_transient
+from netsched.kube.errors import (
+    ApiError,
+    from_exception,
+    from_response,
+    is_request_error,
+    is_transient,
+    retry_after_hint,
+)
 from netsched.kube.kubeconfig import load_configuration
 from netsched.kube.ratelimit import TokenBucket
 from netsched.kube.transport import Transport
+from netsched.retry import policy, retry_after_first
 
 log = logging.getLogger(__name__)
 
-R = TypeVar("R")
 
 JsonObj = dict[str, Any]
 Query = Sequence[tuple[str, Any]]
@@ -95,72 +101,6 @@ class Reply:
         return self._body
 
 
-class wait_retry_after(tenacity.wait.wait_base):
-    """Wrap a wait strategy so a server's Retry-After hint wins when it is longer (named like tenacity's)."""
-
-    def __init__(self, inner: tenacity.wait.wait_base, cap: float) -> None:
-        self.inner = inner
-        self.cap = cap
-
-    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
-        wait = float(self.inner(retry_state))
-        outcome = retry_state.outcome
-        if outcome is not None and outcome.failed:
-            exc = outcome.exception()
-            if isinstance(exc, ApiError) and exc.retry_after > wait:
-                return min(exc.retry_after, self.cap)
-        return wait
-
-
-def retry_after_first(
-    retrying: tenacity.Retrying, first: BaseException, fn: Callable[..., R], *args: Any
-) -> R:
-    """tenacity's retry loop (Retrying.__call__'s) for fn(*args), entered with attempt 1 already
-    failed with `first`, so waits, Retry-After, stops and before_sleep are exactly the policy's.
-
-    Hot paths make their first attempt outside tenacity (its loop costs ~50 µs a call, as much
-    as a request on the keep-alive transport) and enter it only after a transient failure.
-    """
-    retrying.begin()
-    state = tenacity.RetryCallState(retry_object=retrying, fn=fn, args=args, kwargs={})
-    state.set_exception((type(first), first, first.__traceback__))
-    while True:
-        do = retrying.iter(retry_state=state)
-        if isinstance(do, tenacity.DoAttempt):
-            try:
-                result = fn(*args)
-            except BaseException:
-                state.set_exception(sys.exc_info())  # type: ignore[arg-type]
-            else:
-                state.set_result(result)
-        elif isinstance(do, tenacity.DoSleep):
-            state.prepare_for_next_attempt()
-            retrying.sleep(do)
-        else:
-            return do  # type: ignore[no-any-return]
-
-
-def make_retrying(
-    settings: RetrySettings,
-    *,
-    sleep: Callable[[float], None] = time.sleep,
-    before_sleep: Callable[[tenacity.RetryCallState], None] | None = None,
-) -> tenacity.Retrying:
-    """The tenacity policy for API calls; `sleep` is injectable so tests never wait."""
-    base = tenacity.wait_exponential_jitter(
-        multiplier=settings.backoff, max=settings.max_backoff, jitter=settings.backoff
-    )
-    return tenacity.Retrying(
-        retry=tenacity.retry_if_exception(is_transient),
-        wait=wait_retry_after(base, settings.max_retry_after),
-        stop=tenacity.stop_after_delay(settings.max_delay)
-        | tenacity.stop_after_attempt(settings.max_attempts),
-        sleep=sleep,
-        before_sleep=before_sleep,
-        reraise=True,
-    )
-
-
 class KubeClient:
     """The shared ApiClient's configuration and pool, behind a rate limit and retries.
 
@@ -185,7 +125,17 @@ class KubeClient:
         self.limiter = limiter if limiter is not None else TokenBucket(0, 1)
         self.timeout = timeout
         self.retry_settings = retry or RetrySettings()
-        self.retrying = make_retrying(self.retry_settings, sleep=sleep, before_sleep=self._before_sleep)
+        r = self.retry_settings
+        self.retrying = policy(
+            is_transient,
+            backoff=r.backoff,
+            max_backoff=r.max_backoff,
+            stop=tenacity.stop_after_delay(r.max_delay) | tenacity.stop_after_attempt(r.max_attempts),
+            sleep=sleep,
+            before_sleep=self._before_sleep,
+            retry_after=retry_after_hint,
+            max_retry_after=r.max_retry_after,
+        )
         self._stats_lock = threading.Lock()
         self.requests_total = 0
         self.retries_total = 0
@@ -335,8 +285,8 @@ class KubeClient:
         """
         kwargs.setdefault("_request_timeout", self.timeout)
         kwargs["_preload_content"] = False
-        # The first attempt runs outside tenacity (its loop costs ~50 µs a request, as much as
-        # the request itself on the keep-alive transport); only a transient failure enters it.
+        # The first attempt runs outside tenacity (netsched.retry.retry_after_first: its loop
+        # costs a sixth of a request on the keep-alive transport); only a transient failure enters it.
         try:
             return self._attempt(verb, resource, fn, args, kwargs)
         except Exception as e:
@@ -566,6 +516,4 @@ __all__ = [
     "build_api_client",
     "client_for",
     "derived_client",
-    "make_retrying",
-    "wait_retry_after",
 ]

@@ -163,6 +163,11 @@ def is_transient(e: BaseException) -> bool:
     return from_exception(e).transient
 
 
+def retry_after_hint(e: BaseException) -> float:
+    """Seconds the server asked us to wait before trying again (Retry-After); 0 when it did not."""
+    return e.retry_after if isinstance(e, ApiError) else 0.0
+
+
 def _translate(e: BaseException) -> ApiError:
     if _is_api_exception(e):
         return _from_api_exception(e)

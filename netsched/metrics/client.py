@@ -28,13 +28,12 @@ import urllib3
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 from requests.auth import AuthBase
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
-from tenacity.stop import stop_base
-from tenacity.wait import wait_base
+from tenacity import Retrying, stop_after_attempt
 from urllib3.util.retry import Retry
 
 from netsched.metrics.args import ConnectionKey, redact
 from netsched.metrics.transport import CappedAdapter, ResponseDeadline, ResponseTooLarge
+from netsched.retry import policy
 
 ATTEMPTS = 3
 _STATUS = re.compile(r"HTTP Status Code (\d{3})")
@@ -180,42 +179,15 @@ def is_transient(e: BaseException) -> bool:
     return isinstance(e, QueryError) and e.transient
 
 
-class stop_at_deadline(stop_base):
-    """Stop when the wait before the next attempt would reach a deadline on the injected clock.
-
-    Like tenacity's stop_before_delay (which uses time.monotonic): an attempt
-    that could only start at the deadline is not made, so a query that keeps
-    failing ends with its own error (timeout, 503), not with "no time left".
-    """
-
-    def __init__(self, now: Callable[[], float], deadline: float) -> None:
-        self.now = now
-        self.deadline = deadline
-
-    def __call__(self, retry_state: RetryCallState) -> bool:
-        return self.now() + retry_state.upcoming_sleep >= self.deadline
-
-
-class wait_capped(wait_base):
-    """An inner wait, never sleeping past the deadline."""
-
-    def __init__(self, inner: wait_base, now: Callable[[], float], deadline: float) -> None:
-        self.inner = inner
-        self.now = now
-        self.deadline = deadline
-
-    def __call__(self, retry_state: RetryCallState) -> float:
-        return max(0.0, min(self.inner(retry_state), self.deadline - self.now()))
-
-
 def retrying(
     now: Callable[[], float], sleep: Callable[[float], None], deadline: float, attempts: int = ATTEMPTS
 ) -> Retrying:
     """Up to `attempts` tries of a transient failure, backing off 0.25 s, 0.5 s... (+ jitter), until deadline."""
-    return Retrying(
-        retry=retry_if_exception(is_transient),
-        wait=wait_capped(wait_exponential_jitter(multiplier=0.25, max=4, jitter=0.25), now, deadline),
-        stop=stop_after_attempt(attempts) | stop_at_deadline(now, deadline),
+    return policy(
+        is_transient,
+        backoff=0.25,
+        max_backoff=4,
+        stop=stop_after_attempt(attempts),
         sleep=sleep,
-        reraise=True,
+        deadline=(now, deadline),
     )

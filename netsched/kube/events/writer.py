@@ -28,11 +28,11 @@ from typing import Any, TypedDict
 import tenacity
 
 from netsched.clock import Clock, SystemClock
-from netsched.kube.client import retry_after_first, wait_retry_after
-from netsched.kube.errors import AlreadyExists, ApiError, NotFound, is_transient
+from netsched.kube.errors import AlreadyExists, ApiError, NotFound, is_transient, retry_after_hint
 from netsched.kube.events.recorder import MAX_FIELD, Occurrence, event_body
 from netsched.kube.events.series import Series, SeriesCache
 from netsched.kube.events.sink import CORE_V1, EVENTS_V1, EventSink
+from netsched.retry import policy, retry_after_first, stop_when
 
 log = logging.getLogger(__name__)
 
@@ -150,14 +150,15 @@ class Delivery:
 
     def _retrying(self) -> tenacity.Retrying:
         r = self.retry
-        base = tenacity.wait_exponential_jitter(multiplier=r.backoff, max=r.max_backoff, jitter=r.backoff)
-        return tenacity.Retrying(
-            retry=tenacity.retry_if_exception(is_transient),
-            wait=wait_retry_after(base, r.max_retry_after),
-            stop=_stop_when(self._abandon.is_set),
+        return policy(
+            is_transient,
+            backoff=r.backoff,
+            max_backoff=r.max_backoff,
+            stop=stop_when(self._abandon.is_set),
             sleep=self._wait,
             before_sleep=self._before_retry,
-            reraise=True,
+            retry_after=retry_after_hint,
+            max_retry_after=r.max_retry_after,
         )
 
     def _wait(self, seconds: float) -> None:
@@ -382,16 +383,6 @@ class Writer:
                 self._write_series(key, series)
             if self.series.expired(series, now):
                 self.series.forget(key)
-
-
-class _stop_when(tenacity.stop.stop_base):
-    """Stop retrying once `flag()` is true (named like tenacity's strategies)."""
-
-    def __init__(self, flag: Callable[[], bool]) -> None:
-        self.flag = flag
-
-    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
-        return self.flag()
 
 
 def _namespace_missing(e: ApiError) -> bool:
