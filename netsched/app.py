@@ -38,6 +38,7 @@ from netsched.framework.interfaces import (
     PluginFactory,
 )
 from netsched.framework.registry import Registry
+from netsched.framework.runtime import Framework
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.observability.server import SecureServing
 from netsched.observability.tls import ServingCert
@@ -127,7 +128,7 @@ class SchedulerApp:
             ),
         )
         self.cache = parts.cache
-        self.frameworks = parts.frameworks
+        self.profiles = parts.profiles
         self._recorders = parts.recorders
         self.queue = parts.queue
         self.handlers = parts.handlers
@@ -184,14 +185,17 @@ class SchedulerApp:
             raise ConfigError([FieldError("profiles", "Invalid value", str(e))]) from e
         with self._swap_lock:
             self.cfg = cfg
-            self.frameworks.clear()  # the queue's PreEnqueue reads this dict
-            self.frameworks.update(frameworks)
-            self.scheduler.replace_frameworks(frameworks)
+            self.profiles.stage(frameworks)  # PreEnqueue, hints and the cycle switch together
             if not self._loop_running():
                 self.scheduler.swap_frameworks()  # no cycle can be running: swap now
         # Prometheus settings that changed: the old pollers stop (a last cycle of the old
         # plugins may still read their final values, never a closed client's).
         self.hub.prune_before(generation)
+
+    @property
+    def frameworks(self) -> Mapping[str, Framework]:
+        """The profiles in use (netsched.profiles.Profiles.current)."""
+        return self.profiles.current
 
     def _loop_running(self) -> bool:
         return self._loop_thread is not None and self._loop_thread.is_alive()

@@ -30,6 +30,7 @@ from netsched.framework.waiting import WaitingPodImpl, WaitingPods
 from netsched.gangs import GangManager, PodGroupStatusWriter
 from netsched.kube.resources import OBJECT_KINDS
 from netsched.observability.metrics import SchedulerMetrics
+from netsched.profiles import Profiles
 from netsched.queue import HintMap, Nominator, SchedulingQueue
 from netsched.scheduler import Scheduler
 
@@ -62,15 +63,19 @@ class Edges:
 class Parts:
     cache: ClusterCache
     queue: SchedulingQueue
-    frameworks: dict[str, Framework]  # by the schedulerName each one answers for
+    profiles: Profiles  # the frameworks in use, by the schedulerName each one answers for
     recorders: dict[str, EventRecorder]  # by profile schedulerName
     handlers: EventHandlers
     scheduler: Scheduler
     nominator: Nominator
     gangs: GangManager  # the gang manager every profile's gang plugins share
     # New frameworks for a reloaded config, sharing this assembly's edges, recorders,
-    # nominator, objects and waiting pods (hot reload swaps them into the scheduler).
+    # nominator, objects and waiting pods (hot reload stages them in `profiles`).
     build_frameworks: Callable[[SchedulerConfig], dict[str, Framework]] | None = None
+
+    @property
+    def frameworks(self) -> Mapping[str, Framework]:
+        return self.profiles.current
 
 
 class InlineBinder:
@@ -145,20 +150,20 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
             built = {edges.shadow_of: next(iter(built.values()))}
         return built
 
-    frameworks = build_frameworks(cfg)
+    # PreEnqueue, the queueing hints and the scheduling cycle all read the one owner of the
+    # current profiles: a hot reload changes them for all three at once, between two cycles.
+    profiles = Profiles(build_frameworks(cfg))
 
     def pre_enqueue(pod: PodInfo) -> Status:
-        fwk = frameworks.get(pod.scheduler_name)
+        fwk = profiles.get(pod.scheduler_name)
         return fwk.run_pre_enqueue(pod) if fwk is not None else Status.success()
 
     metrics = edges.metrics
-    # The scheduler's current frameworks (hot reload swaps them); each one's hints, built once and
-    # gone with it.
-    running: list[Scheduler] = []
+    # Each framework's hints, built once and gone with it.
     hint_maps: weakref.WeakKeyDictionary[Framework, HintMap] = weakref.WeakKeyDictionary()
 
     def hints_for(scheduler_name: str) -> HintMap | None:
-        fwk = (running[0].frameworks if running else frameworks).get(scheduler_name)
+        fwk = profiles.get(scheduler_name)
         if fwk is None:
             return None
         hints = hint_maps.get(fwk)
@@ -167,7 +172,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
         return hints
 
     queue = SchedulingQueue(
-        next(iter(frameworks.values())).queue_sort,
+        profiles.first().queue_sort,
         pre_enqueue=pre_enqueue,
         clock=edges.clock,
         initial_backoff=float(cfg.pod_initial_backoff_seconds),
@@ -182,13 +187,13 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
         cache=cache,
         queue=queue,
         events_for=lambda name: recorders.get(name) or first_recorder,
-        scheduler_names=list(frameworks),
+        scheduler_names=list(profiles),
         on_malformed=(lambda _pod, _err: metrics.malformed_pods.inc()) if metrics is not None else None,
         on_assigned=edges.on_assigned,
     )
     pod_lister.append(handlers.pods_in_namespace)
     scheduler = Scheduler(
-        frameworks=frameworks,
+        profiles=profiles,
         queue=queue,
         cache=cache,
         api=edges.api,
@@ -199,12 +204,11 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
         nominate=nominator.add_nominated,
         explain_annotations=edges.explain_annotations,
     )
-    running.append(scheduler)
     _requeue_on_object_changes(objects, queue)
     if edges.bound_inline is not None:
         binder = Binder(cache, edges.bound_inline, scheduler.binding_failed, parallelism=1)
         scheduler.binder = InlineBinder(binder)  # type: ignore[assignment]
-    return Parts(cache, queue, frameworks, recorders, handlers, scheduler, nominator, gangs, build_frameworks)
+    return Parts(cache, queue, profiles, recorders, handlers, scheduler, nominator, gangs, build_frameworks)
 
 
 def _frameworks(

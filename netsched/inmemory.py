@@ -23,6 +23,7 @@ from netsched.clock import Clock, ManualClock
 from netsched.config import SchedulerConfig
 from netsched.fakeapi.patch import merge_patch
 from netsched.framework.interfaces import PluginFactory
+from netsched.framework.runtime import Framework
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.kube.errors import NotFound
 from netsched.kube.resources import Resource
@@ -131,7 +132,7 @@ class InMemoryCluster:
             ),
         )
         self.cache = parts.cache
-        self.frameworks = parts.frameworks
+        self.profiles = parts.profiles
         self.queue = parts.queue
         self.handlers = parts.handlers
         self.scheduler = parts.scheduler
@@ -139,6 +140,11 @@ class InMemoryCluster:
         self.placements: dict[str, str] = {}
         self.on_bound: list[Callable[[PodInfo, str], None]] = []
         self._lock = threading.Lock()
+
+    @property
+    def frameworks(self) -> Mapping[str, Framework]:
+        """The profiles in use (netsched.profiles.Profiles.current)."""
+        return self.profiles.current
 
     # ------------------------------------------------------------ cluster edits
 

@@ -27,6 +27,7 @@ from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import PodInfo, QueuedPodInfo
 from netsched.observability.metrics import SchedulerMetrics
+from netsched.profiles import Profiles
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class Scheduler:
     def __init__(
         self,
         *,
-        frameworks: Mapping[str, Framework],
+        profiles: Profiles,
         queue: QueueLike,
         cache: ClusterCache,
         api: ClusterAPI,
@@ -67,9 +68,9 @@ class Scheduler:
         nominate: Callable[[PodInfo, str], None] = lambda _p, _n: None,
         explain_annotations: bool = False,
     ) -> None:
-        self.frameworks = dict(frameworks)
+        self.profiles = profiles
         # One node search per profile: where the next search starts is the scheduler's state.
-        self.searches = {name: NodeSearch(fwk) for name, fwk in self.frameworks.items()}
+        self.searches = {name: NodeSearch(fwk) for name, fwk in profiles.current.items()}
         self.queue = queue
         self.cache = cache
         self.api = api
@@ -81,24 +82,22 @@ class Scheduler:
         self._nominate = nominate
         self.explain_annotations = explain_annotations
         # /debug/explain and the opt-in annotation: replicas and snapshot copies of its own.
-        self.explainer = Explainer(self.frameworks, cache.snapshot_copy)
+        self.explainer = Explainer(profiles.current, cache.snapshot_copy)
         self.binder = Binder(cache, self.binding_succeeded, self.binding_failed, parallelism)
         # Status writes (conditions, nominatedNodeName) leave the scheduling thread.
         self._writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="status")
         self._stop = threading.Event()
         self.scheduled = 0
-        self._next_frameworks: dict[str, Framework] | None = None
 
-    def replace_frameworks(self, frameworks: Mapping[str, Framework]) -> None:
-        """Use these frameworks (a reloaded config) from the next scheduling cycle on.
-
-        Swapped on the scheduling thread between two cycles, never during one;
-        the queue, cache, binder and in-flight bindings are untouched.
-        """
-        self._next_frameworks = dict(frameworks)
+    @property
+    def frameworks(self) -> Mapping[str, Framework]:
+        """The profiles in use (netsched.profiles.Profiles.current)."""
+        return self.profiles.current
 
     def swap_frameworks(self) -> None:
-        new, self._next_frameworks = self._next_frameworks, None
+        """Make the staged profiles (a reloaded config) current: called between two cycles, never
+        during one; the queue, cache, binder and in-flight bindings are untouched."""
+        new = self.profiles.swap()
         if new is None:
             return
         searches = {name: NodeSearch(fwk) for name, fwk in new.items()}
@@ -106,7 +105,7 @@ class Scheduler:
             old = self.searches.get(name)
             if old is not None:  # keep the round-robin start, as one scheduler would
                 search.next_start_node_index = old.next_start_node_index
-        self.frameworks, self.searches = new, searches
+        self.searches = searches
         self.explainer = Explainer(new, self.cache.snapshot_copy)
         log.info("Using reloaded profiles profiles=%s", ",".join(new))
 
@@ -135,14 +134,14 @@ class Scheduler:
 
     def schedule_one(self, timeout: float | None = None) -> bool:
         """One pod through the scheduling cycle. Returns False when the queue had nothing."""
-        if self._next_frameworks is not None:
+        if self.profiles.staged:
             self.swap_frameworks()
         qp = self.queue.pop(timeout=timeout)
         if qp is None:
             return False
         cycle = self.queue.scheduling_cycle
         pod = qp.pod
-        fwk = self.frameworks.get(pod.scheduler_name)
+        fwk = self.profiles.get(pod.scheduler_name)
         if fwk is None or pod.deleting or self.cache.is_assumed(pod.uid):
             self.queue.done(pod.uid)
             return True

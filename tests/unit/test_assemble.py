@@ -137,3 +137,41 @@ def test_a_bound_or_status_only_update_reuses_the_cached_record(monkeypatch: Any
     got = cache.get_pod(record.uid)
     assert parsed == ["-", "2"] and got is not None and got.labels == {"v": "2"}
     parts.scheduler.shutdown(1)
+
+
+def test_a_reload_reaches_pre_enqueue_the_hints_and_the_cycle_together() -> None:
+    """One owner of the current profiles: staged frameworks are used by nobody until the swap
+    (between two cycles), then by PreEnqueue, the queueing hints and the cycle at once."""
+    from netsched.queue import GATED
+
+    reg = build_registry()
+    parts = _parts()
+    old = parts.frameworks["a"]
+    ungated = TWO_PROFILES.replace(
+        "- schedulerName: a\n",
+        "- schedulerName: a\n  plugins:\n    preEnqueue:\n      disabled:\n      - name: SchedulingGates\n",
+    )
+    assert parts.build_frameworks is not None
+    new = parts.build_frameworks(load_config(ungated, reg))
+    assert "SchedulingGates" in old.plugins and "SchedulingGates" not in new["a"].plugins
+    q, h = parts.queue, parts.handlers
+    assert q._hints is not None
+
+    def hinted_plugins() -> set[str]:
+        hints = q._hints("a") if q._hints is not None else None
+        return set(hints._regs) if hints is not None else set()
+
+    parts.profiles.stage(new)
+    # Staged, not swapped: PreEnqueue, the hints and the cycle all still have the old profiles.
+    before = make_pod("before").scheduler("a").gate("g").obj()
+    h.on_pod_event("ADDED", before)
+    assert q.where(before["metadata"]["uid"]) == GATED
+    assert parts.scheduler.frameworks["a"] is old and hinted_plugins() == set(old.plugins)
+    # The cycle swaps before it takes a pod; from then on all three read the new ones.
+    parts.scheduler.schedule_one(timeout=0)
+    assert parts.scheduler.frameworks["a"] is new["a"] and parts.frameworks["a"] is new["a"]
+    assert hinted_plugins() == set(new["a"].plugins)
+    after = make_pod("after").scheduler("a").gate("g").obj()
+    h.on_pod_event("ADDED", after)
+    assert q.where(after["metadata"]["uid"]) != GATED
+    parts.scheduler.shutdown(1)
