@@ -303,14 +303,15 @@ class SchedulerApp:
         log.info("Scheduling paused (not leading)")
 
     def stop_scheduling(self, timeout: float = 30.0) -> None:
-        """Stop taking new pods (shutting down), end the binding cycle's waits (Permit, PreBind)
-        and wait for the bindings in flight to finish."""
+        """Stop taking new pods (shutting down), end the binding cycle's waits (Permit, PreBind,
+        API retries) and wait for the bindings in flight to finish."""
         self.pause_scheduling()
         self.metrics.leader.set(0)
         if self._loop_thread is not None:
             self._loop_thread.join(timeout)
         for fwk in self.frameworks.values():
             fwk.cancel_binding_waits()
+        self.kube.client.cancel_retries()
         self.scheduler.binder.drain(timeout)
 
     @property

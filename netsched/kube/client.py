@@ -27,7 +27,6 @@ import copy
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -51,7 +50,7 @@ from netsched.kube.errors import (
 from netsched.kube.kubeconfig import load_configuration
 from netsched.kube.ratelimit import TokenBucket
 from netsched.kube.transport import Transport
-from netsched.retry import policy, retry_after_first
+from netsched.retry import policy, retry_after_first, stop_when
 
 log = logging.getLogger(__name__)
 
@@ -116,9 +115,11 @@ class KubeClient:
         limiter: TokenBucket | None = None,
         retry: RetrySettings | None = None,
         timeout: float = 30.0,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], Any] | None = None,
         transport: Transport | None = None,
     ) -> None:
+        """`sleep`: between retries (tests pass one that returns at once); by default a wait
+        that cancel_retries() cuts short."""
         self.api_client = api_client
         self.credentials = Credentials(api_client.configuration)
         self.transport = transport
@@ -126,12 +127,15 @@ class KubeClient:
         self.timeout = timeout
         self.retry_settings = retry or RetrySettings()
         r = self.retry_settings
+        self._cancelled = threading.Event()
         self.retrying = policy(
             is_transient,
             backoff=r.backoff,
             max_backoff=r.max_backoff,
-            stop=tenacity.stop_after_delay(r.max_delay) | tenacity.stop_after_attempt(r.max_attempts),
-            sleep=sleep,
+            stop=tenacity.stop_after_delay(r.max_delay)
+            | tenacity.stop_after_attempt(r.max_attempts)
+            | stop_when(self._cancelled.is_set),
+            sleep=sleep if sleep is not None else self._cancelled.wait,
             before_sleep=self._before_sleep,
             retry_after=retry_after_hint,
             max_retry_after=r.max_retry_after,
@@ -326,6 +330,12 @@ class KubeClient:
             if not is_request_error(e):
                 raise
             raise from_exception(e) from e
+
+    def cancel_retries(self) -> None:
+        """Shutting down: from now on a transient failure is not tried again and a wait between
+        attempts ends at once (the failure is raised), as kube's cancelled context ends the
+        binding cycle's requests. A request's one attempt is still made."""
+        self._cancelled.set()
 
     def close(self) -> None:
         self.api_client.close()

@@ -3,8 +3,9 @@
 - A serving address that cannot be bound is a start-up failure: exit 1 at once, the address
   named, nothing started (no lease campaign, no scheduling).
 - SIGTERM ends every wait of the binding cycle (a pod waiting in VolumeBinding's PreBind for a
-  volume nobody provisions, a gang member waiting at Permit) and exits 0 promptly, the pods
-  left pending, instead of hanging until the bind or permit timeout.
+  volume nobody provisions, a gang member waiting at Permit, a binding the API server keeps
+  refusing with 429 between two retries) and exits 0 promptly, the pods left pending, instead of
+  hanging until the bind or permit timeout or the end of the retries.
 """
 
 from __future__ import annotations
@@ -110,10 +111,17 @@ def test_sigterm_ends_the_waits_in_prebind_and_at_permit(
         server.create(
             "pods", make_pod(name).scheduler("netsched").label(POD_GROUP_LABEL, "g").req(cpu=cpu).obj()
         )
+    # A binding the API server keeps refusing with 429 and Retry-After: 25: the client waits
+    # 25 s before each new attempt.
+    stuck = server.inject_fault(
+        "POST", "/namespaces/default/pods/retry/binding", status=429, count=-1, retry_after=25
+    )
+    server.create("pods", make_pod("retry").scheduler("netsched").req(cpu="100m").obj())
     cfg = tmp_path / "config.yaml"
     cfg.write_text(WAITS)
     proc = start_netsched(cfg, kubeconfig, "-v", "2")
     try:
+        wait_until(lambda: stuck.hits >= 1, timeout=30, what="the binding of 'retry' refused, to be retried")
         wait_until(
             lambda: (
                 (server.get(PVCS, "data", "default") or {})
@@ -134,7 +142,7 @@ def test_sigterm_ends_the_waits_in_prebind_and_at_permit(
     assert code == 0, out
     assert "Stopped" in out
     # Left as kube leaves them: pending, not bound.
-    for name in ("vol", "g0", "g1"):
+    for name in ("vol", "g0", "g1", "retry"):
         assert not server.get("pods", name, "default")["spec"].get("nodeName"), name
 
 
