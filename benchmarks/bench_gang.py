@@ -1,24 +1,29 @@
-"""Gang scheduling in process: Coscheduling over PodGroups, and what a failed gang leaves behind.
+"""Gang scheduling in process: Coscheduling over PodGroups, gangs placed whole in one rack, and
+what a failed gang leaves behind.
 
     python -m benchmarks.bench_gang [--nodes 500] [--gangs 100] [--size 8] [--failing 10] [--timing-out 10]
-                                    [--profile coscheduling|topology]
+                                    [--profile coscheduling|topology] [--zones 5] [--racks 25]
 
 `--gangs` PodGroups of `--size` members (minMember = size) arrive one after
 the other, member by member, on `--nodes` nodes (netsched.inmemory: the real
 queue, cache, frameworks and plugins; binding applied at once, pods held at
-Permit parked until their gang is decided).  Of them, `--failing` gangs have
-one member that fits no node (PostFilter releases the gang) and `--timing-out`
-gangs miss a member (it is gated), so they wait at Permit until
-`scheduleTimeoutSeconds` pass on the simulated clock.  `topology` adds
-GangTopology (weight 2) fed static link load through the real metrics hub.
+Permit parked until their gang is decided).  The nodes sit in a 3-level
+topology: `--zones` zones of `--racks` racks in all (contiguous blocks), each
+node its own host.  Of the gangs, `--failing` have one member that fits no
+node (PostFilter releases the gang) and `--timing-out` miss a member (it is
+gated), so they wait at Permit until `scheduleTimeoutSeconds` pass on the
+simulated clock.  `topology` adds GangTopology (weight 2; levels zone and
+rack, so every gang is placed whole in one rack, the one with the most link
+headroom: preferred, falling back to a zone) fed static link load through
+the real metrics hub.
 
 Prints pods/s (members bound over the wall time of the scheduling calls),
-the scheduling attempts (every member's tries, retries included),
-the time from a gang's last member arriving to all its members bound
-(p50/p99/max over the gangs that started), and checks that after every failed
-or timed-out gang nothing is held: no assumed pod in the cache, no pod waiting
-at Permit, no member bound.  Exits 1 when that check fails (the figures are
-printed either way).
+the scheduling attempts (every member's tries, retries included), the time
+from a gang's last member arriving to all its members bound (p50/p99/max
+over the gangs that started), how many gangs that started ended whole in one
+rack, and checks that after every failed or timed-out gang nothing is held:
+no assumed pod in the cache, no pod waiting at Permit, no member bound.
+Exits 1 when that check fails (the figures are printed either way).
 """
 
 from __future__ import annotations
@@ -56,6 +61,12 @@ COSCHEDULING = """\
       podGroupBackoffSeconds: 10
 """
 TOPOLOGY = "      - name: GangTopology\n        weight: 2"
+ZONE, RACK = "topology.kubernetes.io/zone", "example.com/rack"
+GANG_TOPOLOGY_ARGS = f"""\
+  - name: GangTopology
+    args:
+      levels: [{ZONE}, {RACK}]
+"""
 
 
 @dataclass
@@ -65,6 +76,7 @@ class Result:
     size: int
     profile: str
     started: int = 0
+    one_rack: int = 0  # gangs that started with every member in one rack
     failed: int = 0
     timed_out: int = 0
     bound: int = 0
@@ -124,6 +136,16 @@ def kinds(gangs: int, failing: int, timing_out: int) -> list[str]:
     return out
 
 
+def racked(n_nodes: int, zones: int, racks: int) -> list[dict[str, Any]]:
+    """common.nodes with a zone and a rack label each, in contiguous blocks (a rack in one zone)."""
+    out = nodes(n_nodes)
+    for i, node in enumerate(out):
+        labels = node["metadata"]["labels"]
+        labels[ZONE] = f"zone-{i * zones // n_nodes}"
+        labels[RACK] = f"rack-{i * racks // n_nodes:03d}"
+    return out
+
+
 def run(
     n_nodes: int = 500,
     gangs: int = 100,
@@ -131,14 +153,20 @@ def run(
     failing: int = 10,
     timing_out: int = 10,
     profile: str = "coscheduling",
+    zones: int = 5,
+    racks: int = 25,
 ) -> Result:
     hub = None
-    if profile == "topology":
+    topology = profile == "topology"
+    if topology:
         hub, _fake = static_metrics_hub(n_nodes)
-    cfg, reg = config(COSCHEDULING.format(more=TOPOLOGY if profile == "topology" else ""))
+    cfg, reg = config(
+        COSCHEDULING.format(more=TOPOLOGY if topology else "") + (GANG_TOPOLOGY_ARGS if topology else "")
+    )
     clock = ManualClock()
     cluster = InMemoryCluster(cfg, reg, metrics_hub=hub, clock=clock)
-    cluster.add_nodes(nodes(n_nodes))
+    cluster.add_nodes(racked(n_nodes, zones, racks))
+    rack_of = {f"node-{i:05d}": f"rack-{i * racks // n_nodes:03d}" for i in range(n_nodes)}
     if hub is not None:
         hub.poll_now()
     fwk = cluster.frameworks["netsched"]
@@ -187,6 +215,7 @@ def run(
             if len(done) == size:
                 res.started += 1
                 res.to_full_ms.append(1000 * (max(done) - arrived))
+                res.one_rack += len({rack_of[cluster.placements[k]] for k in keys}) == 1
             else:
                 res.violations.append(f"{group}: only {len(done)} of {size} bound")
         else:
@@ -208,6 +237,7 @@ def render(r: Result) -> str:
     lines = [
         f"gangs in-process, profile {r.profile}: {r.gangs} gangs of {r.size} on {r.nodes} nodes: "
         f"{r.started} started whole, {r.failed} failed (a member fits nowhere), {r.timed_out} timed out",
+        f"  gangs whole in one rack: {r.one_rack} of {r.started} started",
         f"  {r.bound} pods bound in {r.seconds:.2f} s of scheduling = {r.pods_per_s:.0f} pods/s; "
         f"peak RSS {peak_rss_mib():.0f} MiB",
         f"  scheduling attempts: {r.attempts} ({r.attempts / r.bound if r.bound else 0.0:.2f} per bound pod)",
@@ -228,10 +258,14 @@ def main() -> None:
     p.add_argument("--failing", type=int, default=10)
     p.add_argument("--timing-out", type=int, default=10)
     p.add_argument("--profile", choices=("coscheduling", "topology"), default="coscheduling")
+    p.add_argument("--zones", type=int, default=5)
+    p.add_argument("--racks", type=int, default=25, help="in all; a multiple of --zones")
     a = p.parse_args()
     if a.failing + a.timing_out > a.gangs:
         p.error("--failing + --timing-out must not exceed --gangs")
-    r = run(a.nodes, a.gangs, a.size, a.failing, a.timing_out, a.profile)
+    if a.racks % a.zones or not 0 < a.racks <= a.nodes:
+        p.error("--racks must be a multiple of --zones and at most --nodes")
+    r = run(a.nodes, a.gangs, a.size, a.failing, a.timing_out, a.profile, a.zones, a.racks)
     out(render(r))
     sys.exit(1 if r.violations else 0)
 

@@ -13,9 +13,10 @@
    through netsched.testing's FakePrometheus (the pipeline's own cost: no
    HTTP), and the queries made while scheduling pods (must be 0).
 4. Placement quality (benchmarks.quality).
-5. Gang scheduling (benchmarks.bench_gang): 100 gangs of 8 on 500 nodes with
-   Coscheduling (and with GangTopology), pods/s, last member -> gang bound
-   p50/p99, and reservations held after failed / timed-out gangs (must be none).
+5. Gang scheduling (benchmarks.bench_gang): 100 gangs of 8 on 500 nodes in zones
+   and racks with Coscheduling (and with GangTopology: each gang whole in one
+   rack), pods/s, gangs whole in one rack, last member -> gang bound p50/p99, and
+   reservations held after failed / timed-out gangs (must be none).
 
 Figures are printed, never asserted: timings depend on the machine.
 """
@@ -150,7 +151,7 @@ def main() -> None:
 
     out("\n4. Placement quality (netsched/examples/config.yaml vs kube's default profile)")
     out(quality.render(quality.run()))
-    out("\n5. Gang scheduling (Coscheduling, 100 gangs of 8 on 500 nodes, 10 failing, 10 timing out)")
+    out("\n5. Gang scheduling (100 gangs of 8 on 500 nodes in 5 zones of 5 racks, 10 failing, 10 timing out)")
     for profile in ("coscheduling", "topology"):
         g = isolated(bench_gang.run, 500, 100, 8, 10, 10, profile)
         out(bench_gang.render(g))

@@ -45,7 +45,7 @@ from netsched.gangs.podgroup import (
     group_name,
     parse_group,
 )
-from netsched.gangs.status import PodGroupStatusWriter
+from netsched.gangs.status import PodGroupStatusWriter, StatusUpdate
 
 __all__ = [
     "HOSTNAME",
@@ -58,6 +58,7 @@ __all__ = [
     "PREFERRED",
     "REQUIRED",
     "SPREAD",
+    "StatusUpdate",
     "TOPOLOGY_PREFERRED",
     "TOPOLOGY_REQUIRED",
     "UNSCHEDULABLE",

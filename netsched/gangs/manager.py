@@ -17,7 +17,6 @@ event or the 5-minute flush of unschedulable pods.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from netsched.framework.status import Code, Status
 from netsched.framework.types import PodInfo
 from netsched.gangs.placement import Placement
 from netsched.gangs.podgroup import PODGROUPS_KEY, GroupCache, GroupError, PodGroup, full_name, group_name
-from netsched.gangs.status import PodGroupStatusWriter
+from netsched.gangs.status import PodGroupStatusWriter, StatusUpdate
 
 # Placement decisions (and event messages) kept before the stale ones are dropped.
 MAX_PLACEMENTS = 10_000
@@ -229,7 +228,9 @@ class GangManager:
             self.status.mark(group)
             return Status.success(), 0.0
         with self._lock:
-            self._released.pop(group, None)
+            # The status changes with the first member to wait (phase Scheduling, released
+            # members forgotten); the next ones leave it as it is.
+            changes = self._released.pop(group, None) is not None or group not in self._attempts
             self._holding.setdefault(group, set()).add(pod.uid)
             if group not in self._attempts:
                 self._attempts[group] = _Attempt(self.clock.now(), timeout, handle.profile_name)
@@ -240,7 +241,8 @@ class GangManager:
         more = pg.min_member - assigned
         msg = f"waiting for {more} more pod{'s' if more != 1 else ''} of group {pg.name}"
         handle.events.event(pod, "Normal", "WaitingForGang", "Permit", msg)
-        self.status.mark(group)
+        if changes:
+            self.status.mark(group)
         return Status(Code.WAIT, [msg], COSCHEDULING), timeout
 
     # ------------------------------------------------------------ release
@@ -339,15 +341,14 @@ class GangManager:
 
     # ------------------------------------------------------------ status and events
 
-    def status_of(self, group: str) -> tuple[PodGroup, dict[str, Any]] | None:
+    def status_of(self, group: str) -> StatusUpdate | None:
         """The PodGroup's status as the pods show it now (see status.py)."""
         ns, _, name = group.partition("/")
         raw = self._objects.get(PODGROUPS_KEY, ns, name)
         if raw is None:
             return None
         try:
-            # The stored status as it is now (a write need not bump the cached resourceVersion).
-            pg = dataclasses.replace(self.groups.parse(raw), status=raw.get("status") or {})
+            pg = self.groups.parse(raw)
         except GroupError:
             return None
         with self._lock:
@@ -367,7 +368,9 @@ class GangManager:
             phase = "PreScheduling"
         else:
             phase = "Pending"
-        return pg, {"phase": phase, "scheduled": scheduled, "running": running}
+        # The stored status as it is now (a write need not bump the cached resourceVersion).
+        stored = raw.get("status") or {}
+        return StatusUpdate(ns, name, stored, {"phase": phase, "scheduled": scheduled, "running": running})
 
     def event_once(self, handle: Handle, ns: str, name: str, type_: str, reason: str, msg: str) -> None:
         """An Event on the PodGroup, once per distinct message (a malformed group is retried often)."""

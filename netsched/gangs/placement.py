@@ -318,9 +318,22 @@ def derive(
 # ---------------------------------------------------------------- domains
 
 
-def _domains(snapshot: Snapshot, level: str, order: Sequence[PodInfo]) -> list[_Domain]:
-    """The level's domains by label value, each with its fullness and, when its free room
-    (all its nodes together) cannot hold the members, why."""
+@dataclass(frozen=True, slots=True)
+class _Grouping:
+    """A level's domains over the snapshot rows: their values and rows, sorted by value."""
+
+    values: tuple[str, ...]
+    rows: tuple[IntArray, ...]
+    order: IntArray  # every grouped row, domain after domain
+    starts: IntArray  # where each domain begins in `order`
+
+
+def _grouping(snapshot: Snapshot, level: str) -> _Grouping:
+    """Cached per layout (snapshot.cache is cleared when rows or labels change)."""
+    key = f"gangs/domains:{level}"
+    got = snapshot.cache.get(key)
+    if isinstance(got, _Grouping):
+        return got
     if level == HOSTNAME:
         codes = np.arange(len(snapshot), dtype=np.int64)
         values: Sequence[str] = [node.name for node in snapshot.nodes]
@@ -328,31 +341,51 @@ def _domains(snapshot: Snapshot, level: str, order: Sequence[PodInfo]) -> list[_
         lc = label_codes(snapshot, level)
         codes, values = lc.codes, lc.values
     rows = np.flatnonzero(codes >= 0)
-    if not len(rows):
-        return []
-    rows = rows[np.argsort(codes[rows], kind="stable")]
-    keys = codes[rows]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    size = len(values)
-
-    def per(table: IntArray) -> FloatArray:  # column sums per domain code
-        cols = [np.bincount(keys, weights=table[rows, c], minlength=size) for c in range(table.shape[1])]
-        return np.stack(cols, 1)
-
-    alloc, req = per(snapshot.allocatable), per(snapshot.requested)
-    free = per((snapshot.allocatable - snapshot.requested).clip(min=0))
-    cols = [snapshot.col[r] for r in (CPU, MEMORY)]
-    full = np.divide(req[:, cols], alloc[:, cols], out=np.zeros((size, 2)), where=alloc[:, cols] > 0).mean(
-        axis=1
+    by_value = sorted(set(codes[rows].tolist()), key=lambda c: values[c])
+    rank = np.full(len(values), -1, dtype=np.int64)
+    rank[by_value] = np.arange(len(by_value))
+    order = rows[np.argsort(rank[codes[rows]], kind="stable")]
+    keys = rank[codes[order]]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(order) else np.zeros(0, dtype=np.int64)
+    got = _Grouping(
+        tuple(values[c] for c in by_value),
+        tuple(np.split(order, starts[1:])) if len(order) else (),
+        order,
+        starts,
     )
+    snapshot.cache[key] = got
+    return got
+
+
+def _domains(snapshot: Snapshot, level: str, order: Sequence[PodInfo]) -> list[_Domain]:
+    """The level's domains, sorted by label value, each with its fullness and, when its free
+    room (all its nodes together) cannot hold the members, why."""
+    g = _grouping(snapshot, level)
+    if not g.values:
+        return []
+    alloc_rows = snapshot.allocatable[g.order]
+    req_rows = snapshot.requested[g.order]
+    free = np.add.reduceat((alloc_rows - req_rows).clip(min=0), g.starts, axis=0)
+    cols = [snapshot.col[r] for r in (CPU, MEMORY)]
+    alloc = np.add.reduceat(alloc_rows[:, cols], g.starts, axis=0)
+    req = np.add.reduceat(req_rows[:, cols], g.starts, axis=0)
+    full = np.zeros((len(g.values), 2))
+    np.divide(req, alloc, out=full, where=alloc > 0)
+    fullness = full.mean(axis=1)
     want = _wanted(order)
-    out = []
-    for i, rs in zip(starts.tolist(), np.split(rows, starts[1:]), strict=True):
-        code = int(keys[i])
-        out.append(
-            _Domain(code, values[code], rs, float(full[code]), reason=_too_small(want, snapshot, free[code]))
+    need = np.array([want.get(r, 0) for r in snapshot.resources])
+    missing = any(r not in snapshot.col for r in want)  # a resource no node has
+    short = np.asarray((free < need).any(axis=1), dtype=bool) | missing
+    return [
+        _Domain(
+            k,
+            value,
+            rows,
+            float(fullness[k]),
+            reason=_too_small(want, snapshot, free[k]) if short[k] else "",
         )
-    return sorted(out, key=lambda d: d.value)
+        for k, (value, rows) in enumerate(zip(g.values, g.rows, strict=True))
+    ]
 
 
 def _wanted(order: Sequence[PodInfo]) -> dict[str, int]:
@@ -448,42 +481,110 @@ class _Load:
 def _estimate(
     domains: list[_Domain], order: Sequence[PodInfo], snapshot: Snapshot, first_ok: BoolArray, load: _Load
 ) -> None:
-    """Each domain's greedy placement counting only resources and link load, all domains at
-    once (a few vector operations per member): its estimated peak, or why it cannot hold the
-    members even so.  The rows the first member passes stand for every member's."""
+    """Each domain's estimated peak, or why it cannot hold the members even counting only
+    resources and link load (see _estimate_alike and _estimate_each)."""
     if not domains:
         return
+    first = order[0]
+    if all(
+        p.requests == first.requests and load.bandwidth[p.uid] == load.bandwidth[first.uid] for p in order
+    ):
+        _estimate_alike(domains, order, snapshot, first_ok, load)
+    else:
+        _estimate_each(domains, order, snapshot, first_ok, load)
+
+
+def _estimate_alike(
+    domains: list[_Domain], order: Sequence[PodInfo], snapshot: Snapshot, first_ok: BoolArray, load: _Load
+) -> None:
+    """The greedy placement of `m` alike members in closed form: node n can take k = 1..c_n of
+    them (c_n by room), the k-th leaving its link at u_n + k x b x s_n; the greedy takes the m
+    smallest of these values (each node's are increasing), so the peak is the m-th smallest of
+    the domain's values under the threshold."""
+    m = len(order)
     rows = np.concatenate([d.rows for d in domains])
-    dom = np.concatenate([np.full(len(d.rows), k, dtype=np.int64) for k, d in enumerate(domains)])
+    sizes = np.array([len(d.rows) for d in domains])
+    dom = np.repeat(np.arange(len(domains)), sizes)
+    want = _wanted(order[:1])
+    names = [r for r in want if r in snapshot.col]
+    need = np.array([want[r] for r in names])
+    left = (
+        snapshot.allocatable[rows][:, [snapshot.col[r] for r in names]]
+        - snapshot.requested[rows][:, [snapshot.col[r] for r in names]]
+    )
+    with np.errstate(divide="ignore"):
+        fit = np.floor_divide(left, np.where(need > 0, need, 1)).min(axis=1).clip(0, m)
+    room = first_ok[rows] & (fit > 0)
+    usable = load.usable[rows]
+    step = load.bandwidth[order[0].uid] * load.scale[rows]
+    k = np.arange(1, m + 1)
+    after = load.u[rows][:, None] + step[:, None] * k[None, :]  # rows x m
+    valid = (k[None, :] <= fit[:, None]) & (room & usable)[:, None]
+    if load.limit is not None:
+        valid &= ~(load.absolute[rows][:, None] & (after > load.limit + 1e-9))
+    counts = np.bincount(dom, weights=valid.sum(axis=1), minlength=len(domains)).astype(np.int64)
+    # The m-th smallest value of each domain: sort (domain, value), take each segment's m-th.
+    flat_dom = np.repeat(dom, m)
+    flat = np.where(valid, after, np.inf).ravel()
+    ranked = flat[np.lexsort((flat, flat_dom))]
+    mth = np.r_[0, np.cumsum(sizes * m)[:-1]] + m - 1
+    for j, d in enumerate(domains):
+        if counts[j] >= m:
+            d.peak = float(ranked[mth[j]]) if load.known else None
+            continue
+        here = dom == j
+        in_room = int(np.where(room[here], fit[here], 0).sum())  # slots by room alone
+        with_metrics = int(np.where((room & usable)[here], fit[here], 0).sum())
+        if in_room < m:
+            d.reason = _no_node(in_room, m, False, False, load)
+        elif with_metrics < m:
+            d.reason = _no_node(with_metrics, m, True, False, load)
+        else:
+            d.reason = _no_node(int(counts[j]), m, True, True, load)
+
+
+def _estimate_each(
+    domains: list[_Domain], order: Sequence[PodInfo], snapshot: Snapshot, first_ok: BoolArray, load: _Load
+) -> None:
+    """Each domain's greedy placement counting only resources and link load, member by member,
+    all domains at once (a few vector operations per member, the domains as segments of one
+    row vector).  The rows the first member passes stand for every member's."""
+    rows = np.concatenate([d.rows for d in domains])
+    sizes = np.array([len(d.rows) for d in domains])
+    seg = np.r_[0, np.cumsum(sizes)[:-1]]
+    dom = np.repeat(np.arange(len(domains)), sizes)
     want = _wanted(order)
-    cols = [snapshot.col[r] for r in want if r in snapshot.col]
-    left = (snapshot.allocatable[rows][:, cols] - snapshot.requested[rows][:, cols]).astype(np.int64)
-    used = _cpu_share(snapshot, rows)
+    names = [r for r in want if r in snapshot.col]
+    cols = [snapshot.col[r] for r in names]
+    left = snapshot.allocatable[rows][:, cols] - snapshot.requested[rows][:, cols]
+    tie = _cpu_share(snapshot, rows) * 1e-6  # fuller nodes first among equal links (below rounding)
     usable = load.usable[rows]
     ok = first_ok[rows] & usable
+    u, scale, absolute = load.u[rows], load.scale[rows], load.absolute[rows]
+    added = np.zeros(len(rows))
+    limit = np.inf if load.limit is None else load.limit + 1e-9
     dead = np.zeros(len(domains), dtype=bool)
     top = np.zeros(len(domains))
-    load.reset()
     for j, member in enumerate(order):
-        need = np.array([1 if r == PODS else member.requests.get(r, 0) for r in want if r in snapshot.col])
-        after = load.after(rows, member)
-        fits = ok & ~dead[dom] & (left >= need).all(axis=1) & ~load.over(rows, after)
-        cand = np.flatnonzero(fits)
-        pick = cand[np.lexsort((rows[cand], -used[cand], np.round(after[cand], 3), dom[cand]))]
-        first = pick[np.unique(dom[pick], return_index=True)[1]]
-        took = np.zeros(len(domains), dtype=bool)
-        took[dom[first]] = True
+        need = np.array([1 if r == PODS else member.requests.get(r, 0) for r in names])
+        after = u + added + load.bandwidth[member.uid] * scale
+        room = (left >= need).all(axis=1)
+        fits = ok & room & ~dead[dom] & ~(absolute & (after > limit))
+        key = np.where(fits, np.round(after, 3) - tie, np.inf)
+        best = np.minimum.reduceat(key, seg)
+        took = np.isfinite(best)
         for k in np.flatnonzero(~dead & ~took).tolist():
             dead[k] = True
-            roomy = (dom == k) & first_ok[rows] & (left >= need).all(axis=1)
+            roomy = (dom == k) & first_ok[rows] & room
             domains[k].reason = _no_node(j, len(order), bool(roomy.any()), bool((roomy & usable).any()), load)
+        hit = np.flatnonzero(fits & (key == best[dom]))
+        first = hit[np.r_[True, dom[hit][1:] != dom[hit][:-1]]] if len(hit) else hit
         left[first] -= need
-        load.add(rows[first], member)
-        top[dom[first]] = np.maximum(top[dom[first]], load.u[rows[first]] + load.added[rows[first]])
+        added[first] += load.bandwidth[member.uid] * scale[first]
+        top[dom[first]] = np.maximum(top[dom[first]], u[first] + added[first])
     for k, d in enumerate(domains):
         if not dead[k]:
             d.peak = float(top[k]) if load.known else None
-    load.reset()
 
 
 def _cpu_share(snapshot: Snapshot, rows: IntArray) -> FloatArray:

@@ -24,17 +24,26 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from netsched.framework.interfaces import ClusterAPI
-from netsched.gangs.podgroup import PodGroup
 from netsched.kube.errors import NotFound
 from netsched.kube.resources import PODGROUPS
 
 log = logging.getLogger(__name__)
 
-# What the status of a group is computed from: (group) -> fields, or None when the group is gone.
-Compute = Callable[[str], tuple[PodGroup, dict[str, Any]] | None]
+
+class StatusUpdate(NamedTuple):
+    """A group's status as stored (the watch cache's copy) and as the pods show it now."""
+
+    namespace: str
+    name: str
+    stored: Mapping[str, Any]
+    status: dict[str, Any]
+
+
+# What the status of a group is computed from: (group) -> the update, or None when the group is gone.
+Compute = Callable[[str], StatusUpdate | None]
 
 
 IDLE_EXIT_SECONDS = 30.0
@@ -108,11 +117,13 @@ class PodGroupStatusWriter:
             if got is None:
                 self._written.pop(group, None)
                 return True
-            pg, status = got
-            stored = self._written.get(group, pg.status)
+            status = got.status
+            stored = self._written.get(group, got.stored)
             if all(_same(stored.get(k), v) for k, v in status.items()):
                 return True
-            self._api.patch_object(PODGROUPS, pg.namespace, pg.name, {"status": status}, subresource="status")
+            self._api.patch_object(
+                PODGROUPS, got.namespace, got.name, {"status": status}, subresource="status"
+            )
             self._written[group] = status
             self.writes += 1
             return True

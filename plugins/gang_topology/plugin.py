@@ -260,6 +260,9 @@ class GangTopology(
         """Per candidate: the share of placed members in its domain of label `key` (0 unlabelled)."""
         column = snapshot.label_column(key)
         per_domain = Counter(column[r] for r in rows if column[r] is not None)
+        if len(per_domain) == 1:  # the gang holds one domain (the usual case): a vector compare
+            ((value, placed),) = per_domain.items()
+            return np.asarray(column[idx] == value, dtype=float) * (placed / len(rows))
         return np.array(
             [per_domain.get(d, 0) if d is not None else 0 for d in column[idx]], dtype=float
         ) / len(rows)

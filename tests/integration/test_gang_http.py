@@ -381,8 +381,12 @@ def test_a_gang_no_rack_can_hold_waits_holds_nothing_and_the_events_say_why(
 ) -> None:
     server, app = racks
     rack_gang(server, "wide", 5, **{TOPOLOGY_REQUIRED: RACK})  # 10 cpu: every rack has 8 at most
+    # Members created before the fifth are turned away for too few siblings; once the gang is
+    # whole, a member's FailedScheduling names every rack and why it cannot hold the gang.
     msgs = wait_until(
-        lambda: events(server, "wide-0", "FailedScheduling"), timeout=15, what="FailedScheduling"
+        lambda: [m for i in range(5) for m in events(server, f"wide-{i}", "FailedScheduling") if RACK in m],
+        timeout=15,
+        what="FailedScheduling naming the racks",
     )
     for rack in ("r1", "r2", "r3"):
         assert f"{RACK}={rack}: too small" in msgs[0], msgs[0]

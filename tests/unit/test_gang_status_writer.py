@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import netsched.gangs.status as status_mod
-from netsched.gangs import PodGroup, PodGroupStatusWriter
+from netsched.gangs import PodGroupStatusWriter, StatusUpdate
 from netsched.testing.handle import MemoryAPI
 
 
@@ -19,7 +19,7 @@ def test_idle_writer_thread_ends_and_a_new_mark_starts_another(monkeypatch: pyte
     computed: list[str] = []
     written = threading.Event()
 
-    def compute(group: str) -> tuple[PodGroup, dict[str, Any]] | None:
+    def compute(group: str) -> StatusUpdate | None:
         computed.append(group)
         written.set()
         return None  # the group is gone: nothing to write
@@ -37,8 +37,8 @@ def test_idle_writer_thread_ends_and_a_new_mark_starts_another(monkeypatch: pyte
     assert written.wait(5) and computed == ["default/a", "default/b"]
 
 
-def _group(status: dict[str, Any]) -> PodGroup:
-    return PodGroup("default", "g", 2, status=status, resource_version="7")
+def _update(stored: dict[str, Any], status: dict[str, Any]) -> StatusUpdate:
+    return StatusUpdate("default", "g", stored, status)
 
 
 def test_a_status_is_compared_with_what_the_writer_last_wrote_not_the_lagging_cache() -> None:
@@ -50,7 +50,7 @@ def test_a_status_is_compared_with_what_the_writer_last_wrote_not_the_lagging_ca
     wanted = [{"phase": "Scheduling", "scheduled": 0, "running": 0}, dict(cached), dict(cached)]
 
     writer = PodGroupStatusWriter(api, inline=True)  # write on this thread: the sequence is the test
-    writer.computes_with(lambda _g: (_group(cached), wanted.pop(0)))
+    writer.computes_with(lambda _g: _update(cached, wanted.pop(0)))
     for _ in range(3):
         writer.mark("default/g")
     phases = [p[3]["status"]["phase"] for p in api.patches]
@@ -72,7 +72,7 @@ def test_a_failed_write_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(api, "patch_object", flaky)
     writer = PodGroupStatusWriter(api)
-    writer.computes_with(lambda _g: (_group({}), {"phase": "Scheduled", "scheduled": 2, "running": 0}))
+    writer.computes_with(lambda _g: _update({}, {"phase": "Scheduled", "scheduled": 2, "running": 0}))
     writer.mark("default/g")
     deadline = threading.Event()
     for _ in range(100):
