@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -59,19 +58,6 @@ leaderElection:
 profiles:
 - schedulerName: netsched
 """
-
-
-@pytest.fixture
-def server() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer(watch_timeout=5.0, bookmark_interval=0.5) as srv:
-        yield srv
-
-
-@pytest.fixture
-def kubeconfig(server: FakeAPIServer, tmp_path: Path) -> Path:
-    path = tmp_path / "kubeconfig"
-    server.write_kubeconfig(path)
-    return path
 
 
 def _stop(proc: subprocess.Popen[str]) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,6 @@ from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def server() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer() as srv:
-        yield srv
 
 
 def _bound(server: FakeAPIServer, name: str) -> str:

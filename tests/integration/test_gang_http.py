@@ -10,7 +10,7 @@ at Permit, and no binding of a gang that did not start whole.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,26 +58,8 @@ profiles:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer(watch_timeout=5.0, bookmark_interval=0.5) as srv:
-        yield srv
-
-
-@pytest.fixture
-def app(server: FakeAPIServer, tmp_path: Path) -> Iterator[SchedulerApp]:
-    kubeconfig = tmp_path / "kubeconfig"
-    server.write_kubeconfig(kubeconfig)
-    registry = build_registry()
-    cfg = load_config(CONFIG, registry)
-    client = build_api_client(str(kubeconfig), qps=500, burst=1000, pool_size=24)
-    a = SchedulerApp(
-        cfg,
-        registry,
-        KubeAPI(client),
-        options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5),
-    )
-    yield a
-    a.shutdown(timeout=5)
+def app(scheduler_app: Callable[..., SchedulerApp]) -> SchedulerApp:
+    return scheduler_app(CONFIG)
 
 
 def start(app: SchedulerApp) -> None:

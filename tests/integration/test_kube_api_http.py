@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from netsched.framework.parse import parse_pod
@@ -16,8 +13,6 @@ from netsched.kube import (
     KubeAPI,
     KubeClient,
     NotFound,
-    RetrySettings,
-    build_api_client,
 )
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer, RecordedRequest
@@ -26,28 +21,14 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def server() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer() as s:
-        yield s
-
-
-@pytest.fixture
 def sleeps() -> list[float]:
     return []
 
 
 @pytest.fixture
-def client(server: FakeAPIServer, tmp_path: Path, sleeps: list[float]) -> Iterator[KubeClient]:
-    path = server.write_kubeconfig(tmp_path / "kubeconfig")
-    c = build_api_client(str(path), retry=RetrySettings(backoff=0.01, max_backoff=0.05))
-    c.retrying = c.retrying.copy(sleep=sleeps.append)  # record waits instead of sleeping
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def api(client: KubeClient) -> KubeAPI:
-    return KubeAPI(client)
+def client(client: KubeClient, sleeps: list[float]) -> KubeClient:
+    client.retrying = client.retrying.copy(sleep=sleeps.append)  # record waits instead of sleeping
+    return client
 
 
 def pending_pod(server: FakeAPIServer, name: str = "web") -> PodInfo:

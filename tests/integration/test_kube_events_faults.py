@@ -22,15 +22,8 @@ EVENT_WRITES = r"^/apis/events\.k8s\.io/v1/namespaces/[^/]+/events"
 
 
 @pytest.fixture
-def server() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer() as s:
-        yield s
-
-
-@pytest.fixture
-def client(server: FakeAPIServer, tmp_path: Path) -> Iterator[KubeClient]:
-    path = server.write_kubeconfig(tmp_path / "kubeconfig")
-    c = build_api_client(str(path), qps=5, burst=1, retry=RetrySettings(backoff=0.01, max_backoff=0.05))
+def client(kubeconfig: Path) -> Iterator[KubeClient]:
+    c = build_api_client(str(kubeconfig), qps=5, burst=1, retry=RetrySettings(backoff=0.01, max_backoff=0.05))
     yield c
     c.close()
 

@@ -3,30 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from netsched.framework.parse import parse_pod
-from netsched.kube import EventBroadcaster, KubeClient, RetrySettings, build_api_client, new_event_broadcaster
+from netsched.kube import EventBroadcaster, KubeClient, new_event_broadcaster
 from netsched.testing.builders import make_pod
 from netsched.testing.fakeapi import FakeAPIServer, RecordedRequest
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def server() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer() as s:
-        yield s
-
-
-@pytest.fixture
-def client(server: FakeAPIServer, tmp_path: Path) -> Iterator[KubeClient]:
-    path = server.write_kubeconfig(tmp_path / "kubeconfig")
-    c = build_api_client(str(path), retry=RetrySettings(backoff=0.01, max_backoff=0.05))
-    yield c
-    c.close()
 
 
 @pytest.fixture

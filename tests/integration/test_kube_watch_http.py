@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,11 +15,8 @@ from netsched.kube import (
     PODS,
     ExponentialBackoff,
     KubeAPI,
-    KubeClient,
     Reflector,
     Resource,
-    RetrySettings,
-    build_api_client,
 )
 from netsched.testing.builders import make_pod
 from netsched.testing.fakeapi import FakeAPIServer
@@ -32,19 +28,6 @@ pytestmark = pytest.mark.integration
 def server() -> Iterator[FakeAPIServer]:
     with FakeAPIServer(bookmark_interval=0.2) as s:
         yield s
-
-
-@pytest.fixture
-def client(server: FakeAPIServer, tmp_path: Path) -> Iterator[KubeClient]:
-    path = server.write_kubeconfig(tmp_path / "kubeconfig")
-    c = build_api_client(str(path), retry=RetrySettings(backoff=0.01, max_backoff=0.05))
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def api(client: KubeClient) -> KubeAPI:
-    return KubeAPI(client)
 
 
 class Collector:

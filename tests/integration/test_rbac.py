@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +69,6 @@ profiles:
 RARE_PATHS = {
     ("", "pods", "get"): "KubeAPI.bind re-reads the pod when a retried binding gets 409 after a lost reply",
 }
-
-
-@pytest.fixture
-def server() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer(watch_timeout=5.0, bookmark_interval=0.5) as srv:
-        yield srv
 
 
 def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path) -> None:

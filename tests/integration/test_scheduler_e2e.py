@@ -7,15 +7,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from netsched.app import AppOptions, SchedulerApp, build_registry
-from netsched.config import load_config
-from netsched.kube import KubeAPI, build_api_client
+from netsched.app import SchedulerApp
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.cli import start_netsched
 from netsched.testing.fakeapi import FakeAPIServer
@@ -36,31 +34,8 @@ profiles:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer(watch_timeout=5.0, bookmark_interval=0.5) as srv:
-        yield srv
-
-
-@pytest.fixture
-def kubeconfig(server: FakeAPIServer, tmp_path: Path) -> str:
-    path = tmp_path / "kubeconfig"
-    server.write_kubeconfig(path)
-    return str(path)
-
-
-@pytest.fixture
-def app(server: FakeAPIServer, kubeconfig: str) -> Iterator[SchedulerApp]:
-    registry = build_registry()
-    cfg = load_config(CONFIG, registry)
-    client = build_api_client(kubeconfig, qps=500, burst=1000, pool_size=24)
-    a = SchedulerApp(
-        cfg,
-        registry,
-        KubeAPI(client),
-        options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5),
-    )
-    yield a
-    a.shutdown(timeout=5)
+def app(scheduler_app: Callable[..., SchedulerApp]) -> SchedulerApp:
+    return scheduler_app(CONFIG)
 
 
 def start(app: SchedulerApp) -> None:
@@ -196,7 +171,7 @@ def test_relist_after_compaction_keeps_scheduling(server: FakeAPIServer, app: Sc
     assert wait_until(lambda: pod_node(server, "after"), timeout=15, what="bound after relist") == "n0"
 
 
-def test_cli_sigterm_exits_zero(server: FakeAPIServer, kubeconfig: str, tmp_path: Path) -> None:
+def test_cli_sigterm_exits_zero(server: FakeAPIServer, kubeconfig: Path, tmp_path: Path) -> None:
     cfg = tmp_path / "config.yaml"
     cfg.write_text(CONFIG)
     server.create("nodes", make_node("n0").obj())
@@ -241,24 +216,14 @@ profiles:
     assert "parallelism: Invalid value: 0" in res.stderr
 
 
-def make_app(kubeconfig: str, **opts: Any) -> SchedulerApp:
-    registry = build_registry()
-    cfg = load_config(CONFIG, registry)
-    client = build_api_client(kubeconfig, qps=500, burst=1000, pool_size=24)
-    return SchedulerApp(
-        cfg,
-        registry,
-        KubeAPI(client),
-        options=AppOptions(**{"metrics_bind_address": "127.0.0.1:0", "watch_timeout": 5, **opts}),
-    )
-
-
-def test_dry_run_shadows_another_scheduler_and_writes_nothing(server: FakeAPIServer, kubeconfig: str) -> None:
+def test_dry_run_shadows_another_scheduler_and_writes_nothing(
+    server: FakeAPIServer, scheduler_app: Callable[..., SchedulerApp]
+) -> None:
     server.create("nodes", make_node("small").capacity(cpu="2").obj())
     server.create("nodes", make_node("large").capacity(cpu="16").obj())
     server.create("pods", make_pod("theirs").req(cpu="1").obj())  # default-scheduler
     server.create("pods", make_pod("ours").scheduler("netsched").obj())
-    app = make_app(kubeconfig, dry_run=True)
+    app = scheduler_app(CONFIG, dry_run=True)
     try:
         start(app)
         wait_until(lambda: app.shadow.predictions, what="shadow prediction")
@@ -277,13 +242,15 @@ def test_dry_run_shadows_another_scheduler_and_writes_nothing(server: FakeAPISer
         app.shutdown(timeout=5)
 
 
-def test_explain_annotation_is_opt_in(server: FakeAPIServer, kubeconfig: str) -> None:
+def test_explain_annotation_is_opt_in(
+    server: FakeAPIServer, scheduler_app: Callable[..., SchedulerApp]
+) -> None:
     import json
 
     server.create("nodes", make_node("n0").obj())
     server.create("nodes", make_node("n1").obj())
     server.create("pods", make_pod("explained").scheduler("netsched").req(cpu="1").obj())
-    app = make_app(kubeconfig, explain_annotations=True)
+    app = scheduler_app(CONFIG, explain_annotations=True)
     try:
         start(app)
         node = wait_until(lambda: pod_node(server, "explained"), what="bound")
@@ -302,7 +269,9 @@ def test_explain_annotation_is_opt_in(server: FakeAPIServer, kubeconfig: str) ->
         app.shutdown(timeout=5)
 
 
-def test_endpoints_readyz_metrics_and_debug_explain(server: FakeAPIServer, kubeconfig: str) -> None:
+def test_endpoints_readyz_metrics_and_debug_explain(
+    server: FakeAPIServer, scheduler_app: Callable[..., SchedulerApp]
+) -> None:
     import json
     import socket
     import urllib.request
@@ -315,7 +284,7 @@ def test_endpoints_readyz_metrics_and_debug_explain(server: FakeAPIServer, kubec
     server.create("nodes", make_node("n0").capacity(cpu="2").obj())
     server.create("pods", make_pod("fits").scheduler("netsched").req(cpu="1").obj())
     server.create("pods", make_pod("huge").scheduler("netsched").req(cpu="64").obj())
-    app = make_app(kubeconfig, metrics_bind_address=f"127.0.0.1:{port}")
+    app = scheduler_app(CONFIG, metrics_bind_address=f"127.0.0.1:{port}")
     http = start_server(app)
     base = f"http://127.0.0.1:{port}"
 
@@ -354,7 +323,7 @@ def test_endpoints_readyz_metrics_and_debug_explain(server: FakeAPIServer, kubec
 
 
 def test_two_profiles_share_one_queue_and_report_as_themselves(
-    server: FakeAPIServer, kubeconfig: str
+    server: FakeAPIServer, scheduler_app: Callable[..., SchedulerApp]
 ) -> None:
     config = (
         CONFIG
@@ -370,15 +339,7 @@ def test_two_profiles_share_one_queue_and_report_as_themselves(
         type: MostAllocated
 """
     )
-    registry = build_registry()
-    cfg = load_config(config, registry)
-    client = build_api_client(kubeconfig, qps=500, burst=1000, pool_size=24)
-    app = SchedulerApp(
-        cfg,
-        registry,
-        KubeAPI(client),
-        options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5),
-    )
+    app = scheduler_app(config)
     server.create("nodes", make_node("n0").capacity(cpu="8").obj())
     server.create("nodes", make_node("n1").capacity(cpu="8").obj())
     server.create("pods", make_pod("seed").node("n1").req(cpu="4").obj())

@@ -8,15 +8,12 @@ the wire and comes back through the informers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from netsched.app import AppOptions, SchedulerApp, build_registry
-from netsched.config import load_config
-from netsched.kube import KubeAPI, build_api_client
+from netsched.app import SchedulerApp
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.volumes import (
@@ -66,35 +63,14 @@ def server() -> Iterator[FakeAPIServer]:
         yield srv
 
 
-def start_app(server: FakeAPIServer, tmp_path: Path, timeout: int = 600) -> SchedulerApp:
-    kubeconfig = tmp_path / "kubeconfig"
-    server.write_kubeconfig(kubeconfig)
-    registry = build_registry()
-    cfg = load_config(CONFIG.format(timeout=timeout), registry)
-    client = build_api_client(str(kubeconfig), qps=500, burst=1000, pool_size=24)
-    app = SchedulerApp(
-        cfg,
-        registry,
-        KubeAPI(client),
-        options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5),
-    )
-    assert app.start_informers(sync_timeout=10)
-    app.start_background()
-    app.start_scheduling()
-    return app
-
-
 @pytest.fixture
-def app_factory(server: FakeAPIServer, tmp_path: Path) -> Iterator[Any]:
-    apps: list[SchedulerApp] = []
+def app_factory(scheduler_app: Callable[..., SchedulerApp]) -> Callable[..., SchedulerApp]:
+    """A started scheduler over `server`, with VolumeBinding's bindTimeoutSeconds = timeout."""
 
     def make(timeout: int = 600) -> SchedulerApp:
-        apps.append(start_app(server, tmp_path, timeout))
-        return apps[-1]
+        return scheduler_app(CONFIG.format(timeout=timeout), start=True)
 
-    yield make
-    for a in apps:
-        a.shutdown(timeout=5)
+    return make
 
 
 def node_of(server: FakeAPIServer, pod: str) -> str:
