@@ -146,8 +146,8 @@ class SchedulerApp:
     # ------------------------------------------------------------ wiring helpers
 
     def _event_broadcaster(self, kube: KubeAPI) -> EventBroadcaster:
-        from netsched.kube.client import derived_client
         from netsched.kube.events import POOL_SIZE, new_event_broadcaster
+        from netsched.kube.kubeconfig import derived_client
 
         # As kube-scheduler: events get a client, rate budget (the same qps/burst, their own bucket)
         # and pool of their own, so bindings never starve them; a large queue: a burst drops none.

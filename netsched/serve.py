@@ -330,7 +330,7 @@ def start_election(app: SchedulerApp, stop: threading.Event) -> LeaderElector | 
     le = app.cfg.leader_election
     if not le.leader_elect:
         return None
-    from netsched.kube.client import derived_client
+    from netsched.kube.kubeconfig import derived_client
     from netsched.kube.lease import KubeLeaseClient
     from netsched.leaderelection import ElectorConfig, LeaderElector
 

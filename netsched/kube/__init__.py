@@ -38,9 +38,9 @@ from netsched.kube.errors import (
 
 if TYPE_CHECKING:
     from netsched.kube.api import KubeAPI
-    from netsched.kube.client import KubeClient, RetrySettings, build_api_client
+    from netsched.kube.client import KubeClient, RetrySettings
     from netsched.kube.events import EventBroadcaster, EventRecorder, new_event_broadcaster
-    from netsched.kube.kubeconfig import KubeConfigError
+    from netsched.kube.kubeconfig import KubeConfigError, build_api_client
     from netsched.kube.ratelimit import TokenBucket
     from netsched.kube.reflector import (
         ADDED,
@@ -66,7 +66,7 @@ _LAZY = {
     "KubeClient": "client",
     "KubeConfigError": "kubeconfig",
     "RetrySettings": "client",
-    "build_api_client": "client",
+    "build_api_client": "kubeconfig",
     "EventBroadcaster": "events",
     "EventRecorder": "events",
     "new_event_broadcaster": "events",

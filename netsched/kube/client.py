@@ -23,7 +23,6 @@ official package loads the configuration and holds the pool.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import threading
@@ -35,7 +34,6 @@ from urllib.parse import quote
 
 import tenacity
 import urllib3
-from kubernetes import client as k8s
 
 from netsched.gcpause import gc_paused
 from netsched.kube.credentials import Credentials
@@ -47,7 +45,6 @@ from netsched.kube.errors import (
     is_transient,
     retry_after_hint,
 )
-from netsched.kube.kubeconfig import load_configuration
 from netsched.kube.ratelimit import TokenBucket
 from netsched.kube.transport import Transport
 from netsched.retry import policy, retry_after_first, stop_when
@@ -426,104 +423,9 @@ def _parse_body(data: bytes | None) -> JsonObj:
     return body if isinstance(body, dict) else {"items": body}
 
 
-def build_api_client(
-    kubeconfig: str = "",
-    master: str = "",
-    qps: float = 50,
-    burst: int = 100,
-    pool_size: int = 16,
-    timeout: float = 30,
-    *,
-    retry: RetrySettings | None = None,
-) -> KubeClient:
-    """Build the process's KubeClient (once: it is thread-safe and costly to create).
-
-    `pool_size` should cover the threads that call concurrently (binder pool,
-    event writer, reflectors); `timeout` bounds connect and each read of a
-    request, not watches.
-    """
-    return client_for(
-        load_configuration(kubeconfig, master),
-        qps=qps,
-        burst=burst,
-        pool_size=pool_size,
-        timeout=timeout,
-        retry=retry,
-    )
-
-
-def client_for(
-    cfg: Any,
-    *,
-    qps: float,
-    burst: int,
-    pool_size: int,
-    timeout: float,
-    retry: RetrySettings | None = None,
-) -> KubeClient:
-    """A KubeClient for a loaded configuration (netsched.kube.kubeconfig), with its own pool
-    sized for `pool_size` threads and its own rate budget."""
-    cfg.connection_pool_maxsize = max(1, pool_size)
-    cfg.retries = False  # urllib3 must not retry behind our back: tenacity is the one retry layer
-    api_client = k8s.ApiClient(cfg)
-    api_client.user_agent = USER_AGENT
-    log.info(
-        "Built API client host=%s qps=%s burst=%d poolSize=%d timeout=%ss",
-        cfg.host,
-        qps,
-        burst,
-        pool_size,
-        timeout,
-    )
-    return KubeClient(
-        api_client,
-        limiter=TokenBucket(qps, burst),
-        retry=retry,
-        timeout=timeout,
-        transport=Transport.for_configuration(cfg, pool_size),
-    )
-
-
-def derived_client(
-    base: KubeClient,
-    *,
-    pool_size: int,
-    qps: float | None = None,
-    burst: int | None = None,
-    retry: RetrySettings | None = None,
-) -> KubeClient:
-    """A second KubeClient for the same cluster and credentials with its own pool and rate budget.
-
-    The budget defaults to the same qps/burst as `base` (kube-scheduler builds
-    its event clientset from the same clientConnection), in a bucket of its own.
-
-    kube-scheduler writes events through a clientset of their own for the same
-    reason: a burst of bindings must not starve events of rate-limit tokens or
-    pooled connections, and events must not delay bindings. The configuration
-    is copied (shallowly: credentials and refresh hooks are shared) so the new
-    pool can be sized for the caller's threads.
-    """
-    cfg = copy.copy(base.api_client.configuration)
-    cfg.connection_pool_maxsize = max(1, pool_size)
-    api_client = k8s.ApiClient(cfg)
-    api_client.user_agent = base.api_client.user_agent
-    return KubeClient(
-        api_client,
-        limiter=TokenBucket(
-            base.limiter.qps if qps is None else qps, base.limiter.burst if burst is None else burst
-        ),
-        retry=retry or base.retry_settings,
-        timeout=base.timeout,
-        transport=Transport.for_configuration(cfg, pool_size) if base.transport is not None else None,
-    )
-
-
 __all__ = [
     "JSON",
     "KubeClient",
     "Reply",
     "RetrySettings",
-    "build_api_client",
-    "client_for",
-    "derived_client",
 ]

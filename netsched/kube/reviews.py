@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from netsched.kube.client import KubeClient, client_for
-from netsched.kube.kubeconfig import in_cluster_configuration, load_configuration
+from netsched.kube.client import KubeClient
+from netsched.kube.kubeconfig import client_for, in_cluster_configuration, load_configuration
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ import pytest
 
 from netsched.framework.parse import parse_pod
 from netsched.kube import EventBroadcaster, KubeClient, RetrySettings, build_api_client
-from netsched.kube.client import derived_client
 from netsched.kube.events import EventRetry, new_event_broadcaster
+from netsched.kube.kubeconfig import derived_client
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.cli import start_netsched
 from netsched.testing.fakeapi import FakeAPIServer

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from netsched.kube.client import build_api_client
+from netsched.kube.kubeconfig import build_api_client
 from netsched.kube.lease import KubeLeaseClient
 from netsched.leaderelection import ElectorConfig, LeaderElector
 from netsched.testing.fakeapi import FakeAPIServer

@@ -12,9 +12,9 @@ import tenacity
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
-from netsched.kube.client import KubeClient, RetrySettings, build_api_client
+from netsched.kube.client import KubeClient, RetrySettings
 from netsched.kube.errors import NotFound, ServerError, TooManyRequests, Transient
-from netsched.kube.kubeconfig import KubeConfigError, load_configuration
+from netsched.kube.kubeconfig import KubeConfigError, build_api_client, load_configuration
 from netsched.kube.ratelimit import TokenBucket
 
 

@@ -7,7 +7,7 @@ Events (source.component) when the cluster does not serve events.k8s.io.
 
 Writing them must never slow or break scheduling, and must keep up with
 bindings: like kube-scheduler, the event path has its own API client and rate
-budget (app.py builds it with `netsched.kube.client.derived_client`), so a
+budget (app.py builds it with `netsched.kube.kubeconfig.derived_client`), so a
 burst of bindings never starves events and events never take a binding's
 token. The parts, as client-go's tools/events:
 
