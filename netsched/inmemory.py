@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
@@ -28,6 +28,9 @@ from netsched.framework.types import NodeInfo, PodInfo
 from netsched.kube.errors import NotFound
 from netsched.kube.resources import Resource
 from netsched.observability.metrics import SchedulerMetrics
+
+if TYPE_CHECKING:
+    from netsched.metrics import MetricsHub
 
 
 @dataclass
@@ -107,7 +110,7 @@ class InMemoryCluster:
         cfg: SchedulerConfig,
         registry: Mapping[str, PluginFactory],
         *,
-        metrics_hub: Any = None,
+        metrics_hub: MetricsHub | None = None,
         clock: Clock | None = None,
         keep_events: bool = False,
         observe: bool = False,

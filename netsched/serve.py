@@ -16,8 +16,9 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from netsched import logutil
 from netsched.app import SchedulerApp, build_registry
@@ -25,7 +26,13 @@ from netsched.config import ConfigError, validate_config, write_config
 from netsched.framework.interfaces import FrameworkBuildError, PluginFactory
 from netsched.framework.registry import RegistryError
 from netsched.observability.auth import AuthSettings, DelegatingAuth
-from netsched.observability.server import ListenError, ObservabilityServer, SecureServing, parse_bind_address
+from netsched.observability.server import (
+    DebugHandler,
+    ListenError,
+    ObservabilityServer,
+    SecureServing,
+    parse_bind_address,
+)
 from netsched.observability.tls import CertificateError, serving_cert
 from netsched.options import (
     app_options,
@@ -112,7 +119,7 @@ def _stop_on_signals() -> threading.Event:
     """SIGTERM and SIGINT set the returned event (the main thread's shutdown signal)."""
     stop = threading.Event()
 
-    def _signal(signum: int, _frame: Any) -> None:
+    def _signal(signum: int, _frame: FrameType | None) -> None:
         log.info("Received signal, shutting down signal=%s", signal.Signals(signum).name)
         stop.set()
 
@@ -198,7 +205,7 @@ def _watch_config(reloader: ConfigReloader, stop: threading.Event, interval: flo
     """Poll the file on a daemon thread; SIGHUP reloads at once (on its own thread: a signal
     handler must not block on the reload lock)."""
 
-    def _hup(_signum: int, _frame: Any) -> None:
+    def _hup(_signum: int, _frame: FrameType | None) -> None:
         threading.Thread(target=reloader.reload, args=("SIGHUP",), name="config-reload", daemon=True).start()
 
     signal.signal(signal.SIGHUP, _hup)
@@ -206,17 +213,21 @@ def _watch_config(reloader: ConfigReloader, stop: threading.Event, interval: flo
         threading.Thread(target=reloader.run, args=(stop, interval), name="config-watch", daemon=True).start()
 
 
-def _endpoint_checks(app: SchedulerApp) -> dict[str, Any]:
-    def ready() -> tuple[bool, dict[str, Any]]:
+def _endpoints(app: SchedulerApp, address: str, port: int) -> ObservabilityServer:
+    """An endpoints server (not yet listening) whose checks and handlers answer for `app`."""
+
+    def ready() -> tuple[bool, dict[str, object]]:
         role = "leader" if app.leading else "standby"
         return app.synced, {"synced": app.synced, "role": role}
 
-    return {
-        "registry": app.metrics_registry,
-        "health": lambda: (True, "ok"),
-        "ready": ready,
-        "debug_handlers": debug_handlers(app),
-    }
+    return ObservabilityServer(
+        address=address,
+        port=port,
+        registry=app.metrics_registry,
+        health=lambda: (True, "ok"),
+        ready=ready,
+        debug_handlers=debug_handlers(app),
+    )
 
 
 def plain_server(app: SchedulerApp) -> ObservabilityServer | None:
@@ -227,7 +238,7 @@ def plain_server(app: SchedulerApp) -> ObservabilityServer | None:
     host, port = parse_bind_address(app.options.metrics_bind_address)
     if port == 0:
         return None
-    return ObservabilityServer(address=host, port=port, **_endpoint_checks(app))
+    return _endpoints(app, host, port)
 
 
 def _secure_options(app: SchedulerApp) -> SecureServing:
@@ -251,7 +262,7 @@ def secure_server(app: SchedulerApp) -> ObservabilityServer | None:
     s = app.options.secure
     if s is None or s.port == 0:
         return None
-    return ObservabilityServer(address=s.bind_address or "0.0.0.0", port=s.port, **_endpoint_checks(app))
+    return _endpoints(app, s.bind_address or "0.0.0.0", s.port)
 
 
 def secure_endpoints(app: SchedulerApp, server: ObservabilityServer) -> None:
@@ -295,10 +306,10 @@ def start_secure_server(app: SchedulerApp) -> ObservabilityServer | None:
     return server
 
 
-def debug_handlers(app: SchedulerApp) -> dict[str, Any]:
+def debug_handlers(app: SchedulerApp) -> dict[str, DebugHandler]:
     """/debug/explain?pod=NAMESPACE/NAME[&format=text]: per-node filter verdicts and scores."""
 
-    def explain_endpoint(query: Mapping[str, Any]) -> tuple[int, str, bytes]:
+    def explain_endpoint(query: dict[str, list[str]]) -> tuple[int, str, bytes]:
         key = _one(query.get("pod"))
         if not key or "/" not in key:
             return 400, "text/plain", b"usage: /debug/explain?pod=NAMESPACE/NAME[&format=text]\n"
@@ -311,7 +322,7 @@ def debug_handlers(app: SchedulerApp) -> dict[str, Any]:
             return 200, "text/plain; charset=utf-8", (result.table() + "\n").encode()
         return 200, "application/json", result.to_json().encode()
 
-    handlers: dict[str, Any] = {"/debug/explain": explain_endpoint}
+    handlers: dict[str, DebugHandler] = {"/debug/explain": explain_endpoint}
     if app.cfg.enable_profiling:
         from netsched.observability.profile import Profiler
 
@@ -319,10 +330,8 @@ def debug_handlers(app: SchedulerApp) -> dict[str, Any]:
     return handlers
 
 
-def _one(v: Any) -> str:
-    if isinstance(v, list):
-        return str(v[0]) if v else ""
-    return "" if v is None else str(v)
+def _one(v: list[str] | None) -> str:
+    return v[0] if v else ""
 
 
 def start_election(app: SchedulerApp, stop: threading.Event) -> LeaderElector | None:

@@ -30,7 +30,7 @@ from urllib.parse import quote
 
 from netsched.clock import Clock, SystemClock
 from netsched.framework.types import PodInfo
-from netsched.kube.client import JSON, KubeClient
+from netsched.kube.client import JSON, JsonObj, KubeClient
 from netsched.kube.errors import Conflict, Gone, NotFound
 from netsched.kube.reflector import (
     EventHandler,
@@ -44,7 +44,6 @@ from netsched.kube.resources import Resource
 
 log = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _WATCH_READ_SLACK = 30  # seconds a watch read may stay silent beyond its timeoutSeconds

@@ -16,15 +16,14 @@ server refuses (it wants all six fraction digits).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import quote
 
 from netsched.kube.errors import NotFound
 
 if TYPE_CHECKING:
-    from netsched.kube.client import KubeClient
+    from netsched.kube.client import JsonObj, KubeClient
 
-JsonObj = dict[str, Any]
 
 _API_VERSION = "coordination.k8s.io/v1"
 

@@ -10,14 +10,12 @@ account (kube's delegating options).
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from netsched.kube.client import KubeClient
+from netsched.kube.client import JsonObj, KubeClient
 from netsched.kube.kubeconfig import client_for, in_cluster_configuration, load_configuration
 
 log = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
 SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from netsched.clock import Clock
 from netsched.framework.types import PodInfo
 from netsched.kube.api import microtime, rfc3339
+from netsched.kube.client import JsonObj
 from netsched.kube.events.sink import CORE_V1, EVENTS_V1
 
 log = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 MAX_NOTE_BYTES = 1024  # events.k8s.io rejects longer notes
 MAX_FIELD = 128  # reason, action, reportingController, reportingInstance
 

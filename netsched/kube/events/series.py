@@ -13,13 +13,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from netsched.kube.api import microtime, rfc3339
+from netsched.kube.client import JsonObj
 from netsched.kube.events.recorder import Occurrence
 from netsched.kube.events.sink import EVENTS_V1
-
-JsonObj = dict[str, Any]
 
 
 @dataclass(slots=True)

@@ -9,13 +9,12 @@ core/v1 when the cluster does not serve it.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import quote
 
 from netsched.kube.api import MERGE_PATCH
-from netsched.kube.client import KubeClient
+from netsched.kube.client import JsonObj, KubeClient
 
-JsonObj = dict[str, Any]
 EVENTS_V1 = "events.k8s.io/v1"
 CORE_V1 = "v1"
 LANES = 4  # connections a batch of new events is pipelined over

@@ -28,6 +28,7 @@ from typing import Any, TypedDict
 import tenacity
 
 from netsched.clock import Clock, SystemClock
+from netsched.kube.client import JsonObj
 from netsched.kube.errors import AlreadyExists, ApiError, NotFound, is_transient, retry_after_hint
 from netsched.kube.events.recorder import MAX_FIELD, Occurrence, event_body
 from netsched.kube.events.series import Series, SeriesCache
@@ -36,7 +37,6 @@ from netsched.retry import policy, retry_after_first, stop_when
 
 log = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 BATCH = 32  # new events one writer creates together
 _IDLE_WAKE = 0.5  # seconds a writer waits for work before checking for due series and shutdown
 
