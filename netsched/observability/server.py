@@ -75,7 +75,7 @@ class Reply:
 
 @dataclass
 class SecureServing:
-    """kube-scheduler's secure serving and delegating auth flags, as netsched.app starts them."""
+    """kube-scheduler's secure serving and delegating auth flags, as netsched.serve starts them."""
 
     bind_address: str = "0.0.0.0"
     port: int = DEFAULT_PORT
