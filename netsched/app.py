@@ -29,16 +29,13 @@ from netsched.assemble import Edges, assemble
 from netsched.cache import ObjectStore
 from netsched.clock import Clock, SystemClock
 from netsched.config import ConfigError, SchedulerConfig
+from netsched.framework.cluster_events import METRICS_POLLED_EVENT
+from netsched.framework.errors import FrameworkBuildError
+from netsched.framework.extension_points import PluginFactory
 from netsched.framework.fields import FieldError
-from netsched.framework.interfaces import (
-    METRICS_POLLED_EVENT,
-    ClusterAPI,
-    EventRecorder,
-    FrameworkBuildError,
-    PluginFactory,
-)
 from netsched.framework.registry import Registry
 from netsched.framework.runtime import Framework
+from netsched.framework.seams import ClusterAPI, EventRecorder
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.observability.server import SecureServing
 from netsched.observability.tls import ServingCert

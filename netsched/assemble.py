@@ -21,9 +21,11 @@ from netsched.cache import ClusterCache, ObjectStore
 from netsched.clock import Clock
 from netsched.config import SchedulerConfig
 from netsched.eventhandlers import EventHandlers
+from netsched.framework.cluster_events import ActionType, ClusterEvent
+from netsched.framework.extension_points import PluginFactory
 from netsched.framework.handle import Services
-from netsched.framework.interfaces import ActionType, ClusterAPI, ClusterEvent, EventRecorder, PluginFactory
 from netsched.framework.runtime import Framework
+from netsched.framework.seams import ClusterAPI, EventRecorder
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
 from netsched.framework.waiting import WaitingPodImpl, WaitingPods

@@ -19,7 +19,7 @@ from typing import Any
 
 from netsched import logutil
 from netsched.flags import HelpFormatter, flag_bool, flag_duration, flag_list
-from netsched.framework.interfaces import PluginFactory
+from netsched.framework.extension_points import PluginFactory
 from netsched.version import KUBE_BASELINE, version_text
 
 # `netsched NAME ...` runs a subcommand with its own parser; parsers() returns them all.

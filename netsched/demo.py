@@ -19,7 +19,7 @@ from pathlib import Path
 
 from netsched import logutil
 from netsched.flags import HelpFormatter
-from netsched.framework.interfaces import PluginFactory
+from netsched.framework.extension_points import PluginFactory
 from netsched.framework.parse import parse_pod
 from netsched.framework.quantity import to_canonical
 

@@ -22,8 +22,9 @@ from typing import Any, Protocol
 
 from netsched.cache import ClusterCache
 from netsched.cache.pod_table import PodTable
-from netsched.framework.interfaces import ASSIGNED_POD_DELETE, NODE, ActionType, ClusterEvent, EventRecorder
+from netsched.framework.cluster_events import ASSIGNED_POD_DELETE, NODE, ActionType, ClusterEvent
 from netsched.framework.parse import PodParseError, parse_node, parse_pod
+from netsched.framework.seams import EventRecorder
 from netsched.framework.types import NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from netsched.framework.interfaces import PluginFault, PluginScores
+from netsched.framework.errors import PluginFault
+from netsched.framework.extension_points import PluginScores
 from netsched.framework.runtime import Framework
 from netsched.framework.search import prioritize
 from netsched.framework.snapshot import Snapshot

@@ -22,7 +22,7 @@ from netsched.cache import ObjectStore
 from netsched.clock import Clock, ManualClock
 from netsched.config import SchedulerConfig
 from netsched.fakeapi.patch import merge_patch
-from netsched.framework.interfaces import PluginFactory
+from netsched.framework.extension_points import PluginFactory
 from netsched.framework.runtime import Framework
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.kube.errors import NotFound

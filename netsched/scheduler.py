@@ -20,8 +20,10 @@ from netsched.binder import Binder, BindRequest
 from netsched.cache import ClusterCache
 from netsched.clock import Clock
 from netsched.explain import Explainer
-from netsched.framework.interfaces import ASSIGNED_POD_DELETE, ClusterAPI, ClusterEvent, PluginFault
+from netsched.framework.cluster_events import ASSIGNED_POD_DELETE, ClusterEvent
+from netsched.framework.errors import PluginFault
 from netsched.framework.runtime import Framework
+from netsched.framework.seams import ClusterAPI
 from netsched.framework.search import FitError, NodeSearch
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from netsched import logutil
 from netsched.app import SchedulerApp, build_registry
 from netsched.config import ConfigError, validate_config, write_config
-from netsched.framework.interfaces import FrameworkBuildError, PluginFactory
+from netsched.framework.errors import FrameworkBuildError
+from netsched.framework.extension_points import PluginFactory
 from netsched.framework.registry import RegistryError
 from netsched.observability.auth import AuthSettings, DelegatingAuth
 from netsched.observability.server import (

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from netsched.framework.interfaces import ClusterAPI
+from netsched.framework.seams import ClusterAPI
 from netsched.framework.types import PodInfo
 from netsched.kube.resources import Resource
 from netsched.observability.metrics import SchedulerMetrics

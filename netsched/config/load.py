@@ -46,7 +46,7 @@ from netsched.config.validate import validate_config
 from netsched.framework.fields import ErrorList, FieldError, Fields, join
 
 if TYPE_CHECKING:
-    from netsched.framework.interfaces import PluginArgs
+    from netsched.framework.extension_points import PluginArgs
 
 _log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from netsched.config.types import EXTENSION_POINTS, MULTI_POINT, PLUGIN_SET_KEYS, PluginRef, PluginSet
+from netsched.framework.extension_points import PluginFactory, extension_points_of
 from netsched.framework.fields import ErrorList, join
-from netsched.framework.interfaces import PluginFactory, extension_points_of
 
 Registry = Mapping[str, PluginFactory]
 

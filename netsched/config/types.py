@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from netsched.framework.interfaces import EXTENSION_POINTS as _FRAMEWORK_POINTS
+from netsched.framework.extension_points import EXTENSION_POINTS as _FRAMEWORK_POINTS
 
 if TYPE_CHECKING:
-    from netsched.framework.interfaces import PluginArgs
+    from netsched.framework.extension_points import PluginArgs
 
 API_GROUP = "kubescheduler.config.k8s.io"
 API_VERSION = f"{API_GROUP}/v1"

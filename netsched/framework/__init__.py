@@ -11,9 +11,13 @@ with the keys of the kinds it patches, plus the registry (`with_plugin`).  Metri
 plugins also import `netsched.metrics.plugin_api`, the metrics pipeline's face.
 The modules behind it:
 
-- interfaces: extension points, PluginArgs, Diagnosis, the Handle protocol
+- extension_points: PluginArgs, the Plugin base, one base class per extension point
+- seams: the Handle and what it serves (ClusterAPI, EventRecorder, MetricsProvider, ...)
+- diagnosis: the filters' Rejections and the Diagnosis of a pod that fits nowhere
+- cluster_events: the events and queueing hints a plugin registers; errors: the faults
 - status, cycle_state, types (PodInfo/NodeInfo), selectors, quantity, parse
-- snapshot: the NumPy node table a cycle sees; pod_index: the pods on it by workload
+- snapshot: the NumPy node table a cycle sees (IntArray rows, BoolArray masks);
+  pod_index: the pods on it by workload
 - fields: the field-path error list and typed reader shared with config
 - runtime (Framework: builds a profile, runs the extension points),
   search (NodeSearch: finds a node for a pod), handle, instrument, waiting,
@@ -22,43 +26,37 @@ The modules behind it:
 Modules inside the package import each other directly, never this facade.
 """
 
+from netsched.clock import Clock
 from netsched.framework import names
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.fields import ErrorList, FieldError, Fields, join
-from netsched.framework.interfaces import (
+from netsched.framework.cluster_events import (
     ASSIGNED_POD,
     ASSIGNED_POD_DELETE,
-    EXTENSION_POINTS,
-    MAX_NODE_SCORE,
     METRICS_POLLED,
     METRICS_POLLED_EVENT,
-    MIN_NODE_SCORE,
     NODE,
     WILDCARD,
     WILDCARD_EVENT,
     ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    QueueingHintFn,
+)
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.diagnosis import Diagnosis, Rejection
+from netsched.framework.errors import FrameworkBuildError, PluginArgsError, PluginError, PluginFault
+from netsched.framework.extension_points import (
+    EXTENSION_POINTS,
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
     AnyArgs,
     AnyPlugin,
     BindPlugin,
-    BoolArray,
-    Clock,
-    ClusterAPI,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Diagnosis,
-    EventRecorder,
     FilterPlugin,
-    FrameworkBuildError,
-    Handle,
-    IntArray,
-    MetricsProvider,
     PermitPlugin,
     Plugin,
     PluginArgs,
-    PluginArgsError,
-    PluginError,
     PluginFactory,
-    PluginFault,
     PluginScores,
     PostBindPlugin,
     PostFilterPlugin,
@@ -68,15 +66,12 @@ from netsched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
-    QueueingHint,
-    QueueingHintFn,
     QueueSortPlugin,
-    Rejection,
     ReservePlugin,
     ScorePlugin,
-    WaitingPod,
     extension_points_of,
 )
+from netsched.framework.fields import ErrorList, FieldError, Fields, join
 from netsched.framework.normalize import default_normalize_score
 from netsched.framework.parse import PodParseError, parse_label_selector, parse_node_selector
 from netsched.framework.pod_index import LabelCodes, LookalikePods, PodIndex, label_codes, synced_pod_index
@@ -91,6 +86,7 @@ from netsched.framework.quantity import (
     to_canonical,
 )
 from netsched.framework.registry import Registry, RegistryError, with_plugin
+from netsched.framework.seams import ClusterAPI, EventRecorder, Handle, MetricsProvider, WaitingPod
 from netsched.framework.selectors import (
     LabelSelector,
     NodeSelector,
@@ -102,7 +98,7 @@ from netsched.framework.selectors import (
     WeightedPodAffinityTerm,
     label_key_errors,
 )
-from netsched.framework.snapshot import Snapshot
+from netsched.framework.snapshot import BoolArray, IntArray, Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import HostPort, NodeInfo, PodInfo, QueuedPodInfo, Taint, Toleration
 

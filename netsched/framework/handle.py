@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from netsched.framework.interfaces import (
-    Clock,
+from netsched.clock import Clock
+from netsched.framework.extension_points import PluginArgs
+from netsched.framework.seams import (
     ClusterAPI,
     EventRecorder,
     MetricsProvider,
     ObjectReader,
-    PluginArgs,
     RuntimeMetrics,
     WaitingPod,
 )
@@ -74,7 +74,7 @@ class Services:
 
 
 class FrameworkHandle:
-    """The Handle protocol (netsched.framework.interfaces.Handle) served from Services."""
+    """The Handle protocol (netsched.framework.seams.Handle) served from Services."""
 
     def __init__(self, profile_name: str, services: Services) -> None:
         self.profile_name = profile_name

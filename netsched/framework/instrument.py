@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import AnyPlugin, RuntimeMetrics
+from netsched.framework.extension_points import AnyPlugin
+from netsched.framework.seams import RuntimeMetrics
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
 

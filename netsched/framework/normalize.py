@@ -7,7 +7,8 @@ way; one copy here keeps their scores identical to kube's.
 
 from __future__ import annotations
 
-from netsched.framework.interfaces import MAX_NODE_SCORE, IntArray
+from netsched.framework.extension_points import MAX_NODE_SCORE
+from netsched.framework.snapshot import IntArray
 
 
 def default_normalize_score(

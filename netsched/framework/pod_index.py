@@ -32,8 +32,7 @@ from typing import Any
 import numpy as np
 
 from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import BoolArray, IntArray
-from netsched.framework.snapshot import Snapshot
+from netsched.framework.snapshot import BoolArray, IntArray, Snapshot
 from netsched.framework.types import NodeInfo, PodInfo
 
 INDEX_KEY = "netsched/pod-index"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from netsched.framework.interfaces import Plugin, PluginFactory
+from netsched.framework.extension_points import Plugin, PluginFactory
 
 
 class RegistryError(ValueError):

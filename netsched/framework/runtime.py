@@ -20,23 +20,19 @@ from typing import TypeVar
 import numpy as np
 
 from netsched.framework.cycle_state import CycleState
-from netsched.framework.handle import FrameworkHandle, ProfileLike, Services
-from netsched.framework.instrument import PluginCalls
-from netsched.framework.interfaces import (
+from netsched.framework.diagnosis import Diagnosis
+from netsched.framework.errors import FrameworkBuildError, PluginFault
+from netsched.framework.extension_points import (
     EXTENSION_POINTS,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     AnyArgs,
     AnyPlugin,
     BindPlugin,
-    Diagnosis,
     FilterPlugin,
-    FrameworkBuildError,
-    IntArray,
     PermitPlugin,
     PluginArgs,
     PluginFactory,
-    PluginFault,
     PluginScores,
     PostBindPlugin,
     PostFilterPlugin,
@@ -50,7 +46,9 @@ from netsched.framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
-from netsched.framework.snapshot import Snapshot
+from netsched.framework.handle import FrameworkHandle, ProfileLike, Services
+from netsched.framework.instrument import PluginCalls
+from netsched.framework.snapshot import IntArray, Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.framework.waiting import SHUTTING_DOWN, WaitingPodImpl

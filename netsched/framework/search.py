@@ -19,9 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import Diagnosis, IntArray, PluginFault, PluginScores, PreFilterResult
+from netsched.framework.diagnosis import Diagnosis
+from netsched.framework.errors import PluginFault
+from netsched.framework.extension_points import PluginScores, PreFilterResult
 from netsched.framework.runtime import Framework
-from netsched.framework.snapshot import Snapshot
+from netsched.framework.snapshot import IntArray, Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import PodInfo
 

@@ -22,6 +22,11 @@ from netsched.framework.types import NodeInfo
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 
+# What batch plugins take and give: snapshot rows (`idx`) or an int64 per row (scores),
+# and a mask over rows.
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
 
 class Snapshot:
     __slots__ = (
@@ -50,7 +55,7 @@ class Snapshot:
         self.allocatable: npt.NDArray[np.int64] = np.zeros((0, len(self.resources)), dtype=np.int64)
         self.requested: npt.NDArray[np.int64] = np.zeros((0, len(self.resources)), dtype=np.int64)
         self.nonzero_requested: npt.NDArray[np.int64] = np.zeros((0, 2), dtype=np.int64)
-        self.unschedulable: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self.unschedulable: BoolArray = np.zeros(0, dtype=bool)
         # Per-row counts of pods with (anti-)affinity terms / required anti-affinity,
         # so "which nodes hold such pods" is one vector op, not a scan of NodeInfos.
         self.affinity_pods: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
@@ -71,7 +76,7 @@ class Snapshot:
         return None if i is None else self.nodes[i]
 
     @property
-    def all_rows(self) -> npt.NDArray[np.int64]:
+    def all_rows(self) -> IntArray:
         return np.arange(len(self.nodes), dtype=np.int64)
 
     # ------------------------------------------------------------ building

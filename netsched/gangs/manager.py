@@ -25,9 +25,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from netsched.clock import Clock
-from netsched.framework.interfaces import Handle, ObjectReader, WaitingPod
 from netsched.framework.names import COSCHEDULING  # it allows and rejects members at Permit
 from netsched.framework.quantity import PODS, format_canonical
+from netsched.framework.seams import Handle, ObjectReader, WaitingPod
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import PodInfo

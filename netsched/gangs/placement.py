@@ -46,10 +46,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import BoolArray, Diagnosis, IntArray
+from netsched.framework.diagnosis import Diagnosis
 from netsched.framework.pod_index import INDEX_KEY, PodIndex, label_codes
 from netsched.framework.quantity import CPU, MEMORY, PODS, format_canonical
-from netsched.framework.snapshot import Snapshot
+from netsched.framework.snapshot import BoolArray, IntArray, Snapshot
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.gangs.podgroup import PREFERRED, REQUIRED, TopologyRequest
 

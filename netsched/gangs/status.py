@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from netsched.framework.interfaces import ClusterAPI
+from netsched.framework.seams import ClusterAPI
 from netsched.kube.errors import NotFound
 from netsched.kube.resources import PODGROUPS
 

@@ -1,6 +1,6 @@
 """The scheduler's requests to the API server: bind, delete, status patches, list and watch.
 
-`KubeAPI` implements framework.interfaces.ClusterAPI (what plugins may ask
+`KubeAPI` implements framework.seams.ClusterAPI (what plugins may ask
 for) plus the writes the scheduler itself makes and the list/watch its
 reflectors run. Everything is raw JSON through KubeClient, so requests are
 rate limited, transient failures retried and errors mapped to

@@ -21,20 +21,19 @@ from typing import Any, ClassVar, Self, TypeVar
 
 import numpy as np
 
+from netsched.framework.cluster_events import ClusterEventWithHint
 from netsched.framework.cycle_state import CycleState
-from netsched.framework.fields import Fields
-from netsched.framework.interfaces import (
+from netsched.framework.extension_points import (
     MAX_NODE_SCORE,
     ArgsT,
-    ClusterEventWithHint,
-    Handle,
-    IntArray,
     PluginArgs,
     PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
 )
-from netsched.framework.snapshot import Snapshot
+from netsched.framework.fields import Fields
+from netsched.framework.seams import Handle
+from netsched.framework.snapshot import IntArray, Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.metrics.args import PrometheusArgs

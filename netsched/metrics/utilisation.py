@@ -19,17 +19,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework.interfaces import (
-    MAX_NODE_SCORE,
+from netsched.framework.cluster_events import (
     METRICS_POLLED,
     NODE,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
-    Handle,
-    IntArray,
 )
-from netsched.framework.snapshot import Snapshot
+from netsched.framework.extension_points import MAX_NODE_SCORE
+from netsched.framework.seams import Handle
+from netsched.framework.snapshot import IntArray, Snapshot
 from netsched.metrics import queries as q
 from netsched.metrics.args import PrometheusArgs
 from netsched.metrics.mapping import BoolArray, FloatArray

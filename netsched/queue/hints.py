@@ -18,14 +18,14 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from netsched.framework.interfaces import (
+from netsched.framework.cluster_events import (
     WILDCARD,
     ActionType,
-    AnyPlugin,
     ClusterEvent,
     ClusterEventWithHint,
     QueueingHint,
 )
+from netsched.framework.extension_points import AnyPlugin
 from netsched.framework.types import QueuedPodInfo
 
 log = logging.getLogger(__name__)

@@ -43,14 +43,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from netsched.clock import Clock, SystemClock
-from netsched.framework.interfaces import (
-    WILDCARD,
-    ActionType,
-    AnyArgs,
-    ClusterEvent,
-    QueueingHint,
-    QueueSortPlugin,
-)
+from netsched.framework.cluster_events import WILDCARD, ActionType, ClusterEvent, QueueingHint
+from netsched.framework.extension_points import AnyArgs, QueueSortPlugin
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo, QueuedPodInfo
 from netsched.queue.heap import KeyedHeap, KeyFn

@@ -23,7 +23,7 @@ from pathlib import Path
 from netsched import logutil
 from netsched.config import ConfigError, SchedulerConfig, load_config
 from netsched.flags import HelpFormatter
-from netsched.framework.interfaces import PluginFactory
+from netsched.framework.extension_points import PluginFactory
 from netsched.framework.registry import Registry, RegistryError
 from netsched.simulate.configs import (
     EXAMPLE_CONFIG,

@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry
 from netsched.clock import ManualClock
 from netsched.config import SchedulerConfig
 from netsched.explain import Explanation
-from netsched.framework.interfaces import PluginFactory
+from netsched.framework.extension_points import PluginFactory
 from netsched.framework.types import QueuedPodInfo
 from netsched.inmemory import InMemoryCluster
 from netsched.metrics import MetricsHub

@@ -19,15 +19,14 @@ from typing import Any
 import numpy as np
 
 from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import (
+from netsched.framework.extension_points import (
     AnyArgs,
     FilterPlugin,
-    IntArray,
     PreFilterPlugin,
     PreScorePlugin,
     ScorePlugin,
 )
-from netsched.framework.snapshot import Snapshot
+from netsched.framework.snapshot import IntArray, Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import PodInfo
 from netsched.testing.builders import PodBuilder, node_infos

@@ -14,23 +14,21 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from netsched.cache import ObjectStore
+from netsched.clock import Clock
 from netsched.framework.cycle_state import CycleState
-from netsched.framework.handle import NAMESPACES_KEY, PDBS_KEY, Services
-from netsched.framework.interfaces import (
+from netsched.framework.extension_points import (
     EXTENSION_POINTS,
     AnyPlugin,
     BindPlugin,
-    Clock,
-    ClusterAPI,
-    EventRecorder,
-    MetricsProvider,
     PluginArgs,
     PluginFactory,
     PluginScores,
     QueueSortPlugin,
     extension_points_of,
 )
+from netsched.framework.handle import NAMESPACES_KEY, PDBS_KEY, Services
 from netsched.framework.runtime import Framework
+from netsched.framework.seams import ClusterAPI, EventRecorder, MetricsProvider
 from netsched.framework.search import NodeSearch, ScheduleResult
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status

@@ -17,8 +17,8 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from netsched.framework.interfaces import AnyPlugin, FilterPlugin, IntArray, PluginArgs, ScorePlugin
-from netsched.framework.snapshot import Snapshot
+from netsched.framework.extension_points import AnyPlugin, FilterPlugin, PluginArgs, ScorePlugin
+from netsched.framework.snapshot import IntArray, Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.testing.agreement import filter_statuses, score_outcomes

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from netsched.framework import PluginArgs
+from netsched.framework import FilterPlugin, PluginArgs, PreFilterPlugin, ScorePlugin
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
-from netsched.framework.interfaces import FilterPlugin, PreFilterPlugin, ScorePlugin
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import NodeInfo, PodInfo
@@ -95,7 +94,7 @@ def run_score(
     plugin: ScorePlugin = build_plugin(cls, decode_args(cls, args), snapshot=snap, **kw)
     pi = pod.info() if isinstance(pod, PodBuilder) else pod
     state = CycleState()
-    from netsched.framework.interfaces import PreScorePlugin
+    from netsched.framework import PreScorePlugin
 
     if isinstance(plugin, PreScorePlugin):
         st = plugin.pre_score(state, pi, snap, snap.all_rows)

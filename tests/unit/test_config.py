@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from netsched import framework as fw
 from netsched.config import (
     DEFAULT_PLUGINS,
     EXTENSION_POINTS,
@@ -29,7 +30,6 @@ from netsched.config import (
     validate_config,
     write_config,
 )
-from netsched.framework import interfaces as fw
 from netsched.framework.fields import Fields
 
 

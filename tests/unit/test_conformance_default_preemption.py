@@ -341,8 +341,8 @@ def post_filter(
     import numpy as np
     from kube_cases import snapshot
 
+    from netsched.framework import Diagnosis
     from netsched.framework.cycle_state import CycleState
-    from netsched.framework.interfaces import Diagnosis
     from netsched.framework.status import Code
     from netsched.testing.framework import plugin_of
 
@@ -527,7 +527,7 @@ def eligible(pod: Any, existing: list[Any], nodes: list[str], nominated_code: An
     import numpy as np
     from kube_cases import snapshot
 
-    from netsched.framework.interfaces import Diagnosis
+    from netsched.framework import Diagnosis
     from netsched.framework.status import Code
     from netsched.testing.framework import build_plugin
 

@@ -355,13 +355,13 @@ def test_out_of_tree_examples_import_only_faces() -> None:
 # ---------------------------------------------------------------- the API seam is typed, not probed
 #
 # The scheduler and its plugins reach the cluster through typed seams: ClusterAPI and the
-# Handle (netsched.framework.interfaces), the event sink and recorder, the scheduler's own
+# Handle (netsched.framework.seams), the event sink and recorder, the scheduler's own
 # metrics, and the metrics hub the composition root wires. Asking an object whether it has
 # one of their members (`getattr(api, "update_pod_condition", None)`, `hasattr(hub,
 # "update_nodes")`) hides a seam that says less than its users need: say it in the Protocol.
 
 SEAM_TYPES = {
-    "netsched.framework.interfaces": (
+    "netsched.framework.seams": (
         "ClusterAPI",
         "Handle",
         "RuntimeMetrics",

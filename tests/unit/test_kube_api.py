@@ -10,7 +10,7 @@ import pytest
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
 
-from netsched.framework.interfaces import ClusterAPI
+from netsched.framework import ClusterAPI
 from netsched.kube.api import MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeAPI, RawWatch
 from netsched.kube.client import KubeClient
 from netsched.kube.errors import Conflict, Forbidden, Gone, ServerError, TooManyRequests, Transient

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from netsched.framework.interfaces import EventRecorder as EventRecorderProtocol
+from netsched.framework import EventRecorder as EventRecorderProtocol
 from netsched.kube.errors import Forbidden, NotFound
 from netsched.kube.events import CORE_V1, EVENTS_V1, EventBroadcaster, EventRecorder
 from netsched.testing.builders import make_pod

@@ -63,7 +63,7 @@ def test_fake_api_server_error_shape_is_understood() -> None:
 
 
 def test_extension_points_and_name() -> None:
-    from netsched.framework.interfaces import extension_points_of
+    from netsched.framework import extension_points_of
 
     assert DefaultBinder.name == "DefaultBinder"
     assert extension_points_of(DefaultBinder) == ["bind"]

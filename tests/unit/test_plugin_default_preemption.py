@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from netsched.framework import Diagnosis, FilterPlugin, PostFilterResult, PreFilterPlugin
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
-from netsched.framework.interfaces import Diagnosis, FilterPlugin, PostFilterResult, PreFilterPlugin
 from netsched.framework.quantity import CPU
 from netsched.framework.runtime import Framework
 from netsched.framework.search import FitError

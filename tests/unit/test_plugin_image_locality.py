@@ -154,7 +154,7 @@ def test_short_and_qualified_names_match_both_ways() -> None:
 
 
 def test_extension_points_and_name() -> None:
-    from netsched.framework.interfaces import extension_points_of
+    from netsched.framework import extension_points_of
 
     assert ImageLocality.name == "ImageLocality"
     assert extension_points_of(ImageLocality) == ["score"]

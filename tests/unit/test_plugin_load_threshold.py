@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from netsched.framework import Diagnosis
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
-from netsched.framework.interfaces import Diagnosis
 from netsched.framework.status import Code
 from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX, PrometheusArgs, QueryError
 from netsched.plugins.load_threshold import LoadThreshold, LoadThresholdArgs

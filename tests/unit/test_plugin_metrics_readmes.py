@@ -9,7 +9,7 @@ import pytest
 
 from netsched.app import build_registry
 from netsched.config import load_config
-from netsched.framework.interfaces import PluginArgs
+from netsched.framework import PluginArgs
 from netsched.plugins.load_aware import LoadAwareArgs
 from netsched.plugins.load_threshold import LoadThresholdArgs
 from netsched.plugins.network_traffic import NetworkTrafficArgs

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from netsched.framework import IntArray
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
-from netsched.framework.interfaces import IntArray
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import PodInfo
@@ -333,7 +333,7 @@ def test_args_validation_errors(raw: dict[str, Any], want: list[str]) -> None:
 
 
 def test_extension_points_and_name() -> None:
-    from netsched.framework.interfaces import extension_points_of
+    from netsched.framework import extension_points_of
 
     assert NodeAffinity.name == "NodeAffinity"
     assert extension_points_of(NodeAffinity) == ["preFilter", "filter", "preScore", "score"]

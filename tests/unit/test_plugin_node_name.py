@@ -48,7 +48,7 @@ def test_unknown_node_name_rejects_all() -> None:
 
 
 def test_extension_points_and_name() -> None:
-    from netsched.framework.interfaces import extension_points_of
+    from netsched.framework import extension_points_of
 
     assert NodeName.name == "NodeName"
     assert extension_points_of(NodeName) == ["filter"]

@@ -112,7 +112,7 @@ def test_random_agreement() -> None:
 
 
 def test_extension_points_and_name() -> None:
-    from netsched.framework.interfaces import extension_points_of
+    from netsched.framework import extension_points_of
 
     assert NodePorts.name == "NodePorts"
     assert extension_points_of(NodePorts) == ["preFilter", "filter"]

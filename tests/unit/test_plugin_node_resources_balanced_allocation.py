@@ -171,7 +171,7 @@ def test_args_validation_errors(raw: dict[str, Any], want: list[str]) -> None:
 
 
 def test_extension_points_and_name() -> None:
-    from netsched.framework.interfaces import extension_points_of
+    from netsched.framework import extension_points_of
 
     assert NodeResourcesBalancedAllocation.name == "NodeResourcesBalancedAllocation"
     assert extension_points_of(NodeResourcesBalancedAllocation) == ["preScore", "score"]

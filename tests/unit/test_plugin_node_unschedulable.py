@@ -48,7 +48,7 @@ def test_tolerating_the_unschedulable_taint_passes() -> None:
 
 
 def test_extension_points_and_name() -> None:
-    from netsched.framework.interfaces import extension_points_of
+    from netsched.framework import extension_points_of
 
     assert NodeUnschedulable.name == "NodeUnschedulable"
     assert extension_points_of(NodeUnschedulable) == ["filter"]

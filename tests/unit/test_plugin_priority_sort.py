@@ -43,7 +43,7 @@ def test_sort_key_matches_less() -> None:
 
 
 def test_extension_points_and_name() -> None:
-    from netsched.framework.interfaces import extension_points_of
+    from netsched.framework import extension_points_of
 
     assert PrioritySort.name == "PrioritySort"
     assert extension_points_of(PrioritySort) == ["queueSort"]

@@ -20,7 +20,7 @@ def test_gated_pod_waits_with_gate_list() -> None:
 
 
 def test_extension_points_and_name() -> None:
-    from netsched.framework.interfaces import extension_points_of
+    from netsched.framework import extension_points_of
 
     assert SchedulingGates.name == "SchedulingGates"
     assert extension_points_of(SchedulingGates) == ["preEnqueue"]

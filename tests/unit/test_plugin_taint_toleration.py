@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from netsched.framework import IntArray
 from netsched.framework.cycle_state import CycleState
-from netsched.framework.interfaces import IntArray
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import PodInfo
@@ -159,7 +159,7 @@ def test_batch_matches_per_node_on_random_clusters() -> None:
 
 
 def test_extension_points_and_name() -> None:
-    from netsched.framework.interfaces import extension_points_of
+    from netsched.framework import extension_points_of
 
     assert TaintToleration.name == "TaintToleration"
     assert extension_points_of(TaintToleration) == ["filter", "preScore", "score"]

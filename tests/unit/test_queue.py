@@ -7,13 +7,7 @@ from typing import Any
 import pytest
 from test_queue_helpers import KeySort, LessSort, new_queue, pod
 
-from netsched.framework.interfaces import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    QueueingHint,
-    QueueSortPlugin,
-)
+from netsched.framework import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, QueueSortPlugin
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo, QueuedPodInfo
 from netsched.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue, backoff_duration

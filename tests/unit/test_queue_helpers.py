@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from netsched.framework.interfaces import QueueSortPlugin
+from netsched.framework import QueueSortPlugin
 from netsched.framework.status import Code, Status
 from netsched.framework.types import PodInfo, QueuedPodInfo
 from netsched.queue import SchedulingQueue

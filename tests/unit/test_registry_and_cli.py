@@ -12,7 +12,7 @@ import yaml
 
 from netsched.app import build_registry
 from netsched.cli import main
-from netsched.framework.interfaces import ScorePlugin
+from netsched.framework import ScorePlugin
 from netsched.framework.registry import Registry, RegistryError, with_plugin
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.framework import schedule_pod

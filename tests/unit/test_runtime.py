@@ -9,10 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.fields import Fields
-from netsched.framework.handle import Services
-from netsched.framework.interfaces import (
+from netsched.framework import (
     BindPlugin,
     Diagnosis,
     FilterPlugin,
@@ -28,6 +25,9 @@ from netsched.framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.fields import Fields
+from netsched.framework.handle import Services
 from netsched.framework.search import FitError, NodeSearch, num_feasible_nodes_to_find
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status

@@ -1,0 +1,89 @@
+"""Why a pod fits nowhere: the filters' Rejections and the Diagnosis they add up to.
+
+A filter plugin's batch form returns Rejections (a mask over the nodes it was
+asked about, with the reasons); the runtime counts them into a Diagnosis,
+which PostFilter (preemption) reads to pick its candidate nodes and which
+becomes kube's "0/N nodes are available: ..." message.  A module of its own
+because both sides of the plugin contract use it: the plugin bases, and the
+Handle, whose `filter_rows` answers a "what if" question with one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from netsched.framework.snapshot import BoolArray, IntArray
+from netsched.framework.status import Code, Status
+
+
+@dataclass(slots=True)
+class Rejection:
+    """Nodes (a mask over the batch) rejected by one filter for one reason set."""
+
+    mask: BoolArray
+    reasons: tuple[str, ...]
+    code: Code = Code.UNSCHEDULABLE
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why a pod fits nowhere: per-node codes plus the reason histogram kube prints.
+
+    `node_codes[i]` is the Code of snapshot row i (SUCCESS for nodes not
+    evaluated or feasible).  Preemption only considers rows whose code is
+    UNSCHEDULABLE.
+    """
+
+    num_all_nodes: int
+    node_codes: npt.NDArray[np.int8]
+    reasons: dict[str, int] = field(default_factory=dict)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+    def record(
+        self, plugin: str, rows: IntArray, rejections: list[Rejection]
+    ) -> tuple[BoolArray, Status | None]:
+        """Count one filter's rejections of snapshot `rows`: (rejected mask, an Error status if
+        the plugin reported one).  Each row keeps its most severe code."""
+        failed = np.zeros(len(rows), dtype=bool)
+        for rej in rejections:
+            if rej.code == Code.ERROR:
+                return failed, Status(Code.ERROR, list(rej.reasons), plugin)
+            cnt = int(rej.mask.sum())
+            if not cnt:
+                continue
+            failed |= rej.mask
+            hit = rows[rej.mask]
+            self.node_codes[hit] = np.maximum(self.node_codes[hit], int(rej.code))
+            self._count(plugin, rej.reasons, cnt)
+        return failed, None
+
+    def record_node(self, row: int, st: Status) -> None:
+        """One node's rejection by the per-node filters (nodes with nominated pods)."""
+        self.node_codes[row] = int(st.code)
+        self._count(st.plugin, st.reasons, 1)
+
+    def _count(self, plugin: str, reasons: Iterable[str], nodes: int) -> None:
+        for reason in reasons:
+            self.reasons[reason] = self.reasons.get(reason, 0) + nodes
+        self.unschedulable_plugins.add(plugin)
+
+    def message(self) -> str:
+        """kube's FitError text: each part is appended as " part." (so a preemption message
+        that ends in "." gives kube's familiar double dot)."""
+        out = f"0/{self.num_all_nodes} nodes are available:"
+        if self.pre_filter_msg:
+            out += f" {self.pre_filter_msg}."
+        else:
+            hist = sorted(f"{n} {r}" for r, n in self.reasons.items())
+            if hist:
+                out += f" {', '.join(hist)}."
+        if self.post_filter_msg:
+            out += f" {self.post_filter_msg}."
+        return out

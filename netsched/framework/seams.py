@@ -1,0 +1,246 @@
+"""The Handle and the seams behind it: what plugins and the runtime may ask of the rest.
+
+A plugin reaches the scheduler only through its Handle, and the cluster only
+through what the Handle serves: ClusterAPI (every call to the cluster),
+EventRecorder, ObjectReader (watched objects) and MetricsProvider (the
+measured-load cache); the runtime records its own metrics through
+RuntimeMetrics.  They are Protocols, so the framework says what it needs
+without importing kube/, metrics/ or observability/, which implement them (the
+composition root wires the implementations in through handle.Services).  A
+seam says everything its users may ask of it: nobody probes one with getattr
+(tests/unit/test_import_graph.py checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from netsched.clock import Clock
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.diagnosis import Diagnosis
+from netsched.framework.snapshot import IntArray, Snapshot
+from netsched.framework.status import Status
+from netsched.framework.types import NodeInfo, PodInfo
+
+if TYPE_CHECKING:
+    from netsched.kube.resources import Resource
+
+
+class MetricsProvider(Protocol):
+    """The process-wide measured-load cache (netsched.metrics.MetricsHub), shared by all profiles.
+
+    A plugin asks it once, at construction, for the source serving its Prometheus
+    connection args (netsched.metrics.source_for narrows the type); it never
+    queries Prometheus itself.
+    """
+
+    def source(self, args: Any) -> object: ...
+
+
+class _Observer(Protocol):
+    def observe(self, amount: float) -> None: ...
+
+
+class _Histogram(Protocol):
+    def labels(self, *values: str) -> _Observer: ...
+
+
+class _Counter(Protocol):
+    def inc(self, amount: float = 1) -> None: ...
+
+
+class RuntimeMetrics(Protocol):
+    """The scheduler's own metrics the runtime records (netsched.observability.SchedulerMetrics)."""
+
+    @property
+    def framework_extension_point_duration(self) -> _Histogram: ...
+
+    @property
+    def plugin_execution_duration(self) -> _Histogram: ...
+
+    @property
+    def preemption_attempts(self) -> _Counter: ...
+
+    @property
+    def preemption_victims(self) -> _Observer: ...
+
+
+class WaitingPod(Protocol):
+    @property
+    def pod(self) -> PodInfo: ...
+
+    @property
+    def node_name(self) -> str: ...
+
+    def pending_plugins(self) -> list[str]: ...
+
+    def allow(self, plugin: str) -> None: ...
+
+    def reject(self, plugin: str, message: str) -> None: ...
+
+
+class EventRecorder(Protocol):
+    def event(self, pod: PodInfo, type_: str, reason: str, action: str, message: str) -> None:
+        """Record a Kubernetes Event about pod (type_ Normal|Warning). Never raises."""
+        ...
+
+
+class ClusterAPI(Protocol):
+    """Everything the scheduler and its plugins may ask of the cluster: the one API seam.
+
+    Implemented over the API server by netsched.kube.KubeAPI, in memory by
+    netsched.inmemory.MemoryAPI (benchmarks, `netsched simulate`, tests), and
+    by netsched.shadow.DryRunAPI, which records instead of writing (--dry-run).
+    Writes raise netsched.kube.errors.ApiError subclasses.
+    """
+
+    @property
+    def synchronous(self) -> bool:
+        """True when a write is applied before the call returns and costs next to nothing (the
+        in-memory cluster): callers may then write inline, keeping simulations deterministic,
+        where they would otherwise write from a thread of their own."""
+        ...
+
+    def bind(self, pod: PodInfo, node_name: str) -> None:
+        """Bind via pods/binding; Conflict when the pod is already bound."""
+        ...
+
+    def delete_pod(self, pod: PodInfo, grace_period_seconds: int | None = None) -> None:
+        """Delete the pod (preemption); already gone, or replaced by a namesake, counts as done."""
+        ...
+
+    def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:
+        """Patch status.nominatedNodeName ("" clears it)."""
+        ...
+
+    def update_pod_condition(
+        self, pod: PodInfo, condition: Mapping[str, Any], *, nominated_node_name: str | None = None
+    ) -> None:
+        """Set a pod condition (type PodScheduled unless `condition` says otherwise), in one
+        write with status.nominatedNodeName when given; nothing is sent when the pod already
+        carries the same condition and nomination."""
+        ...
+
+    def patch_pod_annotations(self, pod: PodInfo, annotations: Mapping[str, str | None]) -> None:
+        """Merge-patch metadata.annotations; a None value removes that annotation."""
+        ...
+
+    def patch_object(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        subresource: str = "",
+    ) -> Mapping[str, Any]:
+        """JSON merge patch (RFC 7386) of one object of any kind, or of its `subresource`
+        ("status"); returns the object as stored. A `metadata.resourceVersion` in the patch
+        makes a stale write fail with netsched.kube.errors.Conflict, as kube's update does."""
+        ...
+
+
+class Handle(Protocol):
+    """What a plugin can reach of the scheduler. The runtime implements it per profile."""
+
+    @property
+    def profile_name(self) -> str: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def parallelism(self) -> int: ...
+
+    @property
+    def api(self) -> ClusterAPI: ...
+
+    @property
+    def events(self) -> EventRecorder: ...
+
+    @property
+    def metrics(self) -> MetricsProvider | None:
+        """The process-wide metrics hub (netsched.metrics), shared by all profiles."""
+        ...
+
+    @property
+    def gangs(self) -> object | None:
+        """The scheduler's gang manager (netsched.gangs.GangManager, reached with
+        netsched.gangs.gangs_of), shared by all profiles; None when none was wired."""
+        ...
+
+    def filter_rows(
+        self, pod: PodInfo, snapshot: Snapshot, rows: IntArray, *, skip: Collection[str] = ()
+    ) -> tuple[IntArray, Diagnosis]:
+        """The rows of `snapshot` where `pod` passes this profile's PreFilter and Filter plugins
+        (those named in `skip` left out), and why the others do not: "what if" questions (a
+        gang's placement decision) on a snapshot the caller may have changed. Nothing is reserved."""
+        ...
+
+    def snapshot(self) -> Snapshot:
+        """The snapshot of the cycle in progress (stable for the whole cycle)."""
+        ...
+
+    def shutting_down(self, wait: float = 0.0) -> bool:
+        """True once the scheduler is shutting down, waiting up to `wait` seconds (on the clock)
+        for it: a plugin that waits in the binding cycle (PreBind) polls with this and gives
+        up when it answers True (kube cancels the binding cycle's context)."""
+        ...
+
+    def iterate_waiting_pods(self) -> Iterator[WaitingPod]: ...
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo
+    ) -> Status: ...
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status: ...
+
+    @property
+    def objects(self) -> ObjectReader:
+        """Watched objects of the kinds besides pods and nodes (PVCs, PodGroups, ...)."""
+        ...
+
+    def activate(self, pods: Iterable[PodInfo]) -> int:
+        """Move these pending pods from backoff or unschedulable to the active queue now (kube's
+        PodsToActivate: a gang member waiting at Permit wakes its siblings); how many moved."""
+        ...
+
+    def list_pods(self, namespace: str, where: Callable[[PodInfo], bool] | None = None) -> list[PodInfo]:
+        """Pods of `namespace`: pending ones of this scheduler and assigned ones (bound or
+        assumed: node_name set), filtered by `where` (kube's pod lister)."""
+        ...
+
+    def list_pdbs(self) -> list[Mapping[str, Any]]:
+        """PodDisruptionBudgets as raw JSON (empty when none are watched)."""
+        ...
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        """The namespace's labels, or None when it is unknown (namespaceSelector)."""
+        ...
+
+
+class ObjectReader(Protocol):
+    """Raw objects of the watched kinds other than pods and nodes, by resource key
+    ("namespaces", "policy/poddisruptionbudgets", "scheduling.x-k8s.io/podgroups":
+    netsched.kube.resources.Resource.key). Served by netsched.cache.ObjectStore;
+    a kind that is not watched (or not served by the cluster) reads as empty."""
+
+    def list(self, key: str, namespace: str | None = None) -> list[Mapping[str, Any]]: ...
+
+    def get(self, key: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+    def add_index(self, key: str, name: str, fn: Callable[[Mapping[str, Any]], Iterable[str]]) -> None:
+        """Keep objects of `key` indexed by `fn` (idempotent per name; client-go's Indexer)."""
+
+    def by_index(self, key: str, name: str, value: str) -> Sequence[Mapping[str, Any]]: ...
