@@ -9,20 +9,22 @@ imports the other:
   and reached by plugins with `gangs_of(handle)`: permitted and backed-off
   groups, members waiting at Permit, placement decisions, PodGroup status;
 - placement.py: one placement decision per gang (the topology domain that
-  holds it whole, chosen by live link headroom);
+  holds it whole, chosen by live link headroom), built on domains.py (a
+  level's domains), links.py (the link load) and simulation.py (the members
+  placed in a domain, estimated then through the filters);
 - status.py: the PodGroup status writer, wired by the composition root.
 """
 
+from netsched.gangs.domains import HOSTNAME
+from netsched.gangs.links import LinkView
 from netsched.gangs.manager import BackedOffGroups, GangManager, GangMetrics, gangs_of, resource_gap
 from netsched.gangs.placement import (
-    HOSTNAME,
     PLACED,
     PLACEMENT_KEY,
     SPREAD,
     UNSCHEDULABLE,
     Decision,
     DomainVerdict,
-    LinkView,
     Placement,
     Policy,
     decide,
