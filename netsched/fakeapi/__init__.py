@@ -6,6 +6,9 @@ machine without a cluster.  Tests reach it as netsched.testing.fakeapi.
     from netsched.fakeapi import FakeAPIServer
 """
 
-from netsched.fakeapi.server import RESOURCES, ApiError, FakeAPIServer, Fault, RecordedRequest, ResourceType
+from netsched.fakeapi.http_server import Fault, RecordedRequest
+from netsched.fakeapi.resources import RESOURCES, ResourceType
+from netsched.fakeapi.server import FakeAPIServer
+from netsched.fakeapi.store import ApiError
 
 __all__ = ["RESOURCES", "ApiError", "FakeAPIServer", "Fault", "RecordedRequest", "ResourceType"]

@@ -24,19 +24,9 @@ from typing import Any, NamedTuple, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from netsched.fakeapi.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+from netsched.fakeapi.resources import NAMESPACES, PODS, ResourceType, find_resource
 from netsched.fakeapi.selection import Matcher, SelectorError, selector_matcher
-from netsched.fakeapi.store import (
-    NAMESPACES,
-    PODS,
-    ApiError,
-    JsonObj,
-    ResourceType,
-    Store,
-    Watcher,
-    WatchEvent,
-    encode_event,
-    find_resource,
-)
+from netsched.fakeapi.store import ApiError, JsonObj, Store, Watcher, WatchEvent, encode_event
 
 REASONS: dict[int, str] = {
     400: "BadRequest",

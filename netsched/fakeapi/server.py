@@ -44,19 +44,10 @@ from typing import TypeVar
 from netsched.fakeapi.http_server import Fault, HTTPServer, RecordedRequest
 from netsched.fakeapi.patch import strategic_merge_patch
 from netsched.fakeapi.realistic import enrich
+from netsched.fakeapi.resources import ResourceType, resolve_resource
 from netsched.fakeapi.selection import selector_matcher
-from netsched.fakeapi.store import (
-    RESOURCES,
-    ApiError,
-    JsonObj,
-    ResourceType,
-    Store,
-    deep_copy,
-    resolve_resource,
-)
+from netsched.fakeapi.store import JsonObj, Store, deep_copy
 from netsched.observability.tls import ServingCert, serving_cert
-
-__all__ = ["RESOURCES", "ApiError", "FakeAPIServer", "Fault", "RecordedRequest", "ResourceType"]
 
 T = TypeVar("T")
 

@@ -241,8 +241,8 @@ class FakePVController:
     """
 
     def __init__(self, server: Any, *, provision: bool = True, bind: bool = True) -> None:
+        from netsched.fakeapi.resources import resolve_resource
         from netsched.fakeapi.selection import match_all
-        from netsched.fakeapi.store import resolve_resource
 
         self.server = server
         self.provision, self.bind = provision, bind
