@@ -21,7 +21,7 @@ from netsched.cache import ClusterCache, ObjectStore
 from netsched.clock import Clock
 from netsched.config import SchedulerConfig
 from netsched.eventhandlers import EventHandlers
-from netsched.framework.cluster_events import ActionType, ClusterEvent
+from netsched.framework.cluster_events import UNSCHEDULED_POD, ActionType, ClusterEvent
 from netsched.framework.extension_points import PluginFactory
 from netsched.framework.handle import Services
 from netsched.framework.runtime import Framework
@@ -184,6 +184,10 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
         hints=hints_for,
         queueing_hints=edges.queueing_hints,
     )
+
+    def unscheduled_pod_events() -> bool:
+        return any((h := hints_for(name)) is not None and h.registers(UNSCHEDULED_POD) for name in profiles)
+
     first_recorder = next(iter(recorders.values()))
     handlers = EventHandlers(
         cache=cache,
@@ -192,6 +196,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
         scheduler_names=list(profiles),
         on_malformed=(lambda _pod, _err: metrics.malformed_pods.inc()) if metrics is not None else None,
         on_assigned=edges.on_assigned,
+        unscheduled_pod_events=unscheduled_pod_events,
     )
     pod_lister.append(handlers.pods_in_namespace)
     scheduler = Scheduler(

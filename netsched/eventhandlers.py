@@ -8,8 +8,10 @@ Cluster events that can make unschedulable pods fit (a node added or
 changed, a pod leaving a node) go to the queue as ClusterEvents with the
 object before and after, for the plugins' queueing hints; a node update is
 classified by what changed (kube's nodeSchedulingPropertiesChange), so a
-heartbeat carries no action and moves nothing.  The queue keeps the
-nominator (preemption's nominated pods) in step itself.
+heartbeat carries no action and moves nothing.  A new pending pod is an
+event too (UnscheduledPodAdd: it may complete a gang's member count) while a
+plugin registers it, as kube sends it only with gang scheduling on.  The queue
+keeps the nominator (preemption's nominated pods) in step itself.
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ from typing import Any, Protocol
 
 from netsched.cache import ClusterCache
 from netsched.cache.pod_table import PodTable
-from netsched.framework.cluster_events import ASSIGNED_POD_DELETE, NODE, ActionType, ClusterEvent
+from netsched.framework.cluster_events import (
+    ASSIGNED_POD_DELETE,
+    NODE,
+    UNSCHEDULED_POD_ADD,
+    ActionType,
+    ClusterEvent,
+)
 from netsched.framework.parse import PodParseError, parse_node, parse_pod
 from netsched.framework.seams import EventRecorder
 from netsched.framework.types import NodeInfo, PodInfo
@@ -100,7 +108,10 @@ class EventHandlers:
         scheduler_names: Collection[str],
         on_malformed: Callable[[PodInfo, PodParseError], None] | None = None,
         on_assigned: Callable[[PodInfo], None] | None = None,
+        unscheduled_pod_events: Callable[[], bool] = lambda: False,
     ) -> None:
+        """`unscheduled_pod_events`: whether a plugin of the current profiles registers
+        UNSCHEDULED_POD events (each costs a pass over the unschedulable pool)."""
         self.cache = cache
         self.queue = queue
         # Events are reported by the profile (schedulerName) the pod asked for.
@@ -109,6 +120,7 @@ class EventHandlers:
         self._on_malformed = on_malformed
         # Shadow mode: compare our prediction with the real binding.
         self._on_assigned = on_assigned
+        self._unscheduled_pod_events = unscheduled_pod_events
         self._lock = threading.Lock()
         self._pending = PodTable()
         self._reported: dict[str, str] = {}  # uid -> resourceVersion reported as malformed
@@ -247,6 +259,8 @@ class EventHandlers:
             return
         if old is None:
             self.queue.add(pod)
+            if self._unscheduled_pod_events():
+                self.queue.move_all_to_active_or_backoff(UNSCHEDULED_POD_ADD, new=pod)
         elif old.resource_version != pod.resource_version:
             self.queue.update(old, pod)
 

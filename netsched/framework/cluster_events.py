@@ -50,11 +50,12 @@ class ActionType(enum.IntFlag):
     ALL = ADD | DELETE | UPDATE
 
 
-# Resources of ClusterEvent: NODE, ASSIGNED_POD (a pod bound to a node), METRICS_POLLED
-# (new measurements in the shared metrics cache), the Kind of an OBJECT_KINDS entry
-# ("PodDisruptionBudget", "PersistentVolumeClaim", ...), or WILDCARD.
+# Resources of ClusterEvent: NODE, ASSIGNED_POD (a pod bound to a node), UNSCHEDULED_POD (a
+# pending pod of ours), METRICS_POLLED (new measurements in the shared metrics cache), the Kind
+# of an OBJECT_KINDS entry ("PodDisruptionBudget", "PersistentVolumeClaim", ...), or WILDCARD.
 NODE = "Node"
 ASSIGNED_POD = "Pod"
+UNSCHEDULED_POD = "UnscheduledPod"
 METRICS_POLLED = "MetricsPolled"
 WILDCARD = "*"
 
@@ -83,6 +84,9 @@ WILDCARD_EVENT = ClusterEvent(WILDCARD, ActionType.ALL, "WildCardEvent")
 METRICS_POLLED_EVENT = ClusterEvent(METRICS_POLLED, ActionType.UPDATE_OTHER, "MetricsPolled")
 # A pod left a node: deleted, or forgotten after its binding cycle failed (kube's EventAssignedPodDelete).
 ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+# A new pending pod (kube's EventUnscheduledPodAdd): sent only while a profile's plugin registers
+# it (a gang's member count), as kube sends it only with its gang scheduling enabled.
+UNSCHEDULED_POD_ADD = ClusterEvent(UNSCHEDULED_POD, ActionType.ADD, "UnscheduledPodAdd")
 
 
 class QueueingHint(enum.Enum):

@@ -40,6 +40,7 @@ class HintMap:
 
     def __init__(self, registrations: Mapping[str, Sequence[ClusterEventWithHint] | None]) -> None:
         self._regs = {name: None if regs is None else tuple(regs) for name, regs in registrations.items()}
+        self._resources = frozenset(r.event.resource for regs in self._regs.values() for r in regs or ())
 
     @classmethod
     def of_plugins(cls, plugins: Mapping[str, AnyPlugin]) -> HintMap:
@@ -52,6 +53,11 @@ class HintMap:
                 log.exception("events_to_register failed, registering every event plugin=%s", name)
                 regs[name] = None
         return cls(regs)
+
+    def registers(self, resource: str) -> bool:
+        """A plugin names events of `resource` (a wildcard registration does not count): the
+        events some resources would cost are sent only then (UNSCHEDULED_POD_ADD)."""
+        return resource in self._resources
 
     def worth_requeuing(self, qp: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> bool:
         """kube's isPodWorthRequeuing, reduced to Queue / Skip (a pod is never requeued "sooner")."""

@@ -20,6 +20,7 @@ from typing import Any
 from netsched.framework import (
     ASSIGNED_POD,
     NODE,
+    UNSCHEDULED_POD,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -68,8 +69,9 @@ class Coscheduling(
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """What can undo each PreFilter rejection (see the README's Queueing hints).
 
-        Too few members: a member bound (by anyone) or the group's minMember lowered; a new
-        pending member needs no event, it is tried itself and wakes the rest at Permit.
+        Too few members: a member bound (by anyone), a new pending member that completes the
+        count (a gated one is never tried itself, so it cannot wake the rest at Permit; kube's
+        GangScheduling registers UnscheduledPod/Add alike), or the group's minMember lowered.
         PodGroup missing or malformed: the group added or its spec changed.  minResources
         beyond the cluster: room freed or added.  Backed off: any of these once the backoff is
         over (and the gang manager wakes a backed-off gang when its backoff ends).  Members
@@ -79,6 +81,7 @@ class Coscheduling(
             ClusterEventWithHint(ClusterEvent(PODGROUP_KIND, ActionType.ADD), self._group_added),
             ClusterEventWithHint(ClusterEvent(PODGROUP_KIND, ActionType.UPDATE), self._group_spec_changed),
             ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.ADD), self._member_bound),
+            ClusterEventWithHint(ClusterEvent(UNSCHEDULED_POD, ActionType.ADD), self._member_added),
             ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), self._room_freed),
             ClusterEventWithHint(
                 ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE), self._room_freed
@@ -113,6 +116,20 @@ class Coscheduling(
         if group and isinstance(new, PodInfo) and full_name(new) == group:
             return QueueingHint.QUEUE
         return self._backoff_over(pod)
+
+    def _member_added(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+        """Only the member that brings the group to minMember: one arriving before would send
+        every sibling through another attempt that cannot pass."""
+        group = full_name(pod)
+        if not group or not isinstance(new, PodInfo) or new.uid == pod.uid or full_name(new) != group:
+            return QueueingHint.SKIP
+        try:
+            pg = self.group_of(pod)
+        except GroupError:
+            return QueueingHint.SKIP
+        if pg is None or len(self.gangs.members(pg)) < pg.min_member:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
 
     def _room_freed(self, pod: PodInfo, _old: Any, _new: Any) -> QueueingHint:
         try:

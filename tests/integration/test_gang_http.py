@@ -177,6 +177,22 @@ def test_timeout_releases_every_waiting_member(server: FakeAPIServer, app: Sched
     )
 
 
+def test_a_gated_member_arriving_after_its_sibling_was_turned_away_completes_the_gang(
+    server: FakeAPIServer, app: SchedulerApp
+) -> None:
+    nodes(server)
+    podgroup(server, "late", 2, scheduleTimeoutSeconds=1)
+    member(server, "late", "late0")
+    start(app)
+    wait_until(lambda: events(server, "late0", "FailedScheduling"), what="late0 turned away: too few")
+    # Never tried itself, the gated member still completes the count: late0 goes to Permit.
+    member(server, "late", "late1", gated=True)
+    wait_until(lambda: events(server, "late0", "WaitingForGang"), what="late0 waiting at Permit")
+    wait_until(lambda: events(server, "late", "GangReleased", kind="PodGroup"), timeout=15, what="released")
+    wait_until(lambda: holds_nothing(app), what="nothing held")
+    assert bound(server, "late") == []
+
+
 def test_member_deleted_while_others_wait(server: FakeAPIServer, app: SchedulerApp) -> None:
     nodes(server)
     podgroup(server, "d", 3, scheduleTimeoutSeconds=2)

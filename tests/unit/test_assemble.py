@@ -175,3 +175,42 @@ def test_a_reload_reaches_pre_enqueue_the_hints_and_the_cycle_together() -> None
     h.on_pod_event("ADDED", after)
     assert q.where(after["metadata"]["uid"]) != GATED
     parts.scheduler.shutdown(1)
+
+
+GANGS = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: a
+  plugins:
+    multiPoint:
+      enabled: [{name: Coscheduling}]
+    queueSort:
+      enabled: [{name: Coscheduling}]
+      disabled: [{name: "*"}]
+"""
+
+
+def test_a_new_pending_pod_is_an_event_only_where_a_plugin_registers_it() -> None:
+    """UnscheduledPodAdd costs a pass over the unschedulable pool per new pod: it is sent only
+    while a profile's plugin names it (Coscheduling: a member completing its gang's count), as
+    kube sends it only with gang scheduling on. A pod whose rejector is unknown to the profile
+    moves on any event sent (the safe default), so it shows whether one was."""
+    from netsched.queue import UNSCHEDULABLE
+
+    reg = build_registry()
+    events = MemoryEvents()
+    for config, sent in ((TWO_PROFILES, False), (GANGS, True)):
+        edges = Edges(api=MemoryAPI(), recorder=lambda _name: events, clock=ManualClock())
+        parts = assemble(load_config(config, reg), reg, edges)
+        q, h = parts.queue, parts.handlers
+        parked = make_pod("parked").scheduler("a").obj()
+        h.on_pod_event("ADDED", parked)
+        qp = q.pop(timeout=0)
+        assert qp is not None
+        qp.unschedulable_plugins = frozenset({"NotInProfile"})
+        assert q.add_unschedulable_if_not_present(qp)
+        q.done(qp.pod.uid)
+        h.on_pod_event("ADDED", make_pod("new").scheduler("a").obj())
+        assert (q.where(qp.pod.uid) != UNSCHEDULABLE) is sent, config
+        parts.scheduler.shutdown(1)

@@ -12,7 +12,15 @@ import pytest
 from netsched.app import build_registry
 from netsched.clock import ManualClock
 from netsched.config import ConfigError, load_config
-from netsched.framework import ASSIGNED_POD, NODE, ActionType, ClusterEvent, Fields, QueuedPodInfo
+from netsched.framework import (
+    ASSIGNED_POD,
+    NODE,
+    UNSCHEDULED_POD,
+    ActionType,
+    ClusterEvent,
+    Fields,
+    QueuedPodInfo,
+)
 from netsched.framework.fields import ErrorList
 from netsched.inmemory import InMemoryCluster
 from netsched.plugins.coscheduling import (
@@ -333,6 +341,35 @@ def test_members_arriving_one_by_one_are_woken_when_the_gang_can_start() -> None
     assert held(c) == (0, 0)
 
 
+def test_a_gated_member_that_completes_the_count_wakes_the_members_turned_away() -> None:
+    # A gated member is never tried itself, so it cannot wake its siblings at Permit: its
+    # arrival does (the informers may deliver it after its siblings were tried).
+    c = cluster()
+    c.add_object(PG, podgroup("a", 3))
+    gang(c, "a", 2)
+    c.schedule_pending()  # too few members: parked as unschedulable
+    uids = [p.uid for i in range(2) if (p := c.handlers.pending_pod_by_key(f"default/a{i}")) is not None]
+    assert [c.queue.where(u) for u in uids] == [UNSCHEDULABLE, UNSCHEDULABLE]
+    c.add_pod(make_pod("a2").label(POD_GROUP_LABEL, "a").req(cpu="2").gate("hold").obj())
+    assert all(c.queue.where(u) != UNSCHEDULABLE for u in uids)
+    assert isinstance(c.clock, ManualClock)
+    c.clock.step(2.0)
+    c.queue.flush_backoff_completed()
+    c.schedule_pending()
+    assert held(c) == (2, 2)  # both wait at Permit for the gated one
+
+
+def test_a_member_that_leaves_the_gang_short_wakes_nobody() -> None:
+    c = cluster()
+    c.add_object(PG, podgroup("a", 4))
+    gang(c, "a", 2)
+    c.schedule_pending()
+    uids = [p.uid for i in range(2) if (p := c.handlers.pending_pod_by_key(f"default/a{i}")) is not None]
+    c.add_pod(make_pod("a2").label(POD_GROUP_LABEL, "a").req(cpu="2").gate("hold").obj())
+    c.add_pod(make_pod("b0").label(POD_GROUP_LABEL, "b").req(cpu="2").gate("hold").obj())
+    assert [c.queue.where(u) for u in uids] == [UNSCHEDULABLE, UNSCHEDULABLE]
+
+
 def _pg_update(name: str, min_member: int, **status: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     old = podgroup(name, min_member)
     new = {**old, "metadata": {**old["metadata"], "resourceVersion": "2"}, "status": status}
@@ -344,8 +381,11 @@ GROUP_UPDATE = ClusterEvent("PodGroup", ActionType.UPDATE_OTHER)
 NODE_ADD = ClusterEvent(NODE, ActionType.ADD)
 POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD)
 POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE)
+PENDING_ADD = ClusterEvent(UNSCHEDULED_POD, ActionType.ADD)
 MEMBER = make_pod("a9").label(POD_GROUP_LABEL, "a").node("n0").info()
 STRANGER = make_pod("b0").label(POD_GROUP_LABEL, "b").node("n0").info()
+PENDING = make_pod("a8").label(POD_GROUP_LABEL, "a").info()
+PENDING_STRANGER = make_pod("b1").label(POD_GROUP_LABEL, "b").info()
 OTHER_NS = {**podgroup("a", 2), "metadata": {**podgroup("a", 2)["metadata"], "namespace": "other"}}
 
 
@@ -379,6 +419,9 @@ OTHER_NS = {**podgroup("a", 2), "metadata": {**podgroup("a", 2)["metadata"], "na
         ("a pod of another group bound", POD_ADD, {}, None, None, STRANGER, "QueueSkip"),
         ("a pod of another group bound, backoff over", POD_ADD, {}, 11.0, None, STRANGER, "Queue"),
         ("a pod of another group bound, still backed off", POD_ADD, {}, 5.0, None, STRANGER, "QueueSkip"),
+        # A pending member completing the count: test_a_gated_member_that_completes_the_count...
+        ("a pending member added, still too few", PENDING_ADD, {}, None, None, PENDING, "QueueSkip"),
+        ("a pending pod of another group added", PENDING_ADD, {}, None, None, PENDING_STRANGER, "QueueSkip"),
         ("node added, no minResources", NODE_ADD, {}, None, None, None, "QueueSkip"),
         ("node added, minResources", NODE_ADD, {"minResources": {"cpu": "1"}}, None, None, None, "Queue"),
         (

@@ -408,3 +408,11 @@ def test_volume_plugin_hint(
     cls: type[Plugin], event: ClusterEvent, pod: PodInfo, old: Any, new: Any, expected: QueueingHint | None
 ) -> None:
     assert _hint(_plugin(cls), event, pod, old, new) == expected
+
+
+def test_a_resource_counts_as_registered_only_where_a_plugin_names_it() -> None:
+    hints = _hints(
+        Silent=None, Any=_Only(ClusterEvent("*", ActionType.ADD), None), Only=_Only(NODE_ADD, None)
+    )
+    assert hints.registers(NODE)
+    assert not hints.registers(ASSIGNED_POD)  # neither the wildcard nor "every event" names it
