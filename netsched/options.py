@@ -19,6 +19,7 @@ from netsched.app import AppOptions
 from netsched.config import ConfigError, SchedulerConfig, load_config, validate_config
 from netsched.framework.registry import Registry
 from netsched.observability.server import SecureServing
+from netsched.version import KUBE_BASELINE
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +42,9 @@ DEPRECATED_FLAGS = {
     "profiling": "--profiling",
     "contention_profiling": "--contention-profiling",
 }
-# kube v1.31 gates about scheduling that netsched knows: accepted, so kube command lines keep
-# working; APPLIED_FEATURE_GATES change behaviour, the others keep their v1.31 default whatever
-# value is given.
+# Gates of kube's KUBE_BASELINE about scheduling that netsched knows: accepted, so kube command
+# lines keep working; APPLIED_FEATURE_GATES change behaviour, the others keep the baseline's
+# default whatever value is given.
 APPLIED_FEATURE_GATES = frozenset({"SchedulerQueueingHints"})
 KNOWN_FEATURE_GATES = frozenset(
     {
@@ -138,7 +139,9 @@ def warn_about_flags(opts: argparse.Namespace, cfg: SchedulerConfig, ignored: Se
         if gate in APPLIED_FEATURE_GATES:
             log.info("Feature gate applied gate=%s value=%s", gate, value)
         elif gate in KNOWN_FEATURE_GATES:
-            log.info("Feature gate accepted; netsched follows kube v1.31 gate=%s value=%s", gate, value)
+            log.info(
+                "Feature gate accepted; netsched follows kube %s gate=%s value=%s", KUBE_BASELINE, gate, value
+            )
         else:
             log.warning("Unknown feature gate; ignored gate=%s value=%s", gate, value)
     if opts.tls_cipher_suites:

@@ -100,7 +100,7 @@ from netsched.framework.selectors import (
     WeightedPodAffinityTerm,
     label_key_errors,
 )
-from netsched.framework.snapshot import BoolArray, IntArray, Snapshot
+from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import HostPort, NodeInfo, PodInfo, QueuedPodInfo, Taint, Toleration
 
@@ -136,6 +136,7 @@ __all__ = [
     "FrameworkBuildError",
     "Handle",
     "HostPort",
+    "FloatArray",
     "IntArray",
     "LabelCodes",
     "LabelSelector",

@@ -23,9 +23,10 @@ from netsched.framework.types import NodeInfo
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 
 # What batch plugins take and give: snapshot rows (`idx`) or an int64 per row (scores),
-# and a mask over rows.
+# a mask over rows, and a float64 per row (utilisation, link load).
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
 
 
 class Snapshot:

@@ -15,10 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework.snapshot import BoolArray, IntArray, Snapshot
+from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.framework.types import PodInfo
-
-FloatArray = np.ndarray  # float64 vectors over snapshot rows
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,10 +19,10 @@ import numpy as np
 from netsched.framework.diagnosis import Diagnosis
 from netsched.framework.pod_index import INDEX_KEY, PodIndex
 from netsched.framework.quantity import CPU, PODS
-from netsched.framework.snapshot import BoolArray, IntArray, Snapshot
+from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.gangs.domains import Domain, wanted
-from netsched.gangs.links import FloatArray, LinkLoad
+from netsched.gangs.links import LinkLoad
 
 # (member, snapshot rows) -> (rows where the member passes PreFilter and Filter, why the others do not)
 Feasible = Callable[[PodInfo, IntArray], tuple[IntArray, Diagnosis]]

@@ -310,12 +310,6 @@ class KubeClient:
         )
         return reply
 
-    def call_json(
-        self, verb: str, resource: str, fn: Callable[..., Any], *args: Any, retry: bool = True, **kwargs: Any
-    ) -> JsonObj:
-        """`call`, returning only the body."""
-        return self.call(verb, resource, fn, *args, retry=retry, **kwargs).body
-
     def open_stream(self, verb: str, resource: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """One attempt at a streaming request (a watch); returns the unread urllib3 response."""
         kwargs.setdefault("_request_timeout", self.timeout)

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from netsched.framework.snapshot import FloatArray
 from netsched.metrics.args import NodeMappingArgs
-from netsched.metrics.mapping import FloatArray, series_key
+from netsched.metrics.mapping import series_key
 from netsched.metrics.queries import QueryKey
 
 # rate() over jittered scrapes can put an idle CPU a hair below zero; values

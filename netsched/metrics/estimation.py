@@ -27,10 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from netsched.framework.quantity import CPU, MEMORY, QuantityError, parse_quantity
-from netsched.framework.snapshot import Snapshot
+from netsched.framework.snapshot import FloatArray, Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics.args import EstimationArgs
-from netsched.metrics.mapping import FloatArray
 
 INGRESS_BANDWIDTH = "kubernetes.io/ingress-bandwidth"
 EGRESS_BANDWIDTH = "kubernetes.io/egress-bandwidth"

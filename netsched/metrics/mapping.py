@@ -17,12 +17,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from netsched.framework.snapshot import FloatArray
 from netsched.framework.types import NodeInfo
 from netsched.metrics.args import BY_INSTANCE, NodeMappingArgs
 
-FloatArray = npt.NDArray[np.float64]
 RowArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 
 # Address types in lookup priority: a Hostname shared by two nodes must not
 # shadow a unique InternalIP.

@@ -23,9 +23,9 @@ The app's side of the pipeline (MetricsHub, the client, the self-check) is
 `netsched.metrics`; plugins never construct it, they reach it through the Handle.
 """
 
+from netsched.framework.snapshot import FloatArray
 from netsched.metrics.args import PrometheusArgs
 from netsched.metrics.estimation import CPU_COL, MEMORY_COL, pod_load
-from netsched.metrics.mapping import FloatArray
 from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
 from netsched.metrics.scoring import MetricArgs, MetricScorePlugin, QueryScorePlugin
 from netsched.metrics.source import MetricSource

@@ -33,11 +33,10 @@ from netsched.framework.extension_points import (
 )
 from netsched.framework.fields import Fields
 from netsched.framework.seams import Handle
-from netsched.framework.snapshot import IntArray, Snapshot
+from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.metrics.args import PrometheusArgs
-from netsched.metrics.mapping import BoolArray, FloatArray
 from netsched.metrics.source import MetricSource
 from netsched.metrics.utilisation import METRICS_EVENTS, source_for
 

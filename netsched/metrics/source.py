@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from netsched.framework.snapshot import Snapshot
+from netsched.framework.snapshot import BoolArray, FloatArray, Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics.args import PrometheusArgs
 from netsched.metrics.estimation import Coverage, Estimates, Estimator, pod_bandwidth
-from netsched.metrics.mapping import BoolArray, FloatArray, NodeResolver, align
+from netsched.metrics.mapping import NodeResolver, align
 from netsched.metrics.poller import Poller
 from netsched.metrics.queries import CPU, MEMORY, NETWORK_RX, NETWORK_TX, QueryKey, builtin_query, render
 from netsched.metrics.selfcheck import SelfCheckReport

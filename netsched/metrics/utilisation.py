@@ -28,10 +28,9 @@ from netsched.framework.cluster_events import (
 )
 from netsched.framework.extension_points import MAX_NODE_SCORE
 from netsched.framework.seams import Handle
-from netsched.framework.snapshot import IntArray, Snapshot
+from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.metrics import queries as q
 from netsched.metrics.args import PrometheusArgs
-from netsched.metrics.mapping import BoolArray, FloatArray
 from netsched.metrics.source import MetricSource
 
 NEUTRAL_SCORE = MAX_NODE_SCORE / 2

@@ -30,6 +30,7 @@ import numpy as np
 from netsched.clock import Clock
 from netsched.framework.parse import parse_node, parse_pod
 from netsched.framework.quantity import CPU, MEMORY
+from netsched.framework.snapshot import FloatArray
 from netsched.framework.types import PodInfo
 from netsched.metrics import (
     BUILTIN_METRICS,
@@ -44,8 +45,6 @@ from netsched.metrics import CPU as CPU_METRIC
 from netsched.metrics import MEMORY as MEMORY_METRIC
 from netsched.metrics.args import BY_INSTANCE, ConnectionKey
 from netsched.simulate.scenario import Scenario
-
-FloatArray = np.ndarray[Any, np.dtype[np.float64]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,10 +26,11 @@ import numpy as np
 
 from netsched.framework.parse import parse_pod
 from netsched.framework.quantity import CPU, MEMORY
+from netsched.framework.snapshot import FloatArray
 from netsched.metrics import pod_bandwidth
 from netsched.simulate.engine import Run
 from netsched.simulate.gangs import GangOutcome, gang_outcomes
-from netsched.simulate.model import FloatArray, LoadModel, Loads
+from netsched.simulate.model import LoadModel, Loads
 from netsched.simulate.scenario import Scenario
 
 RESOURCES = ("network", "cpu", "memory")

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from netsched.framework import (
     MAX_NODE_SCORE,
     CycleState,
+    FloatArray,
     Handle,
     IntArray,
     NodeInfo,
@@ -37,8 +38,6 @@ from netsched.plugins.noderesources.args import NodeResourcesBalancedAllocationA
 from netsched.plugins.noderesources.resources import node_pair, pod_score_request, table_pair
 
 PRE_SCORE_KEY = "PreScore" + names.NODE_RESOURCES_BALANCED_ALLOCATION
-
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,10 +23,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from netsched.framework import (
     MAX_NODE_SCORE,
+    FloatArray,
     IntArray,
     LabelCodes,
     NodeInfo,
@@ -46,7 +46,6 @@ from netsched.plugins.pod_topology_spread.constraints import (
 )
 
 PRE_SCORE_KEY = "PreScorePodTopologySpread"
-FloatArray = npt.NDArray[np.float64]
 IGNORED = -1
 
 

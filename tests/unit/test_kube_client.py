@@ -93,14 +93,14 @@ def test_call_returns_status_and_parsed_body_and_asks_for_raw_content() -> None:
 
 def test_empty_body_is_an_empty_dict() -> None:
     client, _ = make_client()
-    assert client.call_json("delete", "pods", Script(FakeResponse(200))) == {}
+    assert client.call("delete", "pods", Script(FakeResponse(200))).body == {}
 
 
 def test_transient_errors_are_retried_then_succeed() -> None:
     client, sleeps = make_client(backoff=0.1, max_backoff=1.0)
     reset = urllib3.exceptions.ProtocolError("Connection aborted.", ConnectionResetError(104, "reset"))
     fn = Script(reset, status_exc(503, "ServiceUnavailable"), FakeResponse(200, {"items": []}))
-    assert client.call_json("list", "nodes", fn) == {"items": []}
+    assert client.call("list", "nodes", fn).body == {"items": []}
     assert len(fn.calls) == 3
     assert len(sleeps) == 2
     assert all(0.0 < s <= 1.0 for s in sleeps)
@@ -112,7 +112,7 @@ def test_a_reset_while_reading_the_body_is_retried_too() -> None:
     client, _ = make_client()
     broken = FakeResponse(200, fail_read=urllib3.exceptions.ProtocolError("IncompleteRead"))
     fn = Script(broken, FakeResponse(200, {"ok": True}))
-    assert client.call_json("get", "nodes", fn, "n1") == {"ok": True}
+    assert client.call("get", "nodes", fn, "n1").body == {"ok": True}
 
 
 def test_permanent_errors_are_not_retried_and_keep_their_cause() -> None:
