@@ -6,8 +6,9 @@ event writes (netsched.kube.events.writer) and Prometheus queries
 starts and ends, and when to stop; `policy()` builds the tenacity.Retrying
 the same way for all of them: exponential backoff with jitter, a server's
 Retry-After honoured when the caller can read one, waits never past a
-deadline on an injected clock, the failure re-raised as itself, sleep
-injectable so tests never wait.
+deadline on an injected clock, a cancel event that ends the waits (shutdown)
+with no further attempt, the failure re-raised as itself, sleep injectable
+so tests never wait.
 
 `retry_after_first()` enters a policy with attempt 1 already made and
 failed. Hot paths make their first attempt outside tenacity (its loop costs
@@ -21,6 +22,7 @@ policy reads as one.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -39,11 +41,12 @@ def policy(
     backoff: float,
     max_backoff: float,
     stop: stop_base,
-    sleep: Callable[[float], Any] = time.sleep,
+    sleep: Callable[[float], Any] | None = None,
     before_sleep: Callable[[RetryCallState], None] | None = None,
     retry_after: Callable[[BaseException], float] | None = None,
     max_retry_after: float = 0.0,
     deadline: tuple[Callable[[], float], float] | None = None,
+    cancel: threading.Event | None = None,
 ) -> tenacity.Retrying:
     """A retry policy: failures for which `transient` is true are tried again until `stop`.
 
@@ -51,23 +54,52 @@ def policy(
     of jitter. `retry_after(error)` is the server's Retry-After hint in seconds
     (0: none); a hint longer than the wait wins, capped at `max_retry_after`.
     `deadline` is (now, when) on the caller's clock: no wait runs past it and no
-    attempt is made that could only start at it.
+    attempt is made that could only start at it (tenacity decides the stop after the wait, so
+    a wait that would cross the deadline is never slept).  `cancel` set ends retrying: no
+    wait starts, a wait under way ends at once (`sleep` defaults to `cancel.wait`), and
+    the failure before it is raised with no further attempt.  `sleep` defaults to
+    time.sleep otherwise.
     """
     wait: wait_base = tenacity.wait_exponential_jitter(multiplier=backoff, max=max_backoff, jitter=backoff)
     if retry_after is not None:
         wait = wait_retry_after(wait, retry_after, max_retry_after)
     if deadline is not None:
-        now, when = deadline
-        wait = wait_capped(wait, now, when)
-        stop = stop | stop_at_deadline(now, when)
+        stop = stop | stop_at_deadline(*deadline)
+    if cancel is not None:
+        stop = stop | stop_when(cancel.is_set)
+        sleep, before_sleep = _cancellable(cancel, sleep or cancel.wait, before_sleep)
     return tenacity.Retrying(
         retry=tenacity.retry_if_exception(transient),
         wait=wait,
         stop=stop,
-        sleep=sleep,
+        sleep=sleep or time.sleep,
         before_sleep=before_sleep,
         reraise=True,
     )
+
+
+def _cancellable(
+    cancel: threading.Event,
+    sleep: Callable[[float], Any],
+    before_sleep: Callable[[RetryCallState], None] | None,
+) -> tuple[Callable[[float], None], Callable[[RetryCallState], None]]:
+    """`sleep` and `before_sleep` for a policy that `cancel` ends: tenacity makes the next attempt
+    straight after a sleep, so a sleep that ends with `cancel` set raises the failure it followed
+    (remembered per thread by before_sleep: one policy serves many threads)."""
+    failures = threading.local()
+
+    def remember(state: RetryCallState) -> None:
+        failures.last = state.outcome.exception() if state.outcome is not None else None
+        if before_sleep is not None:
+            before_sleep(state)
+
+    def wait(seconds: float) -> None:
+        sleep(seconds)
+        last = getattr(failures, "last", None)
+        if cancel.is_set() and last is not None:
+            raise last
+
+    return wait, remember
 
 
 def retry_after_first(
@@ -104,18 +136,6 @@ class wait_retry_after(wait_base):
         return wait
 
 
-class wait_capped(wait_base):
-    """An inner wait, never sleeping past the deadline."""
-
-    def __init__(self, inner: wait_base, now: Callable[[], float], deadline: float) -> None:
-        self.inner = inner
-        self.now = now
-        self.deadline = deadline
-
-    def __call__(self, retry_state: RetryCallState) -> float:
-        return max(0.0, min(self.inner(retry_state), self.deadline - self.now()))
-
-
 class stop_at_deadline(stop_base):
     """Stop when the wait before the next attempt would reach a deadline on the injected clock.
 
@@ -147,6 +167,5 @@ __all__ = [
     "retry_after_first",
     "stop_at_deadline",
     "stop_when",
-    "wait_capped",
     "wait_retry_after",
 ]

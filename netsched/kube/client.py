@@ -47,7 +47,7 @@ from netsched.kube.errors import (
 )
 from netsched.kube.ratelimit import TokenBucket
 from netsched.kube.transport import Transport
-from netsched.retry import policy, retry_after_first, stop_when
+from netsched.retry import policy, retry_after_first
 
 log = logging.getLogger(__name__)
 
@@ -129,13 +129,12 @@ class KubeClient:
             is_transient,
             backoff=r.backoff,
             max_backoff=r.max_backoff,
-            stop=tenacity.stop_after_delay(r.max_delay)
-            | tenacity.stop_after_attempt(r.max_attempts)
-            | stop_when(self._cancelled.is_set),
-            sleep=sleep if sleep is not None else self._cancelled.wait,
+            stop=tenacity.stop_after_delay(r.max_delay) | tenacity.stop_after_attempt(r.max_attempts),
+            sleep=sleep,
             before_sleep=self._before_sleep,
             retry_after=retry_after_hint,
             max_retry_after=r.max_retry_after,
+            cancel=self._cancelled,
         )
         self._stats_lock = threading.Lock()
         self.requests_total = 0

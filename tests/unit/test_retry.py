@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -174,3 +175,46 @@ def test_policies_are_built_only_by_the_factory() -> None:
                 if name in ("Retrying", "AsyncRetrying", "retry"):
                     offenders.append(f"{path.relative_to(root)}:{node.lineno} {name}(...)")
     assert not offenders, "\n".join(offenders)
+
+
+def test_cancel_during_a_wait_raises_the_failure_before_it_with_no_further_attempt() -> None:
+    cancel = threading.Event()
+    waited: list[float] = []
+
+    def sleep(s: float) -> None:  # shutdown arrives during the first wait
+        waited.append(s)
+        cancel.set()
+
+    r = make(
+        [], backoff=5.0, max_backoff=5.0, stop=tenacity.stop_after_attempt(10), sleep=sleep, cancel=cancel
+    )
+    failures = [Flaky(), Flaky()]
+    first = failures[0]
+    calls, fn = failing(failures)
+    with pytest.raises(Flaky) as info:
+        r(fn)
+    assert calls == [1] and len(waited) == 1 and info.value is first
+
+
+def test_cancel_set_before_a_failure_stops_without_waiting() -> None:
+    cancel = threading.Event()
+    cancel.set()
+    sleeps: list[float] = []
+    r = make(sleeps, backoff=5.0, max_backoff=5.0, stop=tenacity.stop_after_attempt(10), cancel=cancel)
+    calls, fn = failing([Flaky(), Flaky()])
+    with pytest.raises(Flaky):
+        retry_after_first(r, Flaky(), fn)
+    assert calls == [0] and sleeps == []
+
+
+def test_cancel_ends_a_real_wait_at_once() -> None:
+    """The default sleep is the cancel event's wait: a 30 s backoff ends when it is set."""
+    cancel = threading.Event()
+    r = policy(transient, backoff=30.0, max_backoff=30.0, stop=tenacity.stop_after_attempt(3), cancel=cancel)
+    calls, fn = failing([Flaky(), Flaky(), Flaky()])
+    timer = threading.Timer(0.1, cancel.set)
+    timer.start()
+    with pytest.raises(Flaky):
+        r(fn)
+    timer.join()
+    assert calls == [1]

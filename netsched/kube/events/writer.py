@@ -33,7 +33,7 @@ from netsched.kube.errors import AlreadyExists, ApiError, NotFound, is_transient
 from netsched.kube.events.recorder import MAX_FIELD, Occurrence, event_body
 from netsched.kube.events.series import Series, SeriesCache
 from netsched.kube.events.sink import CORE_V1, EVENTS_V1, EventSink
-from netsched.retry import policy, retry_after_first, stop_when
+from netsched.retry import policy, retry_after_first
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ class Delivery:
         self._on_drop = on_drop
         self._on_written = on_written
         self._abandon = threading.Event()  # set when shutdown's deadline passes
-        self._sleep: Callable[[float], object] = sleep or self._abandon.wait
+        self._sleep = sleep  # between retries; by default a wait that abandon() cuts short
         self._last_name_ns = 0
         self._logged: set[str] = set()
         self._lock = threading.Lock()
@@ -154,15 +154,13 @@ class Delivery:
             is_transient,
             backoff=r.backoff,
             max_backoff=r.max_backoff,
-            stop=stop_when(self._abandon.is_set),
-            sleep=self._wait,
+            stop=tenacity.stop_never,
+            sleep=self._sleep,
             before_sleep=self._before_retry,
             retry_after=retry_after_hint,
             max_retry_after=r.max_retry_after,
+            cancel=self._abandon,
         )
-
-    def _wait(self, seconds: float) -> None:
-        self._sleep(seconds)  # by default wakes early when shutdown gives up
 
     def _before_retry(self, state: tenacity.RetryCallState) -> None:
         self._count("retries")
