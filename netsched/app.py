@@ -138,6 +138,7 @@ class SchedulerApp:
         self._threads: list[threading.Thread] = []
         self._leading = threading.Event()
         self._loop_stop = threading.Event()
+        self._scheduling_stopped = False  # stop_scheduling is final: it runs once
         self._loop_thread: threading.Thread | None = None
 
     # ------------------------------------------------------------ wiring helpers
@@ -301,7 +302,11 @@ class SchedulerApp:
 
     def stop_scheduling(self, timeout: float = 30.0) -> None:
         """Stop taking new pods (shutting down), end the binding cycle's waits (Permit, PreBind,
-        API retries) and wait for the bindings in flight to finish."""
+        API retries) and wait for the bindings in flight to finish.  Final; a second call (shutdown
+        after serve's own call) does nothing."""
+        if self._scheduling_stopped:
+            return
+        self._scheduling_stopped = True
         self.pause_scheduling()
         self.metrics.leader.set(0)
         if self._loop_thread is not None:

@@ -11,6 +11,7 @@ the parts exists in one place.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -127,6 +128,9 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
     recorders = {p.scheduler_name: edges.recorder(p.scheduler_name) for p in cfg.profiles}
     objects = edges.objects if edges.objects is not None else ObjectStore()
     waiting = WaitingPods()
+    # Set once at shutdown (Framework.cancel_binding_waits): one event for the process, so a
+    # binding still running on a framework a reload replaced sees it too.
+    stopping = threading.Event()
     pod_lister: list[Callable[[str], list[PodInfo]]] = []  # set once the handlers exist
 
     def pods(ns: str) -> list[PodInfo]:
@@ -146,7 +150,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
 
     def build_frameworks(new: SchedulerConfig) -> dict[str, Framework]:
         built = _frameworks(
-            new, registry, edges, nominator, recorders, objects, waiting, pods, activate, gangs
+            new, registry, edges, nominator, recorders, objects, waiting, stopping, pods, activate, gangs
         )
         if edges.shadow_of is not None:
             built = {edges.shadow_of: next(iter(built.values()))}
@@ -226,11 +230,13 @@ def _frameworks(
     recorders: Mapping[str, EventRecorder],
     objects: ObjectStore,
     waiting: WaitingPods,
+    stopping: threading.Event,
     pods: Callable[[str], list[PodInfo]],
     activate: Callable[[Iterable[PodInfo]], int],
     gangs: GangManager,
 ) -> dict[str, Framework]:
-    """One framework per profile; all share one waiting-pods map (Permit is process-wide)."""
+    """One framework per profile; all share one waiting-pods map (Permit is process-wide) and
+    one shutdown event, with the frameworks of earlier and later reloads."""
     out: dict[str, Framework] = {}
     for profile in cfg.profiles:
         if profile.percentage_of_nodes_to_score is None:
@@ -246,6 +252,7 @@ def _frameworks(
             objects=objects,
             observe=edges.metrics,
             waiting_pods=waiting,
+            stopping=stopping,
             pods=pods,
             activate=activate,
             gangs=gangs,

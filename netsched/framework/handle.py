@@ -66,7 +66,8 @@ class Services:
     # Move pods from backoff / unschedulable to the active queue now (kube's PodsToActivate).
     activate: Callable[[Iterable[PodInfo]], int] = lambda _pods: 0
     # Set once when the scheduler shuts down: the binding cycle's waits end early (kube cancels
-    # the binding cycle's context). Framework.cancel_binding_waits sets it.
+    # the binding cycle's context). Framework.cancel_binding_waits sets it; assemble gives every
+    # profile, before and after a reload, the same one.
     stopping: threading.Event = field(default_factory=threading.Event)
     # The scheduler's gang manager (netsched.gangs.GangManager): gang state the Coscheduling
     # and GangTopology plugins share; typed loosely so the framework does not import it.

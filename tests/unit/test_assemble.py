@@ -49,6 +49,22 @@ def test_one_framework_per_profile_sharing_waiting_pods_and_nominations() -> Non
     parts.scheduler.shutdown(1)
 
 
+def test_shutdown_reaches_the_frameworks_a_reload_replaced() -> None:
+    """A binding still running on a framework from before a reload holds that framework: the
+    shutdown that cancels the current ones must end its waits too."""
+    reg = build_registry()
+    parts = _parts()
+    old = parts.frameworks["a"]
+    assert parts.build_frameworks is not None
+    parts.profiles.stage(parts.build_frameworks(load_config(TWO_PROFILES, reg)))
+    parts.profiles.swap()
+    assert parts.frameworks["a"] is not old
+    for fwk in parts.frameworks.values():
+        fwk.cancel_binding_waits()
+    assert old.shutting_down()
+    parts.scheduler.shutdown(1)
+
+
 def test_dry_run_answers_for_the_shadowed_scheduler_with_the_first_profile() -> None:
     parts = _parts(shadow_of="default-scheduler")
     assert list(parts.frameworks) == ["default-scheduler"]
