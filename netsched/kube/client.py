@@ -39,6 +39,7 @@ from netsched.gcpause import gc_paused
 from netsched.kube.credentials import Credentials
 from netsched.kube.errors import (
     ApiError,
+    Unauthorized,
     from_exception,
     from_response,
     is_request_error,
@@ -182,7 +183,8 @@ class KubeClient:
         where the transport serves this cluster (Transport.request_many; one after another
         otherwise); each counts against the rate limit.  One result per item, in order: its Reply, or its ApiError (a transient one
         when the connection failed before its reply: the server may still have acted on it, so
-        use this only for requests a repeat cannot harm).  Nothing is retried here.
+        use this only for requests a repeat cannot harm).  Nothing is retried here, except that the
+        requests refused (401) with credentials that can change are sent once more, read afresh.
         """
         if self.transport is None:
             out: list[Reply | ApiError] = []
@@ -192,20 +194,42 @@ class KubeClient:
                 except ApiError as e:
                     out.append(e)
             return out
+        results = self._pipeline(self.transport, verb, resource, method, items, content_type, lanes)
+        refused = [i for i, r in enumerate(results) if isinstance(r, Unauthorized)]
+        if refused and self.credentials.invalidate():
+            # A token rotated or expired since it was read: those requests once more, read afresh
+            # (as `send` does for one).
+            again = [items[i] for i in refused]
+            for i, r in zip(
+                refused,
+                self._pipeline(self.transport, verb, resource, method, again, content_type, lanes),
+                strict=True,
+            ):
+                results[i] = r
+        return results
+
+    def _pipeline(
+        self,
+        transport: Transport,
+        verb: str,
+        resource: str,
+        method: str,
+        items: Sequence[tuple[str, Any]],
+        content_type: str,
+        lanes: int,
+    ) -> list[Reply | ApiError]:
         requests = []
         for path, body in items:
             self._throttle(verb, resource)
             target, headers, data = self._prepare(path, (), body, content_type)
             requests.append((method, target, headers, data))
         results: list[Reply | ApiError] = []
-        for r in self.transport.request_many(requests, _connect_read(self.timeout), lanes):
+        for r in transport.request_many(requests, _connect_read(self.timeout), lanes):
             if isinstance(r, Exception):
                 results.append(from_exception(r))
             elif 200 <= r.status <= 299:
                 results.append(Reply(r.status, r.data))
             else:
-                if r.status == 401:  # nothing is sent again here, but later requests read afresh
-                    self.credentials.invalidate()
                 results.append(from_response(r.status, r.reason, r.data, r.headers))
         return results
 

@@ -133,3 +133,23 @@ def test_a_proxy_the_server_bypasses_keeps_the_lean_transport(
         server.require_authentication(False)
         client = KubeClient(k8s.ApiClient(cfg), transport=Transport.for_configuration(cfg, 2))
         assert client.request("get", "pods", "GET", POD).status == 200
+
+
+def test_a_pipelined_batch_refused_for_a_rotated_token_is_sent_again_once(
+    server: FakeAPIServer, tmp_path: Path
+) -> None:
+    """request_many (the event writer's bursts) reads the token afresh on a 401 as `request` does."""
+    cfg, token, runs = in_cluster(server, tmp_path)
+    client = client_for(cfg)
+    assert client.request("get", "pods", "GET", POD).status == 200
+    token.write_text("t2")
+    server.add_token("t2", "system:serviceaccount:netsched-system:netsched")
+    server.remove_token("t1")
+    before = len(server.requests)
+    got = client.request_many("get", "pods", "GET", [(POD, None)] * 3, lanes=2)
+    assert [getattr(r, "status", r) for r in got] == [200, 200, 200]
+    assert len(server.requests) - before == 6 and runs[0] == 2  # 3 refused, 3 sent afresh
+    server.remove_token("t2")  # nobody accepts it now: refused after the one fresh try
+    before = len(server.requests)
+    got = client.request_many("get", "pods", "GET", [(POD, None)] * 2)
+    assert all(isinstance(r, Unauthorized) for r in got) and len(server.requests) - before == 4
