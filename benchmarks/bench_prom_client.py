@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.common import isolated, out, table
+from benchmarks.common import isolated, out, peak_rss_mib, table
 
 PROMQL = "sum by (node) (rate(node_network_receive_bytes_total[1m]))"
 
@@ -34,10 +34,6 @@ def _rss_mib() -> float:
     with open("/proc/self/statm") as fh:
         pages = int(fh.read().split()[1])
     return pages * resource.getpagesize() / 2**20
-
-
-def _peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _client(url: str, **kw: Any) -> Any:
@@ -64,11 +60,11 @@ def huge_case(mode: str, mib: int) -> dict[str, Any]:
         client = _client(prom.url)
         client.query("up", 5.0)  # a normal answer first: imports and buffers are not the growth
         prom.mode = mode
-        rss0, peak0 = _rss_mib(), _peak_mib()
+        rss0, peak0 = _rss_mib(), peak_rss_mib()
         t0 = time.perf_counter()
         err = _outcome(lambda: client.query(PROMQL, 30.0))
         seconds = time.perf_counter() - t0
-        rss1, peak1 = _rss_mib(), _peak_mib()
+        rss1, peak1 = _rss_mib(), peak_rss_mib()
         client.close()
     return {"error": err, "rss_growth": rss1 - rss0, "peak_growth": peak1 - peak0, "seconds": seconds}
 

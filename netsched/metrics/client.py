@@ -29,7 +29,6 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 from requests.auth import AuthBase
 from tenacity import Retrying, stop_after_attempt
-from urllib3.util.retry import Retry
 
 from netsched.metrics.args import ConnectionKey, redact
 from netsched.metrics.transport import CappedAdapter, ResponseDeadline, ResponseTooLarge
@@ -101,11 +100,10 @@ class PrometheusHTTPClient:
             session=self.session,
             # Annotated as a tuple; the library hands it to requests, which takes any auth object.
             auth=BearerToken(conn.bearer_token_file) if conn.bearer_token_file else None,  # type: ignore[arg-type]
-            retry=Retry(total=0, read=False),
-            timeout=conn.timeout_seconds,  # type: ignore[arg-type]  # annotated int; requests takes seconds
         )
-        # After the library mounted its own adapter on the address: ours replaces it there, and
-        # serves any other URL this session is sent to (a redirect), so no reply escapes the cap.
+        # After the library mounted its own adapter (and retries) on the address: ours replaces
+        # it there, and serves any other URL this session is sent to (a redirect), so no reply
+        # escapes the cap.  Every query passes its own timeout (query()).
         adapter = CappedAdapter(conn.max_response_bytes, verify)
         for prefix in ("http://", "https://", self.prom.url):
             self.session.mount(prefix, adapter)
@@ -115,9 +113,7 @@ class PrometheusHTTPClient:
         """data.result of an instant query, the whole exchange within `timeout` seconds."""
         try:
             return self.prom.custom_query(promql, timeout=timeout)  # type: ignore[arg-type]
-        except QueryError:
-            raise
-        # KeyError, TypeError: custom_query indexes the reply's ["data"]["result"] itself.
+        # QueryError (the bearer token file) passes through as it is.  KeyError, TypeError: custom_query indexes the reply's ["data"]["result"] itself.
         except (requests.RequestException, PrometheusApiClientException, KeyError, TypeError) as e:
             raise classify(e, promql, self._where, timeout) from None
 
