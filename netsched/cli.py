@@ -18,8 +18,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from netsched import logutil
+from netsched.config.duration import format_duration
+from netsched.config.types import ClientConnection, LeaderElectionConfig
 from netsched.flags import HelpFormatter, flag_bool, flag_duration, flag_list
 from netsched.framework.extension_points import PluginFactory
+from netsched.observability.auth import DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_TTL
+from netsched.observability.server import DEFAULT_PORT
+from netsched.observability.tls import TLS_VERSIONS
 from netsched.version import KUBE_BASELINE, version_text
 
 # `netsched NAME ...` runs a subcommand with its own parser; parsers() returns them all.
@@ -116,10 +121,16 @@ def run_parser() -> argparse.ArgumentParser:
         "--kubeconfig", default=None, help="kubeconfig file (clientConnection.kubeconfig; default in-cluster)"
     )
     dep.add_argument(
-        "--kube-api-qps", type=float, default=None, help="client QPS (clientConnection.qps; default 50)"
+        "--kube-api-qps",
+        type=float,
+        default=None,
+        help=f"client QPS (clientConnection.qps; default {ClientConnection().qps:g})",
     )
     dep.add_argument(
-        "--kube-api-burst", type=int, default=None, help="client burst (clientConnection.burst; default 100)"
+        "--kube-api-burst",
+        type=int,
+        default=None,
+        help=f"client burst (clientConnection.burst; default {ClientConnection().burst})",
     )
     dep.add_argument(
         "--kube-api-content-type",
@@ -152,23 +163,33 @@ def run_parser() -> argparse.ArgumentParser:
         "--leader-elect",
         "leaderElection.leaderElect: campaign for the lease before scheduling (default true)",
     )
-    for flag, what, default in (
-        ("--leader-elect-lease-duration", "leaseDuration", "15s"),
-        ("--leader-elect-renew-deadline", "renewDeadline", "10s"),
-        ("--leader-elect-retry-period", "retryPeriod", "2s"),
+    le_defaults = LeaderElectionConfig()
+    for flag, what, seconds in (
+        ("--leader-elect-lease-duration", "leaseDuration", le_defaults.lease_duration),
+        ("--leader-elect-renew-deadline", "renewDeadline", le_defaults.renew_deadline),
+        ("--leader-elect-retry-period", "retryPeriod", le_defaults.retry_period),
     ):
         le.add_argument(
-            flag, type=flag_duration, default=None, help=f"leaderElection.{what} (default {default})"
+            flag,
+            type=flag_duration,
+            default=None,
+            help=f"leaderElection.{what} (default {format_duration(seconds)})",
         )
     for flag, what in (
-        ("--leader-elect-resource-lock", "resourceLock: only 'leases' (default \"leases\")"),
+        (
+            "--leader-elect-resource-lock",
+            f"resourceLock: only 'leases' (default \"{le_defaults.resource_lock}\")",
+        ),
         ("--leader-elect-resource-name", "resourceName (default: the first profile's schedulerName)"),
-        ("--leader-elect-resource-namespace", 'resourceNamespace (default "kube-system")'),
+        (
+            "--leader-elect-resource-namespace",
+            f'resourceNamespace (default "{le_defaults.resource_namespace}")',
+        ),
     ):
         le.add_argument(flag, default=None, help=f"leaderElection.{what}")
 
     srv = p.add_argument_group("secure serving (HTTPS for /metrics, /healthz, /livez, /readyz, /debug/*)")
-    srv.add_argument("--secure-port", type=int, default=10259, help="HTTPS port (0 disables HTTPS)")
+    srv.add_argument("--secure-port", type=int, default=DEFAULT_PORT, help="HTTPS port (0 disables HTTPS)")
     srv.add_argument("--bind-address", default="0.0.0.0", help="address for --secure-port")
     srv.add_argument(
         "--cert-dir",
@@ -181,7 +202,7 @@ def run_parser() -> argparse.ArgumentParser:
     srv.add_argument(
         "--tls-min-version",
         default="VersionTLS12",
-        choices=("VersionTLS12", "VersionTLS13"),
+        choices=tuple(TLS_VERSIONS),
         help="minimum TLS version",
     )
     srv.add_argument(
@@ -206,7 +227,7 @@ def run_parser() -> argparse.ArgumentParser:
     auth.add_argument(
         "--authentication-token-webhook-cache-ttl",
         type=flag_duration,
-        default="10s",
+        default=format_duration(DEFAULT_TTL),
         help="how long a TokenReview's answer for a bearer token is cached",
     )
     _flag_bool(auth, "--authentication-skip-lookup", "accepted (netsched reads no client CA ConfigMap)")
@@ -219,19 +240,19 @@ def run_parser() -> argparse.ArgumentParser:
     auth.add_argument(
         "--authorization-always-allow-paths",
         type=flag_list,
-        default="/healthz,/readyz,/livez",
+        default=",".join(DEFAULT_ALWAYS_ALLOW_PATHS),
         help="paths served without authentication or authorization",
     )
     auth.add_argument(
         "--authorization-webhook-cache-authorized-ttl",
         type=flag_duration,
-        default="10s",
+        default=format_duration(DEFAULT_TTL),
         help="how long a SubjectAccessReview that allowed a request is cached",
     )
     auth.add_argument(
         "--authorization-webhook-cache-unauthorized-ttl",
         type=flag_duration,
-        default="10s",
+        default=format_duration(DEFAULT_TTL),
         help="how long a SubjectAccessReview that denied a request is cached",
     )
 
