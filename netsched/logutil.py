@@ -300,13 +300,8 @@ def setup(
     stream: TextIO | None = None,
     *,
     vmodule: Sequence[ModulePattern] = (),
-    flush_frequency: float | None = None,
 ) -> None:
-    """Configure the root logger once (CLI start-up).
-
-    flush_frequency is kube's --log-flush-frequency: given, it is reported once as
-    having no effect (every line is written and flushed when it is logged).
-    """
+    """Configure the root logger once (CLI start-up)."""
     global _settings
     if fmt not in FORMATS:
         raise ValueError(f"unknown logging format {fmt!r}: expected one of {', '.join(FORMATS)}")
@@ -323,8 +318,3 @@ def setup(
     root.setLevel(logging.DEBUG if highest >= DEBUG_V else logging.INFO)
     for name in LIBRARIES:
         logging.getLogger(name).setLevel(logging.DEBUG if highest >= LIBRARY_V else logging.WARNING)
-    if flush_frequency is not None:
-        log.warning(
-            "--log-flush-frequency has no effect: every log line is flushed when it is written flushFrequency=%s",
-            f"{flush_frequency:g}s",
-        )

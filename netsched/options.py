@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from netsched.app import AppOptions
 from netsched.config import ConfigError, SchedulerConfig, load_config, validate_config
+from netsched.config.duration import format_duration
 from netsched.framework.registry import Registry
 from netsched.observability.server import SecureServing
 from netsched.version import KUBE_BASELINE
@@ -94,9 +95,8 @@ def apply_flags(cfg: SchedulerConfig, opts: argparse.Namespace) -> list[str]:
         value = getattr(opts, dest, None)
         if value is not None:
             setattr(le, attr, value)
-    given = [flag for dest, flag in DEPRECATED_FLAGS.items() if getattr(opts, dest, None) is not None]
     if getattr(opts, "config", ""):
-        return given
+        return ignored_flags(opts)
     cc = cfg.client_connection
     if opts.kubeconfig is not None:
         cc.kubeconfig = opts.kubeconfig
@@ -112,6 +112,13 @@ def apply_flags(cfg: SchedulerConfig, opts: argparse.Namespace) -> list[str]:
     if opts.contention_profiling is not None:
         cfg.enable_contention_profiling = opts.contention_profiling
     return []
+
+
+def ignored_flags(opts: argparse.Namespace) -> list[str]:
+    """The deprecated flags given that --config makes kube-scheduler (and netsched) ignore."""
+    if not getattr(opts, "config", ""):
+        return []
+    return [flag for dest, flag in DEPRECATED_FLAGS.items() if getattr(opts, dest, None) is not None]
 
 
 def print_config_error(err: ConfigError, source: str) -> None:
@@ -140,10 +147,18 @@ def warn_about_flags(opts: argparse.Namespace, cfg: SchedulerConfig, ignored: Se
             log.info("Feature gate applied gate=%s value=%s", gate, value)
         elif gate in KNOWN_FEATURE_GATES:
             log.info(
-                "Feature gate accepted; netsched follows kube %s gate=%s value=%s", KUBE_BASELINE, gate, value
+                "Feature gate accepted; netsched keeps the kube baseline's default gate=%s value=%s kubeBaseline=%s",
+                gate,
+                value,
+                KUBE_BASELINE,
             )
         else:
             log.warning("Unknown feature gate; ignored gate=%s value=%s", gate, value)
+    if opts.log_flush_frequency is not None:
+        log.warning(
+            "--log-flush-frequency has no effect: every log line is flushed when it is written flushFrequency=%s",
+            format_duration(opts.log_flush_frequency),
+        )
     if opts.tls_cipher_suites:
         log.warning("--tls-cipher-suites is not applied: OpenSSL's defaults for the TLS version are used")
     if cfg.client_connection.content_type != "application/json":

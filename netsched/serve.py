@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from netsched import logutil
 from netsched.app import SchedulerApp, build_registry
-from netsched.config import ConfigError, validate_config, write_config
+from netsched.config import ConfigError, write_config
 from netsched.framework.errors import FrameworkBuildError
 from netsched.framework.extension_points import PluginFactory
 from netsched.framework.registry import RegistryError
@@ -37,8 +37,7 @@ from netsched.observability.server import (
 from netsched.observability.tls import CertificateError, serving_cert
 from netsched.options import (
     app_options,
-    apply_flags,
-    load,
+    ignored_flags,
     load_with_flags,
     print_config_error,
     warn_about_flags,
@@ -55,30 +54,21 @@ def run(opts: argparse.Namespace, out_of_tree: Sequence[PluginFactory] = ()) -> 
     # First of all: a SIGTERM while starting (a rollout that changes its mind) is a clean stop,
     # never the default action's exit by signal.
     stop = _stop_on_signals()
-    logutil.setup(
-        opts.verbosity,
-        opts.logging_format,
-        vmodule=opts.vmodule,
-        flush_frequency=opts.log_flush_frequency,
-    )
+    logutil.setup(opts.verbosity, opts.logging_format, vmodule=opts.vmodule)
     try:
         registry = build_registry(out_of_tree)
     except RegistryError as e:
         print(f"netsched: {e}", file=sys.stderr)
         return 1
     try:
-        cfg = load(opts.config, registry)
-        ignored = apply_flags(cfg, opts)
-        errs = validate_config(cfg)
-        if errs:
-            raise ConfigError(errs)
+        cfg = load_with_flags(opts.config, registry, opts)
     except ConfigError as e:
         print_config_error(e, opts.config)
         return 1
     except OSError as e:
         print(f"netsched: cannot read --config {opts.config!r}: {e}", file=sys.stderr)
         return 1
-    warn_about_flags(opts, cfg, ignored)
+    warn_about_flags(opts, cfg, ignored_flags(opts))
     if opts.write_config_to:
         write_config(cfg, opts.write_config_to)
         log.info("Wrote configuration file=%s", opts.write_config_to)

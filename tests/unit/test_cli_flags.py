@@ -143,3 +143,19 @@ def test_the_queueing_hints_gate_is_applied_not_only_accepted(caplog: pytest.Log
     with caplog.at_level(logging.INFO, logger="netsched"):
         warn_about_flags(opts, cfg, apply_flags(cfg, opts))
     assert "Feature gate applied gate=SchedulerQueueingHints value=False" in caplog.text
+
+
+def test_log_flush_frequency_is_reported_once_as_without_effect(caplog: pytest.LogCaptureFixture) -> None:
+    from netsched.options import warn_about_flags
+
+    cfg = load("", build_registry())
+    opts = parse_args(["--log-flush-frequency=5s"])
+    with caplog.at_level(logging.INFO, logger="netsched"):
+        warn_about_flags(opts, cfg, apply_flags(cfg, opts))
+    flush = [r for r in caplog.records if r.getMessage().startswith("--log-flush-frequency has no effect")]
+    assert len(flush) == 1 and flush[0].args == ("5s",)
+    caplog.clear()
+    opts = parse_args([])
+    with caplog.at_level(logging.INFO, logger="netsched"):
+        warn_about_flags(opts, cfg, apply_flags(cfg, opts))
+    assert not caplog.records

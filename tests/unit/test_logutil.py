@@ -225,7 +225,7 @@ def test_split_format_is_cached_and_reads_every_field() -> None:
     assert split_format('Failed to acquire or renew lease lease="%s/%s" err=%s') is s
 
 
-# --- setup: -v, --vmodule, thread ids, --log-flush-frequency -----------------------------------
+# --- setup: -v, --vmodule, thread ids -------------------------------------------------------
 
 
 @pytest.fixture
@@ -328,19 +328,6 @@ def test_text_column_after_the_time_is_the_thread_id() -> None:
     t.join()
     ids = [int(line.split()[2]) for line in out.getvalue().splitlines()]
     assert ids == [threading.get_native_id(), seen[0]]
-
-
-@pytest.mark.usefixtures("restore_logging")
-def test_log_flush_frequency_is_reported_once_as_without_effect() -> None:
-    out = io.StringIO()
-    logutil.setup(0, "json", out, flush_frequency=5.0)
-    lines = _lines(out)
-    assert len(lines) == 1
-    assert lines[0]["msg"].startswith("--log-flush-frequency has no effect")  # type: ignore[union-attr]
-    assert lines[0]["flushFrequency"] == "5s"
-    out = io.StringIO()
-    logutil.setup(0, "json", out)
-    assert out.getvalue() == ""
 
 
 def test_setup_refuses_an_unknown_format() -> None:
