@@ -118,9 +118,11 @@ def client_for(
     pool_size: int,
     timeout: float,
     retry: RetrySettings | None = None,
+    lean: bool = True,
 ) -> KubeClient:
     """A KubeClient for a loaded configuration (netsched.kube.kubeconfig), with its own pool
-    sized for `pool_size` threads and its own rate budget."""
+    sized for `pool_size` threads and its own rate budget; `lean`: on netsched's own transport
+    where it serves this cluster (else the kubernetes package's urllib3 pool only)."""
     cfg.connection_pool_maxsize = max(1, pool_size)
     cfg.retries = False  # urllib3 must not retry behind our back: tenacity is the one retry layer
     api_client = k8s.ApiClient(cfg)
@@ -138,7 +140,7 @@ def client_for(
         limiter=TokenBucket(qps, burst),
         retry=retry,
         timeout=timeout,
-        transport=Transport.for_configuration(cfg, pool_size),
+        transport=Transport.for_configuration(cfg, pool_size) if lean else None,
     )
 
 
@@ -161,18 +163,14 @@ def derived_client(
     is copied (shallowly: credentials and refresh hooks are shared) so the new
     pool can be sized for the caller's threads.
     """
-    cfg = copy.copy(base.api_client.configuration)
-    cfg.connection_pool_maxsize = max(1, pool_size)
-    api_client = k8s.ApiClient(cfg)
-    api_client.user_agent = base.api_client.user_agent
-    return KubeClient(
-        api_client,
-        limiter=TokenBucket(
-            base.limiter.qps if qps is None else qps, base.limiter.burst if burst is None else burst
-        ),
-        retry=retry or base.retry_settings,
+    return client_for(
+        copy.copy(base.api_client.configuration),
+        qps=base.limiter.qps if qps is None else qps,
+        burst=base.limiter.burst if burst is None else burst,
+        pool_size=pool_size,
         timeout=base.timeout,
-        transport=Transport.for_configuration(cfg, pool_size) if base.transport is not None else None,
+        retry=retry or base.retry_settings,
+        lean=base.transport is not None,
     )
 
 
