@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from netsched.logkv import Number, exception_text, fields_of
+from netsched.logkv import Number, fields_of
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +237,9 @@ def _line(record: logging.LogRecord, formatter: logging.Formatter) -> _Line:
     if record.exc_info and record.exc_info[1] is not None:
         exc = record.exc_info[1]
         if not any(key == "err" for key, _ in fields):
-            err = "".join(traceback.format_exception_only(type(exc), exc)).strip() or exception_text(exc)
+            err = "".join(
+                traceback.format_exception_only(type(exc), exc)
+            ).strip()  # names the type: never empty
         stack = formatter.formatException(record.exc_info)
     if record.stack_info:
         stack = (stack + "\n" if stack else "") + formatter.formatStack(record.stack_info)

@@ -142,19 +142,23 @@ def serve(
     # auth) overlaps with the informers' lists; a failure there still stops us.
     secure, plain = secure_server(app), plain_server(app)
     servers = [s for s in (secure, plain) if s is not None]
+
+    def abort() -> int:
+        for server in servers:
+            server.stop()
+        app.shutdown(timeout=1)
+        return 1
+
     for server, flags in ((secure, "--secure-port/--bind-address"), (plain, "--metrics-bind-address")):
         try:
             if server is not None:
                 server.listen()
         except ListenError as e:
             log.error("Cannot listen for the endpoints; exiting flags=%s err=%s", flags, e.strerror)
-            for s in servers:
-                s.stop()
-            app.shutdown(timeout=1)
-            return 1
+            return abort()
     failed: list[BaseException] = []
 
-    def _endpoints() -> None:
+    def start_endpoints() -> None:
         try:
             if secure is not None:
                 secure_endpoints(app, secure)
@@ -163,16 +167,13 @@ def serve(
         except (CertificateError, OSError) as e:
             failed.append(e)
 
-    endpoints = threading.Thread(target=_endpoints, name="endpoints-start", daemon=True)
+    endpoints = threading.Thread(target=start_endpoints, name="endpoints-start", daemon=True)
     endpoints.start()
     app.start_informers(freeze_heap=True)
     endpoints.join()
     if failed:
         log.error("Cannot serve the endpoints err=%s", failed[0])
-        for server in servers:
-            server.stop()
-        app.shutdown(timeout=1)
-        return 1
+        return abort()
     _log_serving(app, secure, plain)
     app.start_background()
     elector = start_election(app, stop)
@@ -215,7 +216,6 @@ def _endpoints(app: SchedulerApp, address: str, port: int) -> ObservabilityServe
         address=address,
         port=port,
         registry=app.metrics_registry,
-        health=lambda: (True, "ok"),
         ready=ready,
         debug_handlers=debug_handlers(app),
     )
