@@ -13,6 +13,7 @@ Exit status: 0 on a clean stop (SIGTERM/SIGINT), 1 on a bad configuration
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -27,8 +28,9 @@ from netsched.observability.server import DEFAULT_PORT
 from netsched.observability.tls import TLS_VERSIONS
 from netsched.version import KUBE_BASELINE, version_text
 
-# `netsched NAME ...` runs a subcommand with its own parser; parsers() returns them all.
-SUBCOMMANDS = ("demo", "simulate")
+# `netsched NAME ...` runs a subcommand: the module (imported only then) has its own
+# parser() and main(args, plugins=...); main() dispatches and parsers() lists from this table.
+SUBCOMMANDS = {"demo": "netsched.demo", "simulate": "netsched.simulate.cli"}
 
 
 def _gates(text: str) -> dict[str, bool]:
@@ -324,10 +326,8 @@ def run_parser() -> argparse.ArgumentParser:
 
 def parsers() -> dict[str, argparse.ArgumentParser]:
     """Every command's parser, subcommands included (for tests and docs)."""
-    from netsched.demo import parser as demo_parser
-    from netsched.simulate.cli import parser as simulate_parser
-
-    return {"netsched": run_parser(), "netsched demo": demo_parser(), "netsched simulate": simulate_parser()}
+    subcommands = {f"netsched {name}": importlib.import_module(m).parser() for name, m in SUBCOMMANDS.items()}
+    return {"netsched": run_parser(), **subcommands}
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -349,14 +349,8 @@ def main(*plugins: PluginFactory, argv: Sequence[str] | None = None) -> int:
     netsched.main(netsched.with_plugin(MyPlugin))
     """
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] == "simulate":
-        from netsched.simulate.cli import main as simulate_main
-
-        return int(simulate_main(args[1:], plugins=plugins))
-    if args and args[0] == "demo":
-        from netsched.demo import main as demo_main
-
-        return demo_main(args[1:], plugins=plugins)
+    if args and args[0] in SUBCOMMANDS:
+        return int(importlib.import_module(SUBCOMMANDS[args[0]]).main(args[1:], plugins=plugins))
     opts = parse_args(args)
     from netsched.serve import run
 
