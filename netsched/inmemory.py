@@ -39,14 +39,17 @@ class MemoryAPI:
     patches apply to it at once (the in-memory scheduler: benchmarks, `netsched simulate`).
 
     Tests read the records (netsched.testing.framework builds plugins over one) and may set
-    `fail_bind` to an exception for bind to raise. `failed` keeps, per pod, the message of
-    the last condition set on it (what `netsched simulate` reports for unplaced pods).
+    `fail_bind` to an exception for bind to raise; `record=False` (the in-memory cluster of
+    simulations and benchmarks, which reads none of them) keeps no records, so they do not
+    grow with every attempt. `failed` keeps, per pod, the message of the last condition set
+    on it (what `netsched simulate` reports for unplaced pods).
     """
 
     cluster: InMemoryCluster | None = None
     # Writes are local and cheap: plugins may make them inline (deterministic simulations).
     synchronous: bool = False
     fail_bind: BaseException | None = None
+    record: bool = True
     calls: list[tuple[str, str, str]] = field(default_factory=list)  # (bind|delete|nominate, pod, node)
     conditions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (pod, condition)
     annotations: list[tuple[str, dict[str, str | None]]] = field(default_factory=list)
@@ -58,24 +61,29 @@ class MemoryAPI:
     def bind(self, pod: PodInfo, node_name: str) -> None:
         if self.fail_bind is not None:
             raise self.fail_bind
-        self.calls.append(("bind", pod.key, node_name))
+        if self.record:
+            self.calls.append(("bind", pod.key, node_name))
 
     def delete_pod(self, pod: PodInfo, grace_period_seconds: int | None = None) -> None:
-        self.calls.append(("delete", pod.key, ""))
+        if self.record:
+            self.calls.append(("delete", pod.key, ""))
         if self.cluster is not None:
             self.cluster.delete_pod(pod)
 
     def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:
-        self.calls.append(("nominate", pod.key, node_name))
+        if self.record:
+            self.calls.append(("nominate", pod.key, node_name))
 
     def update_pod_condition(
         self, pod: PodInfo, condition: Mapping[str, Any], *, nominated_node_name: str | None = None
     ) -> None:
-        self.conditions.append((pod.key, dict(condition)))
+        if self.record:
+            self.conditions.append((pod.key, dict(condition)))
         self.failed[pod.key] = str(condition.get("message", ""))
 
     def patch_pod_annotations(self, pod: PodInfo, annotations: Mapping[str, str | None]) -> None:
-        self.annotations.append((pod.key, dict(annotations)))
+        if self.record:
+            self.annotations.append((pod.key, dict(annotations)))
 
     def patch_object(
         self,
@@ -86,9 +94,10 @@ class MemoryAPI:
         *,
         subresource: str = "",
     ) -> Mapping[str, Any]:
-        """Recorded in `patches`; with a cluster, merged into its stored object (NotFound when
+        """Recorded in `patches` (with `record`); with a cluster, merged into its stored object (NotFound when
         there is none), else the patch is returned as the stored object."""
-        self.patches.append((resource.key, f"{namespace}/{name}", subresource, dict(patch)))
+        if self.record:
+            self.patches.append((resource.key, f"{namespace}/{name}", subresource, dict(patch)))
         if self.cluster is None:
             return dict(patch)
         return self.cluster.patch_object(resource.key, namespace, name, patch)
@@ -116,7 +125,7 @@ class InMemoryCluster:
         observe: bool = False,
     ) -> None:
         self.clock: Clock = clock or ManualClock()
-        self.api = MemoryAPI(self, synchronous=True)
+        self.api = MemoryAPI(self, synchronous=True, record=False)
         self.events = MemoryEvents(keep_events)
         self.hub = metrics_hub
         self.metrics = SchedulerMetrics(CollectorRegistry()) if observe else None
