@@ -108,15 +108,6 @@ class _Verbosity:
 _settings = _Verbosity()
 
 
-def v(level: int) -> bool:
-    """True when lines of this verbosity show for the caller's file (klog's V(level).Enabled())."""
-    if _settings.level >= level:
-        return True
-    if not _settings.vmodule:
-        return False
-    return _settings.for_file(sys._getframe(1).f_code.co_filename) >= level
-
-
 def record_v(record: logging.LogRecord) -> int:
     """The -v at which a record shows (see the module docstring)."""
     if record.name.partition(".")[0] in LIBRARIES:
