@@ -317,17 +317,6 @@ class KubeClient:
             if not retry or not is_transient(e):
                 raise
             first = e
-        return self._retry_after(first, verb, resource, fn, args, kwargs)
-
-    def _retry_after(
-        self,
-        first: BaseException,
-        verb: str,
-        resource: str,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Reply:
         reply: Reply = retry_after_first(
             self.retrying, first, self._attempt, verb, resource, fn, args, kwargs
         )
