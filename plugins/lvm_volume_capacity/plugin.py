@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -100,12 +100,31 @@ class Prepared:
     """A pod's needs and the snapshot's free space per device class (PreFilter's state)."""
 
     needs: tuple[DeviceClassNeed, ...]
-    snapshot: Snapshot
     free: Mapping[str, IntArray]  # device class -> free bytes per snapshot row (or _MISSING/_MALFORMED)
-    reasons: Mapping[str, str]  # device class -> the "not enough space" reason for this pod
+    # device class -> the "not enough space" reason for this pod, written on first need
+    _reasons: dict[str, str] = field(default_factory=dict)
 
     def clone(self) -> Prepared:
-        return self  # read-only: preemption's copies of the state share it
+        return self  # read-only but for the reasons cache: preemption's copies of the state share it
+
+    def reason(self, need: DeviceClassNeed) -> str:
+        """The reason for nodes short of `need`, the same text for each (built once, when asked)."""
+        text = self._reasons.get(need.device_class)
+        if text is None:
+            column = self.free[need.device_class]
+            short = column[(column >= 0) & (column < need.need)]
+            roomiest = int(short.max()) if len(short) else None
+            text = self._reasons[need.device_class] = _not_enough(need, roomiest)
+        return text
+
+
+def byte_count(value: str) -> int | None:
+    """A capacity annotation's free bytes; None when it is not a non-negative integer."""
+    try:
+        free = int(value)
+    except ValueError:
+        return None
+    return free if free >= 0 else None
 
 
 def node_free(node: NodeInfo, device_class: str) -> tuple[int, str]:
@@ -115,11 +134,8 @@ def node_free(node: NodeInfo, device_class: str) -> tuple[int, str]:
         value = node.annotations.get(key)
         if value is None:
             continue
-        try:
-            free = int(value)
-        except ValueError:
-            return _MALFORMED, key
-        return (free, key) if free >= 0 else (_MALFORMED, key)
+        free = byte_count(value)
+        return (_MALFORMED if free is None else free), key
     return _MISSING, CAPACITY_PREFIXES[0] + device_class
 
 
@@ -137,25 +153,20 @@ def format_bytes(amount: int, *, round_up: bool = True) -> str:
 def capacity_grew(_pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     """Queue on a node that publishes LVM free space when it appears, or when one of its
     device classes gains free space (or appears, or becomes readable); heartbeats,
-    label changes and shrinking free space leave the pod parked."""
+    label changes, shrinking free space and unreadable values (as node_free reads
+    them: not a non-negative byte count) leave the pod parked."""
     if not isinstance(new, NodeInfo):
         return QueueingHint.QUEUE
     before = old.annotations if isinstance(old, NodeInfo) else {}
     for key, value in new.annotations.items():
         if not key.startswith(CAPACITY_PREFIXES):
             continue
-        now = _as_int(value)
-        was = _as_int(before.get(key))
+        now = byte_count(value)
+        prior = before.get(key)
+        was = byte_count(prior) if prior is not None else None
         if now is not None and (was is None or now > was):
             return QueueingHint.QUEUE
     return QueueingHint.SKIP
-
-
-def _as_int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 class LvmVolumeCapacity(PreFilterPlugin[LvmVolumeCapacityArgs], FilterPlugin[LvmVolumeCapacityArgs]):
@@ -206,19 +217,15 @@ class LvmVolumeCapacity(PreFilterPlugin[LvmVolumeCapacityArgs], FilterPlugin[Lvm
         needs = self.needs(pod)
         if not needs:
             return None
-        free: dict[str, IntArray] = {}
-        reasons: dict[str, str] = {}
-        for need in needs:
-            column = np.fromiter(
+        free = {
+            need.device_class: np.fromiter(
                 (node_free(n, need.device_class)[0] for n in snapshot.nodes),
                 dtype=np.int64,
                 count=len(snapshot.nodes),
             )
-            free[need.device_class] = column
-            short = column[(column >= 0) & (column < need.need)]
-            roomiest = int(short.max()) if len(short) else None
-            reasons[need.device_class] = _not_enough(need, roomiest)
-        return Prepared(needs, snapshot, free, reasons)
+            for need in needs
+        }
+        return Prepared(needs, free)
 
     # ------------------------------------------------------------ extension points
 
@@ -236,20 +243,21 @@ class LvmVolumeCapacity(PreFilterPlugin[LvmVolumeCapacityArgs], FilterPlugin[Lvm
         state.write(STATE_KEY, prepared)
         return None, Status.success()
 
-    def _prepared(self, state: CycleState, pod: PodInfo) -> Prepared | Status | None:
-        """PreFilter's result, or (enabled at filter only) the same computed on first use."""
+    def _prepared(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Prepared | Status | None:
+        """PreFilter's result, or (enabled at filter only) the same computed on first use over
+        `snapshot`: the cycle's, which PreFilter saw too (the Handle's for a lone node)."""
         got: Prepared | Status | None = state.get(STATE_KEY)
         if got is not None or not pod_has_claims(pod):
             return got
         try:
-            got = self.prepare(pod, self.handle.snapshot())
+            got = self.prepare(pod, snapshot)
         except VolumeObjectError as e:
             got = Status.unresolvable(str(e))
         state.write(STATE_KEY, got if got is not None else Status.success())
         return got
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        prepared = self._prepared(state, pod)
+        prepared = self._prepared(state, pod, self.handle.snapshot())
         if prepared is None or isinstance(prepared, Status):
             return prepared if prepared is not None else Status.success()
         for need in prepared.needs:
@@ -260,17 +268,19 @@ class LvmVolumeCapacity(PreFilterPlugin[LvmVolumeCapacityArgs], FilterPlugin[Lvm
                 self._log_malformed(node, key)
                 return Status.unresolvable(_malformed(key))
             if free < need.need:
-                return Status.unresolvable(prepared.reasons[need.device_class])
+                return Status.unresolvable(prepared.reason(need))
         return Status.success()
 
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
-        prepared = self._prepared(state, pod)
-        if prepared is None or isinstance(prepared, Status):
-            return super().filter_nodes(state, pod, snapshot, idx)  # per node: one answer for all
-        if prepared.snapshot is not snapshot:  # another table than PreFilter saw: read it afresh
-            prepared = self.prepare(pod, snapshot) or prepared
+        prepared = self._prepared(state, pod, snapshot)
+        if prepared is None:
+            return []
+        if isinstance(prepared, Status):  # success or unresolvable: filter()'s answer for every node
+            if prepared.ok or not len(idx):
+                return []
+            return [Rejection(np.ones(len(idx), dtype=bool), tuple(prepared.reasons), prepared.code)]
         out: list[Rejection] = []
         alive = np.ones(len(idx), dtype=bool)
         for need in prepared.needs:
@@ -281,7 +291,7 @@ class LvmVolumeCapacity(PreFilterPlugin[LvmVolumeCapacityArgs], FilterPlugin[Lvm
                 out.append(Rejection(missing, (_missing(need, key),), UNRESOLVABLE))
             short = alive & (free >= 0) & (free < need.need)
             if short.any():
-                out.append(Rejection(short, (prepared.reasons[need.device_class],), UNRESOLVABLE))
+                out.append(Rejection(short, (prepared.reason(need),), UNRESOLVABLE))
             # An unreadable annotation is rare: per node, as its reason names the annotation it read.
             by_key: dict[str, BoolArray] = {}
             for j in np.flatnonzero(alive & (free == _MALFORMED)).tolist():

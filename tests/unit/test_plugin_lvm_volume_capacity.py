@@ -16,15 +16,17 @@ from netsched.framework import (
     NodeInfo,
     PodInfo,
     QueueingHint,
+    Rejection,
     Snapshot,
     Status,
 )
 from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.registry import RegistryError
 from netsched.plugins.lvm_volume_capacity import LvmVolumeCapacity, LvmVolumeCapacityArgs
-from netsched.plugins.lvm_volume_capacity.plugin import capacity_grew, format_bytes
+from netsched.plugins.lvm_volume_capacity import plugin as lvm_plugin
+from netsched.plugins.lvm_volume_capacity.plugin import capacity_grew, format_bytes, node_free
 from netsched.plugins.volume_binding import VolumeBinding
-from netsched.testing.agreement import filter_verdicts
+from netsched.testing.agreement import filter_statuses, filter_verdicts
 from netsched.testing.builders import NodeBuilder, make_node, make_pod, node_infos
 from netsched.testing.framework import build_framework, plugin_of, schedule_pod
 from netsched.testing.volumes import pvc, storage_class, volume_objects
@@ -229,6 +231,81 @@ def test_filter_enabled_alone_computes_on_first_use() -> None:
     assert "the roomiest node without enough has 5Gi (5Gi short)" in verdicts["small"].reasons[0]
 
 
+def rejections(got: list[Rejection]) -> list[tuple[list[bool], tuple[str, ...], Code]]:
+    return [(r.mask.tolist(), r.reasons, r.code) for r in got]
+
+
+def malformed_ssd() -> dict[str, Any]:
+    bad = storage_class("ssd", provisioner="topolvm.io")
+    bad["parameters"] = {"topolvm.io/device-class": 7}
+    return bad
+
+
+@pytest.mark.parametrize(
+    ("claims", "classes", "pod_claims", "rejected"),
+    [
+        ([], CLASSES, (), False),  # no claims: the plugin has no answer to give
+        ([pvc("ebs", storage_class="ebs")], CLASSES, ("ebs",), False),  # claims needing no LVM space
+        ([pvc("data", storage_class="ssd")], [malformed_ssd()], ("data",), True),  # unreadable class
+    ],
+    ids=["no-claims", "no-lvm-claims", "unreadable-class"],
+)
+def test_batch_filter_gives_the_per_node_answer_at_once_when_nothing_is_prepared(
+    claims: list[dict[str, Any]], classes: list[dict[str, Any]], pod_claims: tuple[str, ...], rejected: bool
+) -> None:
+    # Enabled at filter only (no PreFilter): one answer for every node, equal to filter()'s per node.
+    lvm = plugin(*claims, classes=classes)
+    pod = pod_with(*pod_claims).info()
+    snap = Snapshot.of(node_infos(NODES))
+    lvm.handle.set_snapshot(snap)  # type: ignore[attr-defined]
+    for idx in (snap.all_rows, snap.all_rows[1:3], snap.all_rows[:0]):
+        batch = rejections(lvm.filter_nodes(CycleState(), pod, snap, idx))
+        per_node = rejections(FilterPlugin.filter_nodes(lvm, CycleState(), pod, snap, idx))
+        assert batch == per_node
+        assert bool(batch) == (rejected and len(idx) > 0)
+    if rejected:
+        statuses = filter_statuses(lvm, pod, snap)  # both forms, on one state
+        assert {st.code for st in statuses.values()} == {UNRES}
+        assert statuses[0].reasons == ["StorageClass ssd: parameters: expected a map of strings"]
+
+
+def test_filter_enabled_alone_batch_reads_the_snapshot_it_is_given() -> None:
+    # No PreFilter: the batch form prepares over its own snapshot (the cycle's), and filter()
+    # on the same state answers alike.
+    lvm = plugin(pvc("data", storage_class="ssd", size="10Gi"))
+    snap = Snapshot.of(node_infos(NODES))
+    statuses = filter_statuses(lvm, pod_with("data").info(), snap)
+    assert [snap.nodes[row].name for row, st in statuses.items() if st.ok] == ["big", "exact"]
+    assert "the roomiest node without enough has 5Gi (5Gi short)" in statuses[0].reasons[0]
+
+
+def test_the_not_enough_space_reason_is_built_only_when_a_node_is_short() -> None:
+    lvm = plugin(pvc("data", storage_class="ssd", size="5Gi"))
+    pod = pod_with("data").info()
+    fits = Snapshot.of(node_infos([node("a", ssd="5Gi"), node("b", ssd="50Gi"), node("none")]))
+    short = Snapshot.of(node_infos([node("a", ssd="1Gi"), node("b", ssd="2Gi"), node("c", ssd="9Gi")]))
+    with mock.patch.object(lvm_plugin, "_not_enough", wraps=lvm_plugin._not_enough) as built:
+        state = CycleState()
+        lvm.pre_filter(state, pod, fits)
+        assert len(lvm.filter_nodes(state, pod, fits, fits.all_rows)) == 1  # "none" did not publish
+        assert built.call_count == 0
+        state = CycleState()
+        lvm.pre_filter(state, pod, short)
+        got = lvm.filter_nodes(state, pod, short, short.all_rows)
+        assert [lvm.filter(state, pod, n).ok for n in short.nodes] == [False, False, True]
+    assert built.call_count == 1  # once for the pod, shared by both forms and both nodes
+    assert rejections(got) == [
+        (
+            [True, True, False],
+            (
+                'node(s) did not have enough free space in LVM device class "ssd": the pod needs 5Gi; '
+                "the roomiest node without enough has 2Gi (3Gi short)",
+            ),
+            UNRES,
+        )
+    ]
+
+
 def test_a_malformed_storage_class_fails_pre_filter_naming_the_field() -> None:
     bad = storage_class("ssd", provisioner="topolvm.io")
     bad["parameters"] = {"topolvm.io/device-class": 7}
@@ -316,6 +393,25 @@ def info(b: NodeBuilder) -> NodeInfo:
 def test_node_hint(old: NodeBuilder | None, new: NodeBuilder, want: QueueingHint) -> None:
     pod = pod_with("data").info()
     assert capacity_grew(pod, info(old) if old else None, info(new)) == want
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "want"),
+    [
+        (None, node("n", ssd="-5"), QueueingHint.SKIP),  # joins with a negative (unreadable) value
+        (node("n"), node("n", ssd="-5"), QueueingHint.SKIP),  # an unreadable value appears
+        (node("n", ssd="-10"), node("n", ssd="-5"), QueueingHint.SKIP),  # still unreadable
+        (node("n", ssd="-5"), node("n", ssd="0"), QueueingHint.QUEUE),  # became readable
+        (node("n", ssd="1Gi"), node("n", ssd="-5"), QueueingHint.SKIP),  # became unreadable
+    ],
+)
+def test_node_hint_reads_negative_free_space_as_filter_does(
+    old: NodeBuilder | None, new: NodeBuilder, want: QueueingHint
+) -> None:
+    # Filter rejects a node whose annotation is negative as malformed; the hint reads it alike.
+    pod = pod_with("data").info()
+    assert capacity_grew(pod, info(old) if old else None, info(new)) == want
+    assert (node_free(info(new), "ssd")[0] >= 0) == (want == QueueingHint.QUEUE)
 
 
 def test_registers_node_annotation_claim_and_class_events() -> None:
