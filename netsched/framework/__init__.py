@@ -90,6 +90,8 @@ from netsched.framework.quantity import (
 from netsched.framework.registry import Registry, RegistryError, with_plugin
 from netsched.framework.seams import ClusterAPI, EventRecorder, Handle, MetricsProvider, WaitingPod
 from netsched.framework.selectors import (
+    DNS1123_SUBDOMAIN,
+    QUALIFIED_NAME_PART,
     LabelSelector,
     NodeSelector,
     NodeSelectorTerm,
@@ -213,4 +215,6 @@ __all__ = [
     "to_canonical",
     "with_plugin",
     "label_key_errors",
+    "DNS1123_SUBDOMAIN",
+    "QUALIFIED_NAME_PART",
 ]

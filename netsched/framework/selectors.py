@@ -15,8 +15,9 @@ from dataclasses import dataclass
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# kube's qualified name "[prefix/]name": the name part, and the prefix (a DNS-1123 subdomain).
+QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def label_value_error(value: str) -> str:
@@ -39,13 +40,13 @@ def label_key_errors(key: str) -> list[str]:
     out = []
     if "/" in key and not prefix:
         out.append("prefix part must be non-empty")
-    if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
         out.append("prefix part must be a lowercase RFC 1123 subdomain")
     if not name:
         out.append("name part must be non-empty")
     elif len(name) > 63:
         out.append("name part must be no more than 63 characters")
-    elif not _NAME.match(name):
+    elif not QUALIFIED_NAME_PART.match(name):
         out.append(
             "name part must consist of alphanumeric characters, '-', '_' or '.', "
             "and must start and end with an alphanumeric character"

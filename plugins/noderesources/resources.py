@@ -10,20 +10,27 @@ NodeResourcesBalancedAllocation share these rules, so they live here once.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework import CPU, EPHEMERAL_STORAGE, MEMORY, IntArray, NodeInfo, PodInfo, Snapshot
+from netsched.framework import (
+    CPU,
+    DNS1123_SUBDOMAIN,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    QUALIFIED_NAME_PART,
+    IntArray,
+    NodeInfo,
+    PodInfo,
+    Snapshot,
+)
 
 NATIVE_PREFIX = "kubernetes.io/"
 REQUESTS_PREFIX = "requests."
 HUGEPAGES_PREFIX = "hugepages-"
 ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
 
-_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _NAME_FMT = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
@@ -81,7 +88,7 @@ def qualified_name_errors(value: str) -> list[str]:
         else:
             if len(prefix) > 253:
                 errs.append("prefix part must be no more than 253 characters")
-            if not _DNS1123_SUBDOMAIN.match(prefix):
+            if not DNS1123_SUBDOMAIN.match(prefix):
                 errs.append(f"prefix part {_DNS_FMT}")
     else:
         return [
@@ -91,7 +98,7 @@ def qualified_name_errors(value: str) -> list[str]:
         errs.append("name part must be non-empty")
     elif len(name) > 63:
         errs.append("name part must be no more than 63 characters")
-    if name and not _NAME_PART.match(name):
+    if name and not QUALIFIED_NAME_PART.match(name):
         errs.append(f"name part {_NAME_FMT}")
     return errs
 

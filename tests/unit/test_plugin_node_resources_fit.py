@@ -11,11 +11,12 @@ import pytest
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
+from netsched.framework.selectors import label_key_errors
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.plugins.noderesources import NodeResourcesFit, NodeResourcesFitArgs
-from netsched.plugins.noderesources.resources import is_extended, is_scalar
+from netsched.plugins.noderesources.resources import is_extended, is_scalar, qualified_name_errors
 from netsched.plugins.noderesources.scoring import broken_linear, go_div
 from netsched.testing.agreement import filter_statuses, score_outcomes, verdict
 from netsched.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod, node_infos
@@ -448,3 +449,27 @@ def test_extension_points_and_name() -> None:
 
     assert NodeResourcesFit.name == "NodeResourcesFit"
     assert extension_points_of(NodeResourcesFit) == ["preFilter", "filter", "preScore", "score"]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "gpu",
+        "nvidia.com/gpu",
+        "example.com/My_Name.1",
+        "Example.com/gpu",  # the prefix must be lowercase
+        "/gpu",
+        "nvidia.com/",
+        "a/b/c",
+        "-gpu",
+        "gpu-",
+        "x" * 63,
+        "x" * 64,
+        "a" * 254 + "/gpu",
+        "exa_mple.com/gpu",
+    ],
+)
+def test_resource_names_and_label_keys_share_kube_qualified_name_rules(key: str) -> None:
+    # Two wordings (the API server's for resource names, the shorter one for label keys) of one
+    # check, with one pair of patterns: both accept and refuse the same non-empty names.
+    assert bool(qualified_name_errors(key)) == bool(label_key_errors(key))
