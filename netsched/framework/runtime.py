@@ -240,6 +240,26 @@ class Framework(FrameworkHandle):
         Handle's "what if", e.g. a gang member while its gang's placement is decided): the rows
         that pass, and the diagnosis of the others. Raises PluginFault on a plugin error."""
         state = self.new_cycle_state()
+        allowed, diagnosis, st = self.run_pre_filter_rows(state, pod, snapshot, rows, skip)
+        if not st.ok:
+            return rows[:0], diagnosis
+        rows = rows if allowed is None else allowed
+        return self.run_filter_nodes(state, pod, snapshot, rows, diagnosis), diagnosis
+
+    def run_pre_filter_rows(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        rows: IntArray | None = None,
+        skip: Collection[str] = (),
+    ) -> tuple[IntArray | None, Diagnosis, Status]:
+        """PreFilter (but `skip`) ahead of a Filter pass over snapshot `rows` (None: all rows).
+
+        Returns the rows PreFilter's node set allows (those of `rows`, in their order; in
+        row order when `rows` is None; None when PreFilter allows every node), the new
+        Diagnosis the pass records into, and PreFilter's status.  A rejection is recorded
+        in the diagnosis (message, code of each row, plugin); PluginFault on an error."""
         n = len(snapshot)
         diagnosis = Diagnosis(n, np.zeros(n, dtype=np.int8))
         pre, st = self.run_pre_filter(state, pod, snapshot, skip)
@@ -247,14 +267,17 @@ class Framework(FrameworkHandle):
             if st.code == Code.ERROR:
                 raise PluginFault(st)
             diagnosis.pre_filter_msg = st.message()
-            diagnosis.node_codes[rows] = st.code
+            diagnosis.node_codes[slice(None) if rows is None else rows] = st.code
             diagnosis.unschedulable_plugins.add(st.plugin)
-            return rows[:0], diagnosis
-        if pre is not None and pre.node_names is not None:
-            index = snapshot.index
-            allowed = [index[name] for name in pre.node_names if name in index]
-            rows = rows[np.isin(rows, np.asarray(allowed, dtype=np.int64))]
-        return self.run_filter_nodes(state, pod, snapshot, rows, diagnosis), diagnosis
+            return None, diagnosis, st
+        if pre is None or pre.node_names is None:
+            return None, diagnosis, st
+        index = snapshot.index
+        if rows is None:
+            allowed = sorted(index[name] for name in pre.node_names if name in index)
+            return np.asarray(allowed, dtype=np.int64), diagnosis, st
+        named = np.asarray([index[name] for name in pre.node_names if name in index], dtype=np.int64)
+        return rows[np.isin(rows, named)], diagnosis, st
 
     def filter_statuses(
         self, state: CycleState, pod: PodInfo, node: NodeInfo

@@ -21,7 +21,7 @@ import numpy as np
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.diagnosis import Diagnosis
 from netsched.framework.errors import PluginFault
-from netsched.framework.extension_points import PluginScores, PreFilterResult
+from netsched.framework.extension_points import PluginScores
 from netsched.framework.runtime import Framework
 from netsched.framework.snapshot import IntArray, Snapshot
 from netsched.framework.status import Code
@@ -116,16 +116,10 @@ class NodeSearch:
                 0, np.zeros(0, dtype=np.int8), pre_filter_msg="no nodes available to schedule pods"
             )
             raise FitError(pod, empty)
-        pre_result, st = fwk.run_pre_filter(state, pod, snapshot)
-        diagnosis = Diagnosis(n, np.zeros(n, dtype=np.int8))
+        allowed, diagnosis, st = fwk.run_pre_filter_rows(state, pod, snapshot)
         if not st.ok:
-            if st.code == Code.ERROR:
-                raise PluginFault(st)
-            diagnosis.pre_filter_msg = st.message()
-            diagnosis.node_codes[:] = st.code
-            diagnosis.unschedulable_plugins.add(st.plugin)
             raise self._fit_error(state, pod, diagnosis)
-        feasible, evaluated = self.find_feasible(state, pod, snapshot, pre_result, diagnosis)
+        feasible, evaluated = self.find_feasible(state, pod, snapshot, allowed, diagnosis)
         if len(feasible) == 0:
             raise self._fit_error(state, pod, diagnosis)
         if len(feasible) == 1:
@@ -158,18 +152,18 @@ class NodeSearch:
         state: CycleState,
         pod: PodInfo,
         snapshot: Snapshot,
-        pre_result: PreFilterResult | None,
+        allowed: IntArray | None,
         diagnosis: Diagnosis,
     ) -> tuple[IntArray, int]:
         """Feasible rows, searching from a rotating start and stopping after enough are found.
 
+        `allowed` is the rows PreFilter's node set allows, in row order (None: every row).
         Returns (feasible rows, number of nodes evaluated).
         """
         started = time.perf_counter()
         n = len(snapshot)
-        if pre_result is not None and pre_result.node_names is not None:
-            rows = sorted(snapshot.index[name] for name in pre_result.node_names if name in snapshot.index)
-            candidates = np.asarray(rows, dtype=np.int64)
+        if allowed is not None:
+            candidates = allowed
             start = 0
         else:
             start = self.next_start_node_index % n
@@ -197,7 +191,7 @@ class NodeSearch:
                 found.append(ok)
                 n_found += len(ok)
             chunk *= 2
-        if pre_result is None or pre_result.node_names is None:
+        if allowed is None:
             self.next_start_node_index = (start + processed) % n
         self.fwk.observe_point("Filter", started)
         feasible = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)

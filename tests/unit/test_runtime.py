@@ -201,6 +201,38 @@ def test_prefilter_skip_skips_filter_and_subset_narrows() -> None:
     assert "didn't satisfy plugin(s) [OnlyNodes, OnlyOther] simultaneously" in str(ei.value)
 
 
+class Unresolvable(PreFilterPlugin):
+    name = "Unresolvable"
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        return None, Status.unresolvable("no way")
+
+
+def test_pre_filter_rows_maps_the_node_set_to_rows_and_diagnoses_a_rejection() -> None:
+    # Shared by NodeSearch.schedule (all rows) and Framework.filter_rows (the rows asked about).
+    snap = Snapshot.of(node_infos(nodes(5)))
+    pod = make_pod("p").info()
+    fwk = build_framework([OnlyNodes])
+    allowed, diag, st = fwk.run_pre_filter_rows(CycleState(), pod, snap)
+    assert st.ok and allowed is not None and allowed.tolist() == [1, 3]
+    assert diag.num_all_nodes == 5 and not diag.node_codes.any()
+    rows = np.asarray([4, 3, 2, 1], dtype=np.int64)
+    allowed, _, _ = fwk.run_pre_filter_rows(CycleState(), pod, snap, rows)
+    assert allowed is not None and allowed.tolist() == [3, 1]  # in the order asked
+    allowed, _, st = build_framework([SkipPreFilter]).run_pre_filter_rows(CycleState(), pod, snap, rows)
+    assert st.ok and allowed is None  # every node allowed
+    unres = build_framework([Unresolvable])
+    u = int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    for asked, codes in ((None, [u] * 5), (rows[:2], [0, 0, 0, u, u])):
+        allowed, diag, st = unres.run_pre_filter_rows(CycleState(), pod, snap, asked)
+        assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and allowed is None
+        assert (diag.pre_filter_msg, diag.node_codes.tolist()) == ("no way", codes)
+        assert diag.unschedulable_plugins == {"Unresolvable"}
+        assert unres.filter_rows(pod, snap, rows)[0].tolist() == []
+
+
 class SkipScore(PreScorePlugin, ScorePlugin):
     name = "SkipScore"
 
