@@ -45,7 +45,9 @@ from netsched.gangs.podgroup import (
     TopologyRequest,
     full_name,
     group_name,
+    is_own_group,
     parse_group,
+    spec_changed,
 )
 from netsched.gangs.status import PodGroupStatusWriter, StatusUpdate
 
@@ -81,7 +83,9 @@ __all__ = [
     "full_name",
     "gangs_of",
     "group_name",
+    "is_own_group",
     "parse_group",
     "placement_in",
     "resource_gap",
+    "spec_changed",
 ]

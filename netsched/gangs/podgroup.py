@@ -32,6 +32,7 @@ REQUIRED, PREFERRED = "required", "preferred"
 PODGROUPS_KEY = PODGROUPS.key
 PODGROUP_KIND = PODGROUPS.kind  # the resource of its ClusterEvents (queueing hints)
 PODGROUP_API_VERSION = f"{PODGROUPS.group}/{PODGROUPS.version}"
+_ABSENT = object()  # an annotation not set (its value may be anything, None included)
 # Parsed PodGroups kept at most; the cache starts over past it (it is only a cache).
 MAX_PARSED = 10_000
 
@@ -46,6 +47,33 @@ def full_name(pod: PodInfo) -> str:
     """ "namespace/group" of the pod's gang ("" when none)."""
     name = group_name(pod)
     return f"{pod.namespace}/{name}" if name else ""
+
+
+def is_own_group(pod: PodInfo, raw: Any) -> bool:
+    """Whether the PodGroup object `raw` (an event's object) is the one `pod` belongs to."""
+    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+    if not isinstance(meta, Mapping):
+        return False
+    group = full_name(pod)
+    return bool(group) and f"{meta.get('namespace') or 'default'}/{meta.get('name')}" == group
+
+
+def spec_changed(old: Any, new: Any) -> bool:
+    """Whether a PodGroup update (old and new objects) changed what the gang plugins' PreFilters
+    read: the spec or a topology annotation.  Status writes (the scheduler's own included) and
+    the rest of the metadata change nothing."""
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return False
+    return old.get("spec") != new.get("spec") or _topology_annotations(old) != _topology_annotations(new)
+
+
+def _topology_annotations(raw: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The topology annotations as parse_group reads them (_ABSENT: not set)."""
+    meta = raw.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    if not isinstance(annotations, Mapping):
+        return (_ABSENT, _ABSENT)
+    return tuple(annotations.get(key, _ABSENT) for key in (TOPOLOGY_REQUIRED, TOPOLOGY_PREFERRED))
 
 
 class GroupError(ValueError):

@@ -14,7 +14,7 @@ freed, so two gangs that each fit only alone never hold half the cluster each.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from netsched.framework import (
@@ -42,7 +42,16 @@ from netsched.framework import (
     Status,
 )
 from netsched.framework.names import COSCHEDULING
-from netsched.gangs import PODGROUP_KIND, GroupError, PodGroup, full_name, gangs_of, group_name
+from netsched.gangs import (
+    PODGROUP_KIND,
+    GroupError,
+    PodGroup,
+    full_name,
+    gangs_of,
+    group_name,
+    is_own_group,
+    spec_changed,
+)
 from netsched.plugins.coscheduling.args import CoschedulingArgs
 
 
@@ -59,6 +68,9 @@ class Coscheduling(
     def __init__(self, args: CoschedulingArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
         self.gangs = gangs_of(handle, self.name)
+        # _member_added's last answer: (the arriving pod, its group, the group's
+        # resourceVersion, whether the group has minMember pods with it).
+        self._count_memo: tuple[PodInfo, str, str, bool] | None = None
 
     def group_of(self, pod: PodInfo) -> PodGroup | None:
         """The pod's PodGroup; None when it has none or it does not exist; GroupError if malformed."""
@@ -88,28 +100,16 @@ class Coscheduling(
             ),
         ]
 
-    def _is_own_group(self, pod: PodInfo, raw: Any) -> bool:
-        meta = raw.get("metadata") if isinstance(raw, Mapping) else None
-        if not isinstance(meta, Mapping):
-            return False
-        group = full_name(pod)
-        return bool(group) and f"{meta.get('namespace') or 'default'}/{meta.get('name')}" == group
-
     def _group_added(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
-        return QueueingHint.QUEUE if self._is_own_group(pod, new) else QueueingHint.SKIP
+        return QueueingHint.QUEUE if is_own_group(pod, new) else QueueingHint.SKIP
 
     def _group_deleted(self, pod: PodInfo, old: Any, _new: Any) -> QueueingHint:
-        return QueueingHint.QUEUE if self._is_own_group(pod, old) else QueueingHint.SKIP
+        return QueueingHint.QUEUE if is_own_group(pod, old) else QueueingHint.SKIP
 
     def _group_spec_changed(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
         """Only the spec and the topology annotations decide PreFilter; status writes (ours
         included) change nothing."""
-        if not self._is_own_group(pod, new) or not isinstance(old, Mapping):
-            return QueueingHint.SKIP
-        if old.get("spec") != new.get("spec"):
-            return QueueingHint.QUEUE
-        before, after = (o.get("metadata", {}).get("annotations") for o in (old, new))
-        return QueueingHint.QUEUE if before != after else QueueingHint.SKIP
+        return QueueingHint.QUEUE if is_own_group(pod, new) and spec_changed(old, new) else QueueingHint.SKIP
 
     def _member_bound(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
         group = full_name(pod)
@@ -127,9 +127,21 @@ class Coscheduling(
             pg = self.group_of(pod)
         except GroupError:
             return QueueingHint.SKIP
-        if pg is None or len(self.gangs.members(pg)) < pg.min_member:
+        if pg is None or not self._completes_count(pg, new):
             return QueueingHint.SKIP
         return QueueingHint.QUEUE
+
+    def _completes_count(self, pg: PodGroup, new: PodInfo) -> bool:
+        """Whether the group has minMember pods now that `new` arrived.  One event asks once per
+        parked sibling, each answer the same: the first is kept for the rest (the queue asks its
+        hints one event at a time, under its lock), so an arrival costs one member list, not one
+        per sibling.  The answer is kept for this very event object and group version only."""
+        memo = self._count_memo
+        if memo is not None and memo[0] is new and memo[1] == pg.full_name and memo[2] == pg.resource_version:
+            return memo[3]
+        complete = len(self.gangs.members(pg)) >= pg.min_member
+        self._count_memo = (new, pg.full_name, pg.resource_version, complete)
+        return complete
 
     def _room_freed(self, pod: PodInfo, _old: Any, _new: Any) -> QueueingHint:
         try:

@@ -31,7 +31,7 @@ already counts.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -69,9 +69,10 @@ from netsched.gangs import (
     PodGroup,
     decide,
     derive,
-    full_name,
     gangs_of,
     group_name,
+    is_own_group,
+    spec_changed,
 )
 from netsched.metrics.plugin_api import (
     LINK_SPEED,
@@ -109,7 +110,8 @@ class GangTopology(
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """A member rejected because no domain holds its gang: room freed or added, a node
-        relabelled (domains change), new link measurements, or the PodGroup's annotations."""
+        relabelled (domains change), new link measurements, or its PodGroup added or its spec
+        or topology annotations changed (not a status write)."""
         return [
             *METRICS_EVENTS,
             ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE)),
@@ -122,18 +124,17 @@ class GangTopology(
                     | ActionType.UPDATE_NODE_TAINT,
                 )
             ),
-            ClusterEventWithHint(
-                ClusterEvent(PODGROUP_KIND, ActionType.ADD | ActionType.UPDATE), self._own_group
-            ),
+            ClusterEventWithHint(ClusterEvent(PODGROUP_KIND, ActionType.ADD), self._group_added),
+            ClusterEventWithHint(ClusterEvent(PODGROUP_KIND, ActionType.UPDATE), self._group_spec_changed),
         ]
 
-    def _own_group(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
-        meta = new.get("metadata") if isinstance(new, Mapping) else None
-        if isinstance(
-            meta, Mapping
-        ) and f"{meta.get('namespace') or 'default'}/{meta.get('name')}" == full_name(pod):
-            return QueueingHint.QUEUE
-        return QueueingHint.SKIP
+    def _group_added(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+        return QueueingHint.QUEUE if is_own_group(pod, new) else QueueingHint.SKIP
+
+    def _group_spec_changed(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        """The spec or a topology annotation of the pod's own group; status writes (ours
+        included) change nothing PreFilter reads."""
+        return QueueingHint.QUEUE if is_own_group(pod, new) and spec_changed(old, new) else QueueingHint.SKIP
 
     # ------------------------------------------------------------ PreFilter: the one decision
 

@@ -22,6 +22,7 @@ from netsched.inmemory import InMemoryCluster
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
 from netsched.plugins.coscheduling import POD_GROUP_LABEL
 from netsched.plugins.gang_topology import GangTopology
+from netsched.queue import UNSCHEDULABLE
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.clock import FakeClock
 from netsched.testing.prometheus import FakePrometheus, fake_hub
@@ -235,6 +236,31 @@ def test_a_malformed_topology_annotation_is_reported_on_the_podgroup(build: Any)
     invalid = {e[0] for e in r.cluster.events.events if e[2] == "InvalidPodGroup"}
     assert invalid == {"default/bad", "default/bad2"}
     assert r.placed("bad") == r.placed("bad2") == 0 and r.holds_nothing()
+
+
+def test_a_status_write_does_not_requeue_a_member_no_domain_holds(build: Any) -> None:
+    # The scheduler writes the PodGroup's status itself: each write is a PodGroup update, and
+    # only a change of the spec or the topology annotations can undo GangTopology's rejection.
+    r = build()
+    r.gang("big", 7, **{TOPOLOGY_REQUIRED: RACK})  # 14 cpu: no rack (12) holds it
+    r.run()
+    uids = [_uid(r, f"big-{i}") for i in range(7)]
+    parked = r.cluster.queue.pending_pods()[UNSCHEDULABLE]
+    assert {p.uid for p in parked} == set(uids)
+    queued = [r.cluster.queue.get(u) for u in uids]
+    assert all(qp is not None and qp.unschedulable_plugins == {"GangTopology"} for qp in queued)
+    r.cluster.patch_object(PG, "default", "big", {"status": {"phase": "Pending", "scheduled": 0}})
+    assert [r.cluster.queue.where(u) for u in uids] == [UNSCHEDULABLE] * 7
+    r.cluster.patch_object(PG, "default", "big", {"metadata": {"annotations": {"note": "x"}}})
+    assert [r.cluster.queue.where(u) for u in uids] == [UNSCHEDULABLE] * 7
+    # The topology annotation relaxed: every member is worth another attempt.
+    r.cluster.patch_object(
+        PG,
+        "default",
+        "big",
+        {"metadata": {"annotations": {TOPOLOGY_REQUIRED: None, TOPOLOGY_PREFERRED: RACK}}},
+    )
+    assert all(r.cluster.queue.where(u) != UNSCHEDULABLE for u in uids)
 
 
 # ------------------------------------------------------------------ counting earlier members

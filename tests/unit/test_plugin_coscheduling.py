@@ -359,6 +359,32 @@ def test_a_gated_member_that_completes_the_count_wakes_the_members_turned_away()
     assert held(c) == (2, 2)  # both wait at Permit for the gated one
 
 
+def test_an_arriving_member_counts_the_gang_once_for_all_its_parked_siblings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    c = cluster(nodes=4)
+    c.add_object(PG, podgroup("a", 5))
+    gang(c, "a", 3)
+    c.schedule_pending()  # too few members: parked as unschedulable
+    uids = [p.uid for i in range(3) if (p := c.handlers.pending_pod_by_key(f"default/a{i}")) is not None]
+    assert [c.queue.where(u) for u in uids] == [UNSCHEDULABLE] * 3
+    gangs = plugin(c).gangs
+    listed = []
+    members = gangs.members
+
+    def counting(pg: Any) -> Any:
+        listed.append(pg.full_name)
+        return members(pg)
+
+    monkeypatch.setattr(gangs, "members", counting)
+    c.add_pod(make_pod("a3").label(POD_GROUP_LABEL, "a").req(cpu="2").gate("hold").obj())
+    assert [c.queue.where(u) for u in uids] == [UNSCHEDULABLE] * 3  # 4 of 5: still too few
+    assert listed == ["default/a"]  # one member list for the three siblings asked
+    c.add_pod(make_pod("a4").label(POD_GROUP_LABEL, "a").req(cpu="2").gate("hold").obj())
+    assert all(c.queue.where(u) != UNSCHEDULABLE for u in uids)  # the next arrival is counted anew
+    assert listed == ["default/a", "default/a"]
+
+
 def test_a_member_that_leaves_the_gang_short_wakes_nobody() -> None:
     c = cluster()
     c.add_object(PG, podgroup("a", 4))
@@ -374,6 +400,11 @@ def _pg_update(name: str, min_member: int, **status: Any) -> tuple[dict[str, Any
     old = podgroup(name, min_member)
     new = {**old, "metadata": {**old["metadata"], "resourceVersion": "2"}, "status": status}
     return old, new
+
+
+def _annotated(name: str, min_member: int, **annotations: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    old = podgroup(name, min_member)
+    return old, {**old, "metadata": {**old["metadata"], "resourceVersion": "2", "annotations": annotations}}
 
 
 GROUP_ADD = ClusterEvent("PodGroup", ActionType.ADD)
@@ -397,6 +428,15 @@ OTHER_NS = {**podgroup("a", 2), "metadata": {**podgroup("a", 2)["metadata"], "na
         ("another group added", GROUP_ADD, {}, None, None, podgroup("b", 2), "QueueSkip"),
         ("same name in another namespace", GROUP_ADD, {}, None, None, OTHER_NS, "QueueSkip"),
         ("own group's status written", GROUP_UPDATE, {}, None, *_pg_update("a", 2, phase="x"), "QueueSkip"),
+        ("own group's other annotation", GROUP_UPDATE, {}, None, *_annotated("a", 2, note="x"), "QueueSkip"),
+        (
+            "own group's topology annotation",
+            GROUP_UPDATE,
+            {},
+            None,
+            *_annotated("a", 2, **{"netsched.io/topology-required": "rack"}),
+            "Queue",
+        ),
         (
             "own group's minMember lowered",
             GROUP_UPDATE,
