@@ -9,6 +9,7 @@ the members, the reason, so a domain that cannot win is never simulated.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -125,6 +126,16 @@ def _too_small(want: dict[str, int], snapshot: Snapshot, free: IntArray) -> str:
         if have < amount:
             short.append(f"{format_canonical(r, have)} of {format_canonical(r, amount)} {r} free")
     return f"too small: {', '.join(short)}" if short else ""
+
+
+def domain_rows(snapshot: Snapshot, level: str, value: str) -> IntArray:
+    """The rows of the level's domain `value` (none when no node has it), from the cached
+    grouping: no fullness or room computed for the level's other domains."""
+    g = _grouping(snapshot, level)
+    k = bisect.bisect_left(g.values, value)
+    if k < len(g.values) and g.values[k] == value:
+        return g.rows[k]
+    return np.zeros(0, dtype=np.int64)
 
 
 def domain_of(snapshot: Snapshot, level: str, row: int) -> str | None:

@@ -314,14 +314,22 @@ class GangManager:
             return self._placements.get(group)
 
     def commit_placement(self, placement: Placement, profile: str) -> bool:
-        """Keep the decision for the gang's later members; False when one is already kept."""
+        """Keep a new decision for the gang's later members and count it (metrics); False when
+        one is already kept."""
+        if not self.keep_placement(placement):
+            return False
+        self.observe_placement(placement, profile)
+        return True
+
+    def keep_placement(self, placement: Placement) -> bool:
+        """Keep the decision for the gang's later members without counting it (one rebuilt from
+        the members already placed is no new placement); False when one is already kept."""
         with self._lock:
             if placement.group in self._placements:
                 return False
             if len(self._placements) >= MAX_PLACEMENTS:
                 self._forget_deleted_groups()
             self._placements[placement.group] = placement
-        self.observe_placement(placement, profile)
         return True
 
     def _forget_deleted_groups(self) -> None:

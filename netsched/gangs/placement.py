@@ -24,11 +24,12 @@ whole domains stay free for the gangs to come (Volcano's binpacking).
                   (binpack: max fullness first, then min peak)
     fullness(D) = mean over cpu and memory of requested / allocatable on D's nodes
 
-Domains are simulated side by side (one filter pass per member over the nodes
-of every candidate domain): exact for what a node decides alone (resources,
-ports, taints, affinity to nodes, volumes' node limits, metrics thresholds).
-A gang whose members carry pod (anti-)affinity or topology spread constraints
-is simulated one domain at a time, so only its own domain's members count.
+Domains are simulated one at a time, best estimate first: the first member's
+filter pass over every node is shared by all domains, each later member is
+filtered over the nodes of the domain being simulated, and the snapshot is put
+back after each domain, so only the members planned in that domain count, for
+what a node decides alone (resources, ports, taints, volumes' node limits,
+metrics thresholds) and for pod (anti-)affinity and topology spread alike.
 
 Levels: a required level is the only one tried; a preferred level is tried
 first, then each level outward of it (the profile lists levels outer to
@@ -44,6 +45,7 @@ domain (estimated, then through the filters).
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -53,7 +55,7 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.quantity import CPU, MEMORY
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
-from netsched.gangs.domains import Domain, domain_of, domains_at
+from netsched.gangs.domains import Domain, domain_of, domain_rows, domains_at
 from netsched.gangs.links import LinkLoad, LinkView
 from netsched.gangs.podgroup import PREFERRED, REQUIRED, TopologyRequest
 from netsched.gangs.simulation import Feasible, Reasons, estimate, simulate
@@ -283,10 +285,10 @@ def derive(
         known = [v for v in values if v is not None]
         if not known:
             continue
-        top = max(set(known), key=lambda v: (known.count(v), v))
+        counts = Counter(known)
+        top = max(counts, key=lambda v: (counts[v], v))
         if request.mode == REQUIRED or len(set(values)) == 1:
-            domain = next(d for d in domains_at(snapshot, level, placed) if d.value == top)
-            names = frozenset(snapshot.nodes[int(r)].name for r in domain.rows)
+            names = frozenset(snapshot.nodes[int(r)].name for r in domain_rows(snapshot, level, top))
             return Placement(group, request, PLACED, level, top, names, members=len(placed), derived=True)
     return Placement(group, request, SPREAD, members=len(placed), derived=True)
 

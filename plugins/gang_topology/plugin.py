@@ -8,9 +8,11 @@ links keep the most headroom with the gang's bandwidth added (the fuller one
 on ties), and every member of the gang is steered there (the PreFilter node
 set).  The decision is kept by the gang manager from the first member's
 Reserve on; members that come later (a replaced pod) go to the gang's domain,
-or wait when it is full.  A required level no domain satisfies rejects the
-member (UnschedulableAndUnresolvable, naming each domain tried and why it
-cannot hold the gang), so Coscheduling releases whatever the gang holds.
+or wait when it is full.  With members placed and no decision kept (after a
+restart), it is rebuilt from where they are (not counted as a new placement)
+and kept from the next Reserve on.  A required level no domain satisfies
+rejects the member (UnschedulableAndUnresolvable, naming each domain tried and
+why it cannot hold the gang), so Coscheduling releases whatever the gang holds.
 
 Score (inside the domain, for a pod of a gang): the members already reserved
 or bound pull it into their domains, measured link load pushes it off busy
@@ -217,13 +219,14 @@ class GangTopology(
     # ------------------------------------------------------------ Reserve: the decision is kept
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """A decision this cycle made is kept and counted; one rebuilt from the members already
+        placed (none kept: after a restart) is kept uncounted, so later members need not rebuild it."""
         decision = state.get(PLACEMENT_KEY)
-        if (
-            isinstance(decision, Decision)
-            and decision.fresh
-            and decision.placement.outcome in (PLACED, SPREAD)
-        ):
-            self.gangs.commit_placement(decision.placement, self.handle.profile_name)
+        if isinstance(decision, Decision) and decision.placement.outcome in (PLACED, SPREAD):
+            if decision.fresh:
+                self.gangs.commit_placement(decision.placement, self.handle.profile_name)
+            elif decision.placement.derived:
+                self.gangs.keep_placement(decision.placement)
         return super().reserve(state, pod, node_name)
 
     # ------------------------------------------------------------ Score

@@ -17,11 +17,13 @@ import yaml
 
 from netsched.app import build_registry
 from netsched.config import load_config
-from netsched.gangs import TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED, Placement
+from netsched.gangs import HOSTNAME, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED, Placement, derive
+from netsched.gangs.domains import domain_rows, domains_at
 from netsched.inmemory import InMemoryCluster
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
 from netsched.plugins.coscheduling import POD_GROUP_LABEL
 from netsched.plugins.gang_topology import GangTopology
+from netsched.plugins.gang_topology import plugin as gang_topology_plugin
 from netsched.queue import UNSCHEDULABLE
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.clock import FakeClock
@@ -146,13 +148,18 @@ class Racks:
 def build() -> Iterator[Any]:
     hubs = []
 
-    def make(cpu: str = "4", pods: str = "110", **args: Any) -> Racks:
+    def make(cpu: str = "4", pods: str = "110", observe: bool = False, **args: Any) -> Racks:
         reg = build_registry()
         clock = FakeClock()
         hub, fake = fake_hub(clock)
         hubs.append(hub)
         c = InMemoryCluster(
-            load_config(config(**args), reg), reg, metrics_hub=hub, clock=clock, keep_events=True
+            load_config(config(**args), reg),
+            reg,
+            metrics_hub=hub,
+            clock=clock,
+            keep_events=True,
+            observe=observe,
         )
         c.add_nodes(
             make_node(f"{rack}-n{i}").zone(zone).label(RACK, rack).capacity(cpu=cpu, pods=pods).obj()
@@ -319,6 +326,43 @@ def test_a_late_member_goes_to_the_gang_s_rack_or_waits(build: Any) -> None:
     r.run()
     assert "default/g-big" not in r.cluster.placements
     assert r.cluster.queue.where(_uid(r, "g-big")) is not None
+
+
+def test_a_decision_rebuilt_after_a_restart_is_kept_and_not_counted_again(
+    build: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = build(observe=True)
+    r.gang("g", 3, **{TOPOLOGY_REQUIRED: RACK})
+    r.run()
+    (rack,) = set(r.racks_of("g"))
+    r.cluster.gangs.drop_placement("default/g")  # a restart: the members are placed, nothing kept
+    rebuilt = []
+
+    def counting(*a: Any, **kw: Any) -> Placement:
+        rebuilt.append(a[0])
+        return derive(*a, **kw)
+
+    monkeypatch.setattr(gang_topology_plugin, "derive", counting)
+    for late in ("g-late0", "g-late1", "g-late2"):
+        r.member("g", late)
+        r.run()
+    assert r.racks_of("g") == [rack] * 6
+    assert rebuilt == ["default/g"]  # once, by the first late member; kept from its Reserve on
+    d = r.decision("g")
+    assert (d.outcome, d.level, d.domain, d.derived) == ("placed", RACK, rack, True)
+    assert r.cluster.metrics is not None
+    placed = {"outcome": "placed", "level": RACK, "profile": "netsched"}
+    assert r.cluster.metrics.registry.get_sample_value("netsched_gang_placements_total", placed) == 1
+
+
+def test_a_domain_s_rows_are_read_from_the_level_s_grouping(build: Any) -> None:
+    snap = build().cluster.cache.snapshot_copy()
+    for level in (ZONE, RACK, HOSTNAME):
+        domains = domains_at(snap, level, [])
+        assert domains
+        for d in domains:
+            assert domain_rows(snap, level, d.value).tolist() == d.rows.tolist()
+    assert len(domain_rows(snap, RACK, "r9")) == 0
 
 
 def _uid(r: Racks, name: str) -> str:
