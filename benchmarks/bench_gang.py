@@ -165,8 +165,9 @@ def run(
     )
     clock = ManualClock()
     cluster = InMemoryCluster(cfg, reg, metrics_hub=hub, clock=clock)
-    cluster.add_nodes(racked(n_nodes, zones, racks))
-    rack_of = {f"node-{i:05d}": f"rack-{i * racks // n_nodes:03d}" for i in range(n_nodes)}
+    node_objects = racked(n_nodes, zones, racks)
+    cluster.add_nodes(node_objects)
+    rack_of = {n["metadata"]["name"]: n["metadata"]["labels"][RACK] for n in node_objects}
     if hub is not None:
         hub.poll_now()
     fwk = cluster.frameworks["netsched"]

@@ -17,14 +17,13 @@ imports the other:
 
 from netsched.gangs.domains import HOSTNAME
 from netsched.gangs.links import LinkView
-from netsched.gangs.manager import BackedOffGroups, GangManager, GangMetrics, gangs_of, resource_gap
+from netsched.gangs.manager import GangManager, gangs_of
 from netsched.gangs.placement import (
     PLACED,
     PLACEMENT_KEY,
     SPREAD,
     UNSCHEDULABLE,
     Decision,
-    DomainVerdict,
     Placement,
     Policy,
     decide,
@@ -34,6 +33,7 @@ from netsched.gangs.placement import (
 from netsched.gangs.podgroup import (
     LEGACY_POD_GROUP_LABEL,
     POD_GROUP_LABEL,
+    PODGROUP_API_VERSION,
     PODGROUP_KIND,
     PODGROUPS_KEY,
     PREFERRED,
@@ -57,6 +57,7 @@ __all__ = [
     "PLACED",
     "PLACEMENT_KEY",
     "POD_GROUP_LABEL",
+    "PODGROUP_API_VERSION",
     "PODGROUPS_KEY",
     "PODGROUP_KIND",
     "PREFERRED",
@@ -66,11 +67,8 @@ __all__ = [
     "TOPOLOGY_PREFERRED",
     "TOPOLOGY_REQUIRED",
     "UNSCHEDULABLE",
-    "BackedOffGroups",
     "Decision",
-    "DomainVerdict",
     "GangManager",
-    "GangMetrics",
     "GroupError",
     "LinkView",
     "Placement",
@@ -86,6 +84,5 @@ __all__ = [
     "is_own_group",
     "parse_group",
     "placement_in",
-    "resource_gap",
     "spec_changed",
 ]

@@ -101,7 +101,6 @@ class PodGroup:
     created: float = 0.0  # epoch seconds of metadata.creationTimestamp (0 when unknown)
     resource_version: str = ""
     uid: str = ""
-    status: Mapping[str, Any] = field(default_factory=dict)
     topology: TopologyRequest | None = None  # from the annotations; None: the profile's default
 
     @property
@@ -138,7 +137,6 @@ def parse_group(raw: Mapping[str, Any]) -> PodGroup:
             res[str(rname)] = to_canonical(str(rname), q)
         except (ValueError, ArithmeticError) as e:
             raise GroupError(f"{where}: spec.minResources.{rname}: invalid quantity {q!r}") from e
-    status = raw.get("status") or {}
     return PodGroup(
         ns,
         name,
@@ -148,7 +146,6 @@ def parse_group(raw: Mapping[str, Any]) -> PodGroup:
         _epoch(meta.get("creationTimestamp")),
         str(meta.get("resourceVersion") or ""),
         str(meta.get("uid") or ""),
-        status if isinstance(status, Mapping) else {},
         _topology(meta.get("annotations"), where),
     )
 

@@ -29,12 +29,18 @@ from typing import Any
 import numpy as np
 
 from netsched.framework.fields import ErrorList, Fields, join
-from netsched.gangs import LEGACY_POD_GROUP_LABEL, POD_GROUP_LABEL, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
-from netsched.kube.resources import PODGROUPS
+from netsched.gangs import (
+    LEGACY_POD_GROUP_LABEL,
+    POD_GROUP_LABEL,
+    PODGROUP_API_VERSION,
+    TOPOLOGY_PREFERRED,
+    TOPOLOGY_REQUIRED,
+    GroupError,
+    parse_group,
+)
+from netsched.gangs import PODGROUPS_KEY as PODGROUPS_KEY  # the engine adds PodGroups under it
 from netsched.simulate.generators import Names, _items, _pod_generator, _string_map, named_object
 
-PODGROUPS_KEY = PODGROUPS.key
-PODGROUP_API_VERSION = f"{PODGROUPS.group}/{PODGROUPS.version}"
 # The label pods join a gang with, and the topology annotations (netsched.gangs reads the same).
 GROUP_LABEL = POD_GROUP_LABEL
 LEGACY_GROUP_LABEL = LEGACY_POD_GROUP_LABEL
@@ -233,6 +239,21 @@ def gang_outcomes(
 
 
 def _level(group: Mapping[str, Any], levels: Sequence[str]) -> str:
+    """The level the PodGroup's topology annotation names (as the gang plugins parse it), else
+    the innermost of `levels`."""
+    try:
+        topology = parse_group(group).topology
+    except (GroupError, AttributeError, TypeError):  # malformed (a spec field of the wrong type too)
+        return _annotated_level(group, levels)
+    if topology is not None:
+        return topology.level
+    return levels[-1] if levels else ""
+
+
+def _annotated_level(group: Mapping[str, Any], levels: Sequence[str]) -> str:
+    """A PodGroup the gang plugins reject (both annotations set, a level that is no label key, a
+    malformed spec): its members are never placed, and the report names the level its
+    annotations ask for as it always did (required first, a non-empty string)."""
     annotations = (group.get("metadata") or {}).get("annotations") or {}
     for key in (TOPOLOGY_REQUIRED, TOPOLOGY_PREFERRED):
         if isinstance(annotations.get(key), str) and annotations[key]:

@@ -9,10 +9,11 @@ import pytest
 
 from netsched.app import build_registry
 from netsched.config import ConfigError, load_config
+from netsched.gangs import TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
 from netsched.simulate import load_scenario, simulate
 from netsched.simulate.cli import main
 from netsched.simulate.configs import default_profile, example_text, examples
-from netsched.simulate.gangs import GROUP_LABEL
+from netsched.simulate.gangs import GROUP_LABEL, gang_outcomes
 from netsched.simulate.report import Report, lower_bounds
 
 REGISTRY = build_registry()
@@ -229,3 +230,21 @@ def test_compare_config_repeats(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([path, "--compare-config", "default", "--compare-config", per_pod, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [r["label"] for r in doc["runs"]] == ["netsched", "default", "racks-per-pod-config"]
+
+
+def test_the_level_domains_are_counted_at_follows_the_podgroup_s_topology_annotation() -> None:
+    def group(spec: dict[str, object] | None = None, **annotations: str) -> dict[str, object]:
+        meta = {"name": "g", "namespace": "default", "annotations": annotations}
+        return {"metadata": meta, "spec": spec or {"minMember": 2}}
+
+    levels = ("topology.kubernetes.io/zone", "example.com/rack")
+    assert gang_outcomes([group()], [], {}, {}, {}, levels=levels)[0].level == "example.com/rack"
+    required = group(**{TOPOLOGY_REQUIRED: "topology.kubernetes.io/zone"})
+    assert gang_outcomes([required], [], {}, {}, {}, levels=levels)[0].level == "topology.kubernetes.io/zone"
+    # A PodGroup the gang plugins reject still names the level its annotations ask for:
+    # both set (the required one), an empty one skipped, a malformed spec.
+    both = group(**{TOPOLOGY_REQUIRED: "a", TOPOLOGY_PREFERRED: "b"})
+    empty = group(**{TOPOLOGY_REQUIRED: "", TOPOLOGY_PREFERRED: "b"})
+    bad_spec = group({"minMember": 2, "minResources": ["cpu"]}, **{TOPOLOGY_PREFERRED: "c"})
+    got = gang_outcomes([both, empty, bad_spec], [], {}, {}, {}, levels=levels)
+    assert [o.level for o in got] == ["a", "b", "c"]
