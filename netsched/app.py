@@ -281,8 +281,12 @@ class SchedulerApp:
     def start_scheduling(self) -> None:
         """Start (or resume, after regaining leadership) the scheduling loop."""
         with self._swap_lock:
-            if self._loop_running():
+            if self._loop_running() and not self._loop_stop.is_set():
                 return
+            if self._loop_thread is not None:
+                # Leadership regained before the paused loop ended (it does after its current
+                # cycle): wait for it, or scheduling would never resume, nor two loops run.
+                self._loop_thread.join()
             self._start_loop()
 
     def _start_loop(self) -> None:

@@ -90,6 +90,8 @@ class Scheduler:
         self._writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="status")
         self._stop = threading.Event()
         self.scheduled = 0
+        # When the loop last came round or took a pod (the injected clock): /livez's schedulingLoop.
+        self.heartbeat = clock.now()
 
     @property
     def frameworks(self) -> Mapping[str, Framework]:
@@ -118,6 +120,7 @@ class Scheduler:
         stop = stop or self._stop
         log.info("Starting scheduling loop profiles=%s", ",".join(self.frameworks))
         while not stop.is_set() and not self._stop.is_set():
+            self.heartbeat = self.clock.now()
             try:
                 self.schedule_one(timeout=0.2)
             except Exception:  # the loop must survive anything a single pod can cause
@@ -141,6 +144,7 @@ class Scheduler:
         qp = self.queue.pop(timeout=timeout)
         if qp is None:
             return False
+        self.heartbeat = self.clock.now()  # a pop that waited counts from when it returned
         cycle = self.queue.scheduling_cycle
         pod = qp.pod
         fwk = self.profiles.get(pod.scheduler_name)
