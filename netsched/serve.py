@@ -50,6 +50,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# kube-scheduler ignores --kubeconfig when --config is given, and so does netsched.
+KUBECONFIG_IGNORED = (
+    "netsched: --kubeconfig was ignored because --config is given (as in kube-scheduler): put the "
+    "path in the config file instead,\n  clientConnection:\n    kubeconfig: /path/to/kubeconfig"
+)
+
 
 def run(opts: argparse.Namespace, out_of_tree: Sequence[PluginFactory] = ()) -> int:
     # First of all: a SIGTERM while starting (a rollout that changes its mind) is a clean stop,
@@ -87,6 +93,8 @@ def run(opts: argparse.Namespace, out_of_tree: Sequence[PluginFactory] = ()) -> 
         )
     except KubeConfigError as e:
         print(f"netsched: {e}", file=sys.stderr)
+        if "--kubeconfig" in ignored_flags(opts):
+            print(KUBECONFIG_IGNORED, file=sys.stderr)
         return 1
     try:
         app = SchedulerApp(cfg, registry, KubeAPI(client), options=app_options(opts))
