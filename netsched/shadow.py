@@ -95,7 +95,7 @@ class DryRunAPI:
         *,
         subresource: str = "",
     ) -> Mapping[str, Any]:
-        """Recorded, never sent: a shadow scheduler writes no PodGroup status and binds no volume."""
+        """Recorded, never sent: a shadow scheduler writes no object status and binds no volume."""
         with self._lock:
             self.would_patch.append((resource.key, f"{namespace}/{name}", dict(patch)))
         log.info("Shadow: would patch object resource=%s object=%s/%s", resource.key, namespace, name)

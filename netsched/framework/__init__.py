@@ -122,6 +122,10 @@ from netsched.framework.types import HostPort, NodeInfo, ObjectRef, PodInfo, Que
 from netsched.kube.errors import ApiError, Conflict, NotFound
 from netsched.kube.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODGROUPS, Resource
 
+# The one retry policy (netsched.retry), for a plugin's own writes off the scheduling cycle.
+from netsched.retry import policy as retry_policy
+from netsched.retry import stop_when
+
 __all__ = [
     "ASSIGNED_POD",
     "ASSIGNED_POD_DELETE",
@@ -237,4 +241,6 @@ __all__ = [
     "PluginMetrics",
     "PodIndexer",
     "ServiceKey",
+    "retry_policy",
+    "stop_when",
 ]

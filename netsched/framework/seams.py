@@ -294,7 +294,7 @@ class PodIndexer(Protocol):
 
 class ObjectReader(Protocol):
     """Raw objects of the watched kinds other than pods and nodes, by resource key
-    ("namespaces", "policy/poddisruptionbudgets", "scheduling.x-k8s.io/podgroups":
+    ("namespaces", "policy/poddisruptionbudgets", "storage.k8s.io/csinodes":
     netsched.kube.resources.Resource.key). Served by netsched.cache.ObjectStore;
     a kind that is not watched (or not served by the cluster) reads as empty."""
 

@@ -1,6 +1,6 @@
 """Typed services a plugin family shares in one process (Handle.shared).
 
-Plugins of one family (say the gang plugins, or a traffic graph's) often need
+Plugins of one family (say a coscheduling family, or a traffic graph's) often need
 one state object between them and across profiles and config reloads: a
 manager, a cache, an index.  The core knows nothing of what that object is:
 the family declares a `ServiceKey[T]` next to its code and asks the Handle
@@ -18,7 +18,7 @@ T = TypeVar("T")
 
 
 class ServiceKey(Generic[T]):
-    """Names one shared service and its type: `MANAGER = ServiceKey("gangs", GangManager)`."""
+    """Names one shared service and its type: `MANAGER = ServiceKey("groups", GroupManager)`."""
 
     __slots__ = ("kind", "name")
 

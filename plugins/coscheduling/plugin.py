@@ -1,7 +1,7 @@
 """Coscheduling: all of a gang's pods start together, or none holds anything.
 
 scheduler-plugins' Coscheduling over PodGroups, as a thin shell over the
-scheduler's gang manager (netsched.gangs: the PodGroups, permitted and
+scheduler's gang manager (netsched.plugins.gangs: the PodGroups, permitted and
 backed-off groups, members waiting at Permit).  Members queue together
 (QueueSort by the group's creation time), are turned away at once when the
 gang cannot start (PreFilter: too few members, minResources beyond the
@@ -42,7 +42,8 @@ from netsched.framework import (
     Status,
 )
 from netsched.framework.names import COSCHEDULING
-from netsched.gangs import (
+from netsched.plugins.coscheduling.args import CoschedulingArgs
+from netsched.plugins.gangs import (
     PODGROUP_KIND,
     GroupError,
     PodGroup,
@@ -52,7 +53,6 @@ from netsched.gangs import (
     is_own_group,
     spec_changed,
 )
-from netsched.plugins.coscheduling.args import CoschedulingArgs
 
 
 class Coscheduling(

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from netsched.framework import Fields, join, label_key_errors
-from netsched.gangs import HOSTNAME, PREFERRED, REQUIRED, Policy, TopologyRequest
 from netsched.metrics.plugin_api import MetricArgs, PrometheusArgs
+from netsched.plugins.gangs import HOSTNAME, PREFERRED, REQUIRED, Policy, TopologyRequest
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 LINK_HEADROOM, BINPACK = "linkHeadroom", "binpack"

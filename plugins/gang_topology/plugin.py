@@ -1,7 +1,7 @@
 """GangTopology: a gang placed whole inside one topology domain, chosen by live link headroom.
 
 PreFilter: when the first member of a gang is scheduled, the gang's placement
-is decided once (netsched/gangs/placement.py): every domain of the gang's level
+is decided once (plugins/gangs/placement.py): every domain of the gang's level
 that can hold the whole gang (its members through the profile's real PreFilter
 and Filter plugins, each counted on its node before the next), the one whose
 links keep the most headroom with the gang's bandwidth added (the fuller one
@@ -59,7 +59,21 @@ from netsched.framework import (
     Status,
 )
 from netsched.framework.names import COSCHEDULING, GANG_TOPOLOGY
-from netsched.gangs import (
+from netsched.metrics.plugin_api import (
+    LINK_SPEED,
+    METRICS_EVENTS,
+    NETWORK_RX,
+    NETWORK_TX,
+    FloatArray,
+    MetricScorePlugin,
+    cold_link_scores,
+    network_load,
+    pod_load,
+    source_for,
+    to_int_scores,
+)
+from netsched.plugins.gang_topology.args import GangTopologyArgs
+from netsched.plugins.gangs import (
     PLACED,
     PLACEMENT_KEY,
     PODGROUP_KIND,
@@ -76,20 +90,6 @@ from netsched.gangs import (
     is_own_group,
     spec_changed,
 )
-from netsched.metrics.plugin_api import (
-    LINK_SPEED,
-    METRICS_EVENTS,
-    NETWORK_RX,
-    NETWORK_TX,
-    FloatArray,
-    MetricScorePlugin,
-    cold_link_scores,
-    network_load,
-    pod_load,
-    source_for,
-    to_int_scores,
-)
-from netsched.plugins.gang_topology.args import GangTopologyArgs
 
 # The simulation of a gang's members leaves these out: their PreFilters are about the gang.
 GANG_PLUGINS = (COSCHEDULING, GANG_TOPOLOGY)
@@ -107,6 +107,7 @@ class GangTopology(
         self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
         self.gangs = gangs_of(handle)
         self.policy = self.args.policy()
+        self._trial: Snapshot | None = None
 
     # ------------------------------------------------------------ queueing hints
 
@@ -180,14 +181,19 @@ class GangTopology(
             return None  # too few members to decide for the gang (Coscheduling turns it away)
         self.gangs.drop_placement(pg.full_name)  # no member placed: an old decision is void
 
+        # The members are tried on cloned nodes in a what-if of the cycle's snapshot, kept
+        # between decisions so only the rows that changed since are copied again.
+        trial = self._trial = snapshot.what_if(self._trial)
+
         def feasible(member: PodInfo, rows: IntArray) -> tuple[IntArray, Diagnosis]:
-            return self.handle.filter_rows(member, snapshot, rows, skip=GANG_PLUGINS)
+            return self.handle.filter_rows(member, trial, rows, skip=GANG_PLUGINS)
 
         placement = decide(
             pg.full_name,
             request,
             [pod, *others[: need - 1]],
             snapshot,
+            trial,
             feasible,
             self.policy,
             self._links(snapshot),

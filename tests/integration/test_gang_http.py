@@ -18,9 +18,9 @@ import pytest
 
 from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
-from netsched.gangs import GANGS, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
 from netsched.kube import KubeAPI, build_api_client
 from netsched.plugins.coscheduling import POD_GROUP_LABEL
+from netsched.plugins.gangs import GANGS, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
 from netsched.queue import UNSCHEDULABLE
 from netsched.serve import debug_handlers
 from netsched.testing.builders import make_node, make_pod

@@ -1,4 +1,4 @@
-"""One placement decision per gang (netsched/gangs/placement.py through GangTopology), rule by rule.
+"""One placement decision per gang (plugins/gangs/placement.py through GangTopology), rule by rule.
 
 Every test runs the real scheduler over an in-memory cluster of racks (Coscheduling plus
 GangTopology, link load from a fake Prometheus through the real metrics hub) and checks
@@ -17,13 +17,13 @@ import yaml
 
 from netsched.app import build_registry
 from netsched.config import load_config
-from netsched.gangs import GANGS, HOSTNAME, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED, Placement, derive
-from netsched.gangs.domains import domain_rows, domains_at
 from netsched.inmemory import InMemoryCluster
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
 from netsched.plugins.coscheduling import POD_GROUP_LABEL
 from netsched.plugins.gang_topology import GangTopology
 from netsched.plugins.gang_topology import plugin as gang_topology_plugin
+from netsched.plugins.gangs import GANGS, HOSTNAME, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED, Placement, derive
+from netsched.plugins.gangs.domains import domain_rows, domains_at
 from netsched.queue import UNSCHEDULABLE
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.clock import FakeClock

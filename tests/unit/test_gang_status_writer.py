@@ -1,4 +1,4 @@
-"""The PodGroup status writer (netsched.gangs): marked groups are written by the periodic task
+"""The PodGroup status writer (netsched.plugins.gangs): marked groups are written by the periodic task
 the gang manager registers (the process's loop), and a failed write is retried by the one
 retry policy, then left marked for the next run; nothing starts a thread or a timer."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from netsched.gangs import PodGroupStatusWriter, StatusUpdate
+from netsched.plugins.gangs import PodGroupStatusWriter, StatusUpdate
 from netsched.testing.handle import MemoryAPI
 
 

@@ -29,10 +29,13 @@ from typing import Any, NamedTuple
 
 from tenacity import stop_after_attempt
 
-from netsched.framework.seams import ClusterAPI
-from netsched.kube.errors import NotFound
-from netsched.kube.resources import PODGROUPS
-from netsched.retry import policy, stop_when
+from netsched.framework import (
+    PODGROUPS,
+    ClusterAPI,
+    NotFound,
+    retry_policy,
+    stop_when,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +78,7 @@ class PodGroupStatusWriter:
         self._lock = threading.Lock()
         self._inline = inline
         self._soon = soon
-        self._retrying = policy(
+        self._retrying = retry_policy(
             lambda e: isinstance(e, Exception) and not isinstance(e, NotFound),
             backoff=RETRY_SECONDS,
             max_backoff=MAX_RETRY_SECONDS,

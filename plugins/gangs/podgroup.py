@@ -19,10 +19,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from netsched.framework.quantity import to_canonical
-from netsched.framework.selectors import label_key_errors
-from netsched.framework.types import ObjectRef, PodInfo
-from netsched.kube.resources import PODGROUPS
+from netsched.framework import (
+    PODGROUPS,
+    ObjectRef,
+    PodInfo,
+    label_key_errors,
+    to_canonical,
+)
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 LEGACY_POD_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"

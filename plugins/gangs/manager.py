@@ -4,15 +4,15 @@ Shaped like scheduler-plugins' Coscheduling PodGroupManager: the PodGroups
 (parsed once per resourceVersion), the groups that passed the minResources
 check recently (permitted), the groups that failed recently (backed off), the
 gangs whose members wait at Permit (attempts), and, new here, the placement
-decision of each gang being placed (netsched/gangs/placement.py).  The
+decision of each gang being placed (plugins/gangs/placement.py).  The
 Coscheduling and GangTopology plugins are thin shells over it; they reach it
-through `handle.gangs` (gangs_of), so neither imports the other.
+with `gangs_of(handle)`, so neither imports the other.
 
-The composition root builds one manager per scheduler (it outlives a config
-reload, as the pods waiting at Permit do), wires the PodGroup status writer
-to it, and calls `wake_backed_off()` from its periodic housekeeping: a gang
-whose backoff is over is retried then, not at the next unrelated cluster
-event or the 5-minute flush of unschedulable pods.
+The first gang plugin built makes the one manager of the process (a shared
+service: it outlives a config reload, as the pods waiting at Permit do), with
+the members' pod index, the PodGroup status writer, and a periodic task that
+calls `wake_backed_off()`: a gang whose backoff is over is retried then, not
+at the next unrelated cluster event or the 5-minute flush of unschedulable pods.
 """
 
 from __future__ import annotations
@@ -23,17 +23,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.clock import Clock
+from netsched.framework import (
+    PODS,
+    Clock,
+    Code,
+    Handle,
+    ObjectReader,
+    PluginMetrics,
+    PodInfo,
+    ServiceKey,
+    Snapshot,
+    Status,
+    WaitingPod,
+    format_canonical,
+)
 from netsched.framework.names import COSCHEDULING  # it allows and rejects members at Permit
-from netsched.framework.quantity import PODS, format_canonical
-from netsched.framework.seams import Handle, ObjectReader, PluginMetrics, WaitingPod
-from netsched.framework.shared import ServiceKey
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.status import Code, Status
-from netsched.framework.types import PodInfo
-from netsched.gangs.placement import Placement
-from netsched.gangs.podgroup import PODGROUPS_KEY, GroupCache, GroupError, PodGroup, full_name, group_name
-from netsched.gangs.status import PodGroupStatusWriter, StatusUpdate
+from netsched.plugins.gangs.placement import Placement
+from netsched.plugins.gangs.podgroup import (
+    PODGROUPS_KEY,
+    GroupCache,
+    GroupError,
+    PodGroup,
+    full_name,
+    group_name,
+)
+from netsched.plugins.gangs.status import PodGroupStatusWriter, StatusUpdate
 
 # Placement decisions (and event messages) kept before the stale ones are dropped.
 MAX_PLACEMENTS = 10_000
