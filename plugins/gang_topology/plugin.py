@@ -82,6 +82,7 @@ from netsched.plugins.gangs import (
     Decision,
     GroupError,
     LinkView,
+    Placement,
     PodGroup,
     decide,
     derive,
@@ -218,9 +219,13 @@ class GangTopology(
         decision = state.get(PLACEMENT_KEY)
         if isinstance(decision, Decision) and decision.fresh and decision.placement.outcome == UNSCHEDULABLE:
             placement = decision.placement
-            self.gangs.observe_placement(placement, self.handle.profile_name)
+            self._observe(placement)
             ns, _, name = placement.group.partition("/")
-            self.gangs.event_once(self.handle, ns, name, "Warning", "FailedScheduling", placement.message())
+            msg = placement.message()
+            if self.gangs.first_time(ns, name, msg):
+                self.handle.events.event(
+                    PodGroup(ns, name, 0).ref(), "Warning", "FailedScheduling", "Scheduling", msg
+                )
         return None, Status.unschedulable(plugin=self.name)
 
     # ------------------------------------------------------------ Reserve: the decision is kept
@@ -231,10 +236,16 @@ class GangTopology(
         decision = state.get(PLACEMENT_KEY)
         if isinstance(decision, Decision) and decision.placement.outcome in (PLACED, SPREAD):
             if decision.fresh:
-                self.gangs.commit_placement(decision.placement, self.handle.profile_name)
+                if self.gangs.keep_placement(decision.placement):
+                    self._observe(decision.placement)
             elif decision.placement.derived:
                 self.gangs.keep_placement(decision.placement)
         return super().reserve(state, pod, node_name)
+
+    def _observe(self, placement: Placement) -> None:
+        if self.gangs.metrics is not None:
+            labels = (placement.outcome, placement.level, self.handle.profile_name)
+            self.gangs.metrics.gang_placements.labels(*labels).inc()
 
     # ------------------------------------------------------------ Score
 

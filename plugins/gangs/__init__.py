@@ -22,7 +22,16 @@ status writes periodic tasks.
 
 from netsched.plugins.gangs.domains import HOSTNAME
 from netsched.plugins.gangs.links import LinkView
-from netsched.plugins.gangs.manager import GANGS, GangManager, gangs_of
+from netsched.plugins.gangs.manager import (
+    GANGS,
+    Attempt,
+    GangManager,
+    GangOutcome,
+    PermitAnswer,
+    PermitVerdict,
+    Release,
+    gangs_of,
+)
 from netsched.plugins.gangs.placement import (
     PLACED,
     PLACEMENT_KEY,
@@ -30,6 +39,7 @@ from netsched.plugins.gangs.placement import (
     UNSCHEDULABLE,
     Decision,
     Placement,
+    PlacementOutcome,
     Policy,
     decide,
     derive,
@@ -57,6 +67,11 @@ from netsched.plugins.gangs.podgroup import (
 from netsched.plugins.gangs.status import PodGroupStatusWriter, StatusUpdate
 
 __all__ = [
+    "Attempt",
+    "GangOutcome",
+    "PermitAnswer",
+    "PermitVerdict",
+    "Release",
     "GANGS",
     "HOSTNAME",
     "LEGACY_POD_GROUP_LABEL",
@@ -78,6 +93,7 @@ __all__ = [
     "GroupError",
     "LinkView",
     "Placement",
+    "PlacementOutcome",
     "PodGroup",
     "PodGroupStatusWriter",
     "Policy",

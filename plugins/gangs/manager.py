@@ -8,6 +8,12 @@ decision of each gang being placed (plugins/gangs/placement.py).  The
 Coscheduling and GangTopology plugins are thin shells over it; they reach it
 with `gangs_of(handle)`, so neither imports the other.
 
+The manager answers, the shells act: Permit gets a PermitAnswer (allow the
+gang, or wait and wake these siblings), a release a Release (how the attempt
+ended, typed as GangOutcome, and the event's message); the shells allow and
+reject waiting pods, activate siblings, send events and record metrics.  What
+it remembers per gang expires by time, with a bound (expiring.py).
+
 The first gang plugin built makes the one manager of the process (a shared
 service: it outlives a config reload, as the pods waiting at Permit do), with
 the members' pod index, the PodGroup status writer, and a periodic task that
@@ -20,13 +26,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
 from netsched.framework import (
     PODS,
     Clock,
-    Code,
     Handle,
     ObjectReader,
     PluginMetrics,
@@ -37,7 +43,7 @@ from netsched.framework import (
     WaitingPod,
     format_canonical,
 )
-from netsched.framework.names import COSCHEDULING  # it allows and rejects members at Permit
+from netsched.plugins.gangs.expiring import Expiring
 from netsched.plugins.gangs.placement import Placement
 from netsched.plugins.gangs.podgroup import (
     PODGROUPS_KEY,
@@ -77,46 +83,49 @@ class GangMetrics:
         )
 
 
-class BackedOffGroups:
-    """Gangs that failed recently, until when (podGroupBackoffSeconds), and whose end was seen."""
-
-    def __init__(self) -> None:
-        self._until: dict[str, float] = {}
-        self._lock = threading.Lock()
+class BackedOffGroups(Expiring[bool]):
+    """Gangs that failed recently, until when (podGroupBackoffSeconds)."""
 
     def add(self, group: str, now: float, seconds: float) -> None:
         if seconds > 0:
-            with self._lock:
-                self._until[group] = now + seconds
-
-    def remaining(self, group: str, now: float) -> float:
-        """Seconds of backoff left; an ended backoff is forgotten (a member is being tried)."""
-        with self._lock:
-            until = self._until.get(group)
-            if until is None:
-                return 0.0
-            if until <= now:
-                del self._until[group]
-                return 0.0
-            return until - now
-
-    def expired(self, group: str, now: float) -> bool:
-        """The group was backed off and that is over, though nobody took notice yet."""
-        with self._lock:
-            until = self._until.get(group)
-            return until is not None and until <= now
-
-    def take_expired(self, now: float) -> list[str]:
-        """The groups whose backoff is over, forgotten from now on."""
-        with self._lock:
-            done = sorted(g for g, until in self._until.items() if until <= now)
-            for g in done:
-                del self._until[g]
-            return done
+            self.put(group, True, now + seconds, now)
 
 
-@dataclass(slots=True)
-class _Attempt:
+class GangOutcome(StrEnum):
+    """How a gang's attempt at Permit ended."""
+
+    SCHEDULED = "scheduled"  # minMember reached: every waiting member allowed
+    REJECTED = "rejected"  # a member fit nowhere, or was unreserved
+    TIMED_OUT = "timed_out"  # the wait at Permit ended first
+
+
+class PermitVerdict(StrEnum):
+    ALLOW = "allow"  # this member completes the gang: allow it and every waiting member
+    WAIT = "wait"  # hold it (reserved) until the rest are placed
+
+
+@dataclass(frozen=True, slots=True)
+class PermitAnswer:
+    """What Permit should do for a member, and what it ended or started."""
+
+    verdict: PermitVerdict
+    more: int = 0  # members still to place (WAIT)
+    siblings: tuple[PodInfo, ...] = ()  # pending members to wake now (WAIT)
+    ended: Attempt | None = None  # the attempt this member completed (ALLOW)
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """What a release ended: the attempt (None when no member waited) and how, with the
+    message of the gang's GangReleased event."""
+
+    ended: Attempt | None
+    outcome: GangOutcome
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
     """A gang with members waiting at Permit: since when, for how long, for which profile."""
 
     started: float
@@ -124,27 +133,34 @@ class _Attempt:
     profile: str
 
 
+# How long the manager remembers, at most: members it released (their bindings unreserve in
+# far less), and a member turned away for too few siblings (the next ones wait, gated).
+RELEASED_SECONDS = 300.0
+SHORT_SECONDS = 300.0
+
+
 class GangManager:
+    """The gangs' state, and the answers the plugin shells act on (see the module doc)."""
+
     def __init__(
         self,
         clock: Clock,
         objects: ObjectReader,
         members: Callable[[str, str], Iterable[PodInfo]],
-        activate: Callable[[Iterable[PodInfo]], int],
         status: PodGroupStatusWriter,
         metrics: GangMetrics | None = None,
     ) -> None:
         self.clock = clock
         self._objects = objects
         self._members = members
-        self._activate = activate
         self.status = status
-        self.metrics = metrics
+        self.metrics = metrics  # recorded by the shells
         self.groups = GroupCache()
         self.backed_off = BackedOffGroups()
-        self._permitted: dict[str, float] = {}  # passed the minResources check, until
-        self._attempts: dict[str, _Attempt] = {}
-        self._released: dict[str, set[str]] = {}  # gang -> members released, until the next attempt
+        self._permitted: Expiring[bool] = Expiring()  # passed the minResources check, until
+        self._released: Expiring[frozenset[str]] = Expiring()  # members released, until reserved again
+        self._short: Expiring[bool] = Expiring()  # a member was turned away: too few siblings
+        self._attempts: dict[str, Attempt] = {}  # gangs with members waiting at Permit
         self._holding: dict[str, set[str]] = {}  # gang -> members told to Wait, not yet allowed
         self._placements: dict[str, Placement] = {}  # gang -> its committed placement decision
         self._seen: set[str] = set()  # groups whose status was recomputed, events sent once
@@ -170,19 +186,50 @@ class GangManager:
         return list(self._members(namespace, name))
 
     def placed(self, pg: PodGroup, members: list[PodInfo] | None = None) -> list[PodInfo]:
-        """Members on a node (bound, or reserved and not released)."""
-        with self._lock:
-            gone = set(self._released.get(pg.full_name, ()))
+        """THE placed members: on a node (bound, or reserved), not released since.  A member
+        released at Permit stays reserved until its binding cycle unreserves it; it counts
+        again once it is reserved anew (Reserve: `reserved`).  Permit, PostFilter, the status
+        and GangTopology all count with this."""
+        gone = self._released.get(pg.full_name, self.clock.now()) or frozenset()
         return [
             p
             for p in (members if members is not None else self.members(pg))
             if p.node_name and p.uid not in gone
         ]
 
+    def reserved(self, pod: PodInfo) -> None:
+        """A member was reserved on a node: placed again if it had been released."""
+        group = full_name(pod)
+        now = self.clock.now()
+        if group and pod.uid in (self._released.get(group, now) or ()):
+            self._released.update(
+                group, lambda g: (g or frozenset()) - {pod.uid}, now + RELEASED_SECONDS, now
+            )
+
     def waiting(self, handle: Handle, group: str) -> list[WaitingPod]:
         return [wp for wp in handle.iterate_waiting_pods() if full_name(wp.pod) == group]
 
-    # ------------------------------------------------------------ PreFilter
+    def waiting_gangs(self, profile: str) -> int:
+        """Gangs of `profile` with members waiting at Permit (the gangs_waiting gauge)."""
+        with self._lock:
+            return sum(1 for a in self._attempts.values() if a.profile == profile)
+
+    # ------------------------------------------------------------ PreEnqueue and PreFilter
+
+    def gate(self, pod: PodInfo, pg: PodGroup) -> Status:
+        """Hold a member out of the active queue while its gang is known to be short (a member
+        was turned away for too few siblings and no sibling came since): trying it would
+        cost an attempt that cannot pass.  The member that completes the count passes, and
+        reaching Permit it wakes the others (`permit` answers them as siblings)."""
+        if self._short.get(pg.full_name, self.clock.now()) is None:
+            return Status.success()
+        have = len(self.members(pg))
+        if have >= pg.min_member:
+            return Status.success()
+        return Status.unresolvable(
+            f"waiting for {pg.min_member - have} more pod(s) of group {pg.name} "
+            f"(current pods number: {have}, minMember: {pg.min_member})"
+        )
 
     def pre_filter(self, pod: PodInfo, pg: PodGroup, snapshot: Snapshot, permit_seconds: float) -> Status:
         """Backed off, too few members, or minResources beyond the cluster: rejected at once."""
@@ -196,137 +243,104 @@ class GangManager:
             return Status.unresolvable(f"podGroup {group} failed recently (backoff {left:.0f}s left)")
         members = self.members(pg)
         if len(members) < pg.min_member:
+            self._short.put(group, True, now + SHORT_SECONDS, now)
             return Status.unresolvable(
                 f"pre-filter pod {pod.name} cannot find enough sibling pods, current pods number: "
                 f"{len(members)}, minMember of group: {pg.min_member} "
                 f"(waiting for {pg.min_member - len(members)} more)"
             )
-        if not pg.min_resources:
-            return Status.success()
-        with self._lock:
-            until = self._permitted.get(group, 0.0)
-        if until > now:
+        self._short.pop(group)
+        if not pg.min_resources or self._permitted.get(group, now):
             return Status.success()
         gap = resource_gap(pg, snapshot, members)
         if gap:
             return Status.unresolvable(f"podGroup {group} cannot fit the cluster: resource gap: {gap}")
-        with self._lock:
-            self._permitted[group] = now + permit_seconds
+        self._permitted.put(group, True, now + permit_seconds, now)
         return Status.success()
 
     # ------------------------------------------------------------ PostFilter
 
-    def reject_gang(self, handle: Handle, pod: PodInfo, pg: PodGroup, backoff_seconds: float) -> Status:
-        """A member fits nowhere: unless minMember are already placed, release what the gang
-        holds and back it off."""
-        members = self.members(pg)
-        if len(self.placed(pg, members)) >= pg.min_member:
-            # The gang already runs: a late extra member does not cost the others anything.
-            return Status.unschedulable(plugin=COSCHEDULING)
-        group = pg.full_name
-        self.release(
-            handle, pg, f"optimistic rejection in PostFilter: pod {pod.name} is unschedulable", "rejected"
-        )
-        if len(members) >= pg.min_member:
-            self.backed_off.add(group, self.clock.now(), backoff_seconds)
-        msg = f"PodGroup {group} gets rejected due to Pod {pod.name} is unschedulable even after PostFilter"
-        return Status.unschedulable(msg, plugin=COSCHEDULING)
+    def runs(self, pg: PodGroup) -> bool:
+        """minMember are placed already: a late extra member that fits nowhere costs the others
+        nothing."""
+        return len(self.placed(pg)) >= pg.min_member
+
+    def back_off(self, pg: PodGroup, seconds: float) -> None:
+        """The gang failed with all its members known: none is tried for `seconds`."""
+        if len(self.members(pg)) >= pg.min_member:
+            self.backed_off.add(pg.full_name, self.clock.now(), seconds)
 
     # ------------------------------------------------------------ Permit
 
-    def permit(self, handle: Handle, pod: PodInfo, pg: PodGroup, timeout: float) -> tuple[Status, float]:
-        """Wait until minMember members are placed; the member that completes the gang allows all."""
+    def permit(self, pod: PodInfo, pg: PodGroup, timeout: float, profile: str) -> PermitAnswer:
+        """Wait until minMember members are placed; the member that completes the gang allows
+        all.  The cache already counts this pod (assumed) among the placed members."""
         group = pg.full_name
-        # The cache already counts this pod (assumed) among the group's placed members.
         members = self.members(pg)
-        assigned = sum(1 for p in members if p.node_name)
-        if assigned >= pg.min_member:
-            for wp in self.waiting(handle, group):
-                wp.allow(COSCHEDULING)
+        placed = len(self.placed(pg, members))
+        if placed >= pg.min_member:
             with self._lock:
                 self._holding.pop(group, None)
-            self._finish_attempt(group, "scheduled")
+                ended = self._attempts.pop(group, None)
             self.status.mark(group)
-            return Status.success(), 0.0
+            return PermitAnswer(PermitVerdict.ALLOW, ended=ended)
+        now = self.clock.now()
         with self._lock:
-            # The status changes with the first member to wait (phase Scheduling, released
-            # members forgotten); the next ones leave it as it is.
-            changes = self._released.pop(group, None) is not None or group not in self._attempts
+            # The status changes with the first member to wait (phase Scheduling); the next
+            # ones leave it as it is.
+            first = group not in self._attempts
             self._holding.setdefault(group, set()).add(pod.uid)
-            if group not in self._attempts:
-                self._attempts[group] = _Attempt(self.clock.now(), timeout, handle.profile_name)
-        self._observe_waiting(handle.profile_name)
-        # Wake the siblings that were turned away (too few members then, or backed off), as
-        # upstream's ActivateSiblings: the gang is now being placed, they should follow at once.
-        handle.activate([p for p in members if not p.node_name and p.uid != pod.uid])
-        more = pg.min_member - assigned
-        msg = f"waiting for {more} more pod{'s' if more != 1 else ''} of group {pg.name}"
-        handle.events.event(pod, "Normal", "WaitingForGang", "Permit", msg)
-        if changes:
+            if first:
+                self._attempts[group] = Attempt(now, timeout, profile)
+        if first:
             self.status.mark(group)
-        return Status(Code.WAIT, [msg], COSCHEDULING), timeout
+        # The siblings turned away (too few members then, backed off, or held out at
+        # PreEnqueue) should follow at once, as upstream's ActivateSiblings.
+        siblings = tuple(p for p in members if not p.node_name and p.uid != pod.uid)
+        return PermitAnswer(PermitVerdict.WAIT, more=pg.min_member - placed, siblings=siblings)
 
     # ------------------------------------------------------------ release
 
     def release(
-        self, handle: Handle, pg: PodGroup, why: str, outcome: str, pod: PodInfo | None = None
-    ) -> None:
-        """Reject every waiting member (their bindings then unreserve and forget them) and drop
-        the gang's placement decision: the next attempt decides again."""
+        self, pg: PodGroup, why: str, outcome: GangOutcome | None, released: Iterable[str]
+    ) -> Release | None:
+        """Forget the gang's attempt: the members `released` (rejected at Permit, or the one
+        unreserved) no longer count as placed, the minResources pass and the placement
+        decision are dropped (the next attempt decides again).  `outcome` None: timed out
+        when the wait had run its course, else rejected.  None when no attempt was under way."""
         group = pg.full_name
-        waiting = self.waiting(handle, group)
-        for wp in waiting:
-            wp.reject(COSCHEDULING, why)
-        with self._lock:
-            gone = self._released.setdefault(group, set())
-            gone.update(wp.pod.uid for wp in waiting)
-            gone.update(self._holding.pop(group, ()))
-            if pod is not None:
-                gone.add(pod.uid)
-            self._permitted.pop(group, None)
-            self._placements.pop(group, None)
-            attempt = self._attempts.get(group)
-        if attempt is None:
-            if waiting:
-                self.status.mark(group)
-            return
         now = self.clock.now()
-        placed = sum(1 for p in self.members(pg) if p.node_name)
-        if not outcome:
-            outcome = "timed_out" if now - attempt.started >= attempt.timeout - 1e-6 else "rejected"
-        if outcome == "timed_out":
+        placed = len(self.placed(pg))  # what the gang held when it was released
+        with self._lock:
+            gone = set(released) | self._holding.pop(group, set())
+            self._placements.pop(group, None)
+            attempt = self._attempts.pop(group, None)
+        if gone:
+            self._released.update(group, lambda g: (g or frozenset()) | gone, now + RELEASED_SECONDS, now)
+        self._permitted.pop(group)
+        if attempt is None:
+            if gone:
+                self.status.mark(group)
+            return None
+        if outcome is None:
+            timed_out = now - attempt.started >= attempt.timeout - 1e-6
+            outcome = GangOutcome.TIMED_OUT if timed_out else GangOutcome.REJECTED
+        if outcome is GangOutcome.TIMED_OUT:
             msg = f"group {pg.name} timed out after {attempt.timeout:g}s: {placed} of {pg.min_member} placed, released"
         else:
             msg = f"group {pg.name} rejected ({why}): {placed} of {pg.min_member} placed, released"
-        handle.events.event(pg.ref(), "Warning", "GangReleased", "Permit", msg)
-        self._finish_attempt(group, outcome)
         self.status.mark(group)
-
-    def _finish_attempt(self, group: str, outcome: str) -> None:
-        with self._lock:
-            attempt = self._attempts.pop(group, None)
-        if attempt is None:  # nothing waited: a gang of one, or a member beyond minMember
-            return
-        self._observe_waiting(attempt.profile)
-        if self.metrics is not None:
-            self.metrics.gang_outcomes.labels(outcome, attempt.profile).inc()
-
-    def _observe_waiting(self, profile: str) -> None:
-        if self.metrics is not None:
-            with self._lock:
-                n = sum(1 for a in self._attempts.values() if a.profile == profile)
-            self.metrics.gangs_waiting.labels(profile).set(n)
+        return Release(attempt, outcome, msg)
 
     # ------------------------------------------------------------ backoff
 
-    def wake_backed_off(self) -> int:
-        """Move the pending members of every gang whose backoff just ended to the active queue
-        (the composition root calls this periodically); how many pods moved."""
-        moved = 0
-        for group in self.backed_off.take_expired(self.clock.now()):
+    def backoffs_over(self) -> list[tuple[str, list[PodInfo]]]:
+        """Each gang whose backoff just ended, with its pending members (to wake)."""
+        out = []
+        for group in self.backed_off.take_ended(self.clock.now()):
             ns, _, name = group.partition("/")
-            moved += self._activate([p for p in self._members(ns, name) if not p.node_name])
-        return moved
+            out.append((group, [p for p in self._members(ns, name) if not p.node_name]))
+        return out
 
     # ------------------------------------------------------------ placement decisions
 
@@ -334,17 +348,8 @@ class GangManager:
         with self._lock:
             return self._placements.get(group)
 
-    def commit_placement(self, placement: Placement, profile: str) -> bool:
-        """Keep a new decision for the gang's later members and count it (metrics); False when
-        one is already kept."""
-        if not self.keep_placement(placement):
-            return False
-        self.observe_placement(placement, profile)
-        return True
-
     def keep_placement(self, placement: Placement) -> bool:
-        """Keep the decision for the gang's later members without counting it (one rebuilt from
-        the members already placed is no new placement); False when one is already kept."""
+        """Keep the decision for the gang's later members; False when one is already kept."""
         with self._lock:
             if placement.group in self._placements:
                 return False
@@ -364,10 +369,6 @@ class GangManager:
         with self._lock:
             self._placements.pop(group, None)
 
-    def observe_placement(self, placement: Placement, profile: str) -> None:
-        if self.metrics is not None:
-            self.metrics.gang_placements.labels(placement.outcome, placement.level, profile).inc()
-
     # ------------------------------------------------------------ status and events
 
     def status_of(self, group: str) -> StatusUpdate | None:
@@ -381,11 +382,10 @@ class GangManager:
         except GroupError:
             return None
         with self._lock:
-            gone = set(self._released.get(group, ()))
             waiting = set(self._holding.get(group, ()))
         members = self.members(pg)
         # Members allowed at Permit are as good as bound; released ones are gone.
-        scheduled = sum(1 for p in members if p.node_name and p.uid not in waiting and p.uid not in gone)
+        scheduled = sum(1 for p in self.placed(pg, members) if p.uid not in waiting)
         running = sum(1 for p in members if p.node_name and p.phase == "Running")
         if running and running >= pg.min_member:
             phase = "Running"
@@ -401,16 +401,17 @@ class GangManager:
         stored = raw.get("status") or {}
         return StatusUpdate(ns, name, stored, {"phase": phase, "scheduled": scheduled, "running": running})
 
-    def event_once(self, handle: Handle, ns: str, name: str, type_: str, reason: str, msg: str) -> None:
-        """An Event on the PodGroup, once per distinct message (a malformed group is retried often)."""
+    def first_time(self, ns: str, name: str, msg: str) -> bool:
+        """True the first time this message is asked about for the group (a malformed group is
+        retried often: its Event is sent once)."""
         key = f"event:{ns}/{name}:{msg}"
         with self._lock:
             if key in self._seen:
-                return
+                return False
             if len(self._seen) >= MAX_PLACEMENTS:  # a memory, not a record: start over
                 self._seen.clear()
             self._seen.add(key)
-        handle.events.event(PodGroup(ns, name, 0).ref(), type_, reason, "Scheduling", msg)
+        return True
 
 
 def resource_gap(pg: PodGroup, snapshot: Snapshot, members: list[PodInfo]) -> str:
@@ -466,8 +467,15 @@ def _build(handle: Handle) -> GangManager:
         return handle.pods_by_index(MEMBERS_INDEX, f"{namespace}/{name}")
 
     metrics = GangMetrics(handle.plugin_metrics) if handle.plugin_metrics is not None else None
-    gangs = GangManager(handle.clock, handle.objects, members, handle.activate, status, metrics)
-    handle.every(BACKOFF_TASK, BACKOFF_PERIOD_SECONDS, gangs.wake_backed_off)
+    gangs = GangManager(handle.clock, handle.objects, members, status, metrics)
+
+    def wake_backed_off() -> None:
+        """A gang whose backoff is over is retried now (its members are in the unschedulable
+        pool, or held out at PreEnqueue: no cluster event would wake them)."""
+        for _group, pending in gangs.backoffs_over():
+            handle.activate(pending)
+
+    handle.every(BACKOFF_TASK, BACKOFF_PERIOD_SECONDS, wake_backed_off)
     if not inline:
         handle.every(STATUS_TASK, STATUS_PERIOD_SECONDS, status.write_marked)
     return gangs

@@ -39,7 +39,7 @@ innermost level: every node its own domain.
 
 The decision runs in phases, each result frozen: generation (domains.py: a
 level's candidate domains, those too small marked out), feasibility
-(simulation.py: an Outcome per candidate, estimated, then for the best ones
+(simulation.py: an Finding per candidate, estimated, then for the best ones
 simulated through the filters), scoring (`rank_of`, the one ranking estimates
 and simulations share).  links.py holds the link load.
 """
@@ -50,6 +50,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
@@ -65,9 +66,23 @@ from netsched.framework import (
 from netsched.plugins.gangs.domains import Domain, domain_of, domain_rows, domains_at
 from netsched.plugins.gangs.links import LinkLoad, LinkView
 from netsched.plugins.gangs.podgroup import PREFERRED, REQUIRED, TopologyRequest
-from netsched.plugins.gangs.simulation import Feasible, Outcome, Reasons, estimate, simulate
+from netsched.plugins.gangs.simulation import Feasible, Finding, Reasons, estimate, simulate
 
-PLACED, SPREAD, UNSCHEDULABLE = "placed", "spread", "unschedulable"
+
+class PlacementOutcome(StrEnum):
+    """What a decision found: one domain holds the gang; none does and the level is only
+    preferred (members go anywhere); none does and it is required (the gang cannot start)."""
+
+    PLACED = "placed"
+    SPREAD = "spread"
+    UNSCHEDULABLE = "unschedulable"
+
+
+PLACED, SPREAD, UNSCHEDULABLE = (
+    PlacementOutcome.PLACED,
+    PlacementOutcome.SPREAD,
+    PlacementOutcome.UNSCHEDULABLE,
+)
 # Domains kept per level in a decision's record (the best ones, then the nearest misses).
 MAX_VERDICTS_PER_LEVEL = 32
 # Domains named in a FailedScheduling message.
@@ -126,7 +141,7 @@ class Placement:
 
     group: str
     request: TopologyRequest
-    outcome: str  # PLACED | SPREAD | UNSCHEDULABLE
+    outcome: PlacementOutcome
     level: str = ""  # the level of the chosen domain ("" when spread, the asked one when none)
     domain: str = ""  # the chosen domain's label value
     node_names: frozenset[str] | None = None  # None: anywhere
@@ -300,11 +315,11 @@ def _check(
     load: LinkLoad,
     reasons: Reasons,
     binpack: bool,
-) -> list[Outcome]:
+) -> list[Finding]:
     """Feasibility: each candidate's estimate, then simulations best estimate first while one
     could still beat the best simulated; aligned with `domains`."""
     alive = [k for k, d in enumerate(domains) if not d.reason]
-    outcomes = [Outcome(reason=d.reason) for d in domains]
+    outcomes = [Finding(reason=d.reason) for d in domains]
     for k, o in zip(
         alive, estimate([domains[k] for k in alive], order, snapshot, first_ok, load), strict=True
     ):
@@ -321,13 +336,13 @@ def _check(
     return outcomes
 
 
-def _best(domains: list[Domain], outcomes: list[Outcome], binpack: bool) -> Domain | None:
+def _best(domains: list[Domain], outcomes: list[Finding], binpack: bool) -> Domain | None:
     """Score: the best simulated candidate that holds the gang (None when none does)."""
     held = [k for k, o in enumerate(outcomes) if o.simulated and o.holds]
     return domains[min(held, key=lambda k: _key(domains[k], outcomes[k], binpack))] if held else None
 
 
-def _key(d: Domain, o: Outcome, binpack: bool) -> tuple[float, float, str]:
+def _key(d: Domain, o: Finding, binpack: bool) -> tuple[float, float, str]:
     return rank_of(o.peak, d.fullness, d.value, binpack)
 
 
@@ -351,7 +366,7 @@ def derive(
     return Placement(group, request, SPREAD, members=len(placed), derived=True)
 
 
-def _verdict(level: str, d: Domain, o: Outcome, snapshot: Snapshot) -> DomainVerdict:
+def _verdict(level: str, d: Domain, o: Finding, snapshot: Snapshot) -> DomainVerdict:
     if not o.holds:
         return DomainVerdict(
             level, d.value, len(d.rows), False, o.reason, fullness=d.fullness, simulated=o.simulated

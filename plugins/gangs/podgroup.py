@@ -17,6 +17,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from netsched.framework import (
@@ -31,7 +32,16 @@ POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 LEGACY_POD_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"
 TOPOLOGY_REQUIRED = "netsched.io/topology-required"
 TOPOLOGY_PREFERRED = "netsched.io/topology-preferred"
-REQUIRED, PREFERRED = "required", "preferred"
+
+
+class Mode(StrEnum):
+    """How a gang asks for its topology level: only it, or it first and then outward."""
+
+    REQUIRED = "required"
+    PREFERRED = "preferred"
+
+
+REQUIRED, PREFERRED = Mode.REQUIRED, Mode.PREFERRED
 PODGROUPS_KEY = PODGROUPS.key
 PODGROUP_KIND = PODGROUPS.kind  # the resource of its ClusterEvents (queueing hints)
 PODGROUP_API_VERSION = f"{PODGROUPS.group}/{PODGROUPS.version}"
@@ -87,7 +97,7 @@ class GroupError(ValueError):
 class TopologyRequest:
     """Where a gang must or should fit whole: one domain of node label `level`."""
 
-    mode: str  # REQUIRED | PREFERRED
+    mode: Mode
     level: str  # a node label key
 
     def __str__(self) -> str:

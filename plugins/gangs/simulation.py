@@ -7,7 +7,7 @@ simulation places them one by one through the profile's real PreFilter and
 Filter plugins, each counted on a clone of its node in a what-if of the
 cycle's snapshot (Snapshot.what_if: the cycle's own is never written) before
 the next is filtered; the real filters only take nodes away, so an estimate
-never beats its simulation.  Both give a frozen Outcome per domain: its peak
+never beats its simulation.  Both give a frozen Finding per domain: its peak
 link utilisation, or why it cannot hold the gang.
 """
 
@@ -37,7 +37,7 @@ Feasible = Callable[[PodInfo, IntArray], tuple[IntArray, Diagnosis]]
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class Finding:
     """What a phase found for one domain: the peak link utilisation with the members placed
     (None: links unknown), or why the domain cannot hold them; the simulation also says where
     each member went (snapshot rows, in member order)."""
@@ -58,7 +58,7 @@ def estimate(
     snapshot: Snapshot,
     first_ok: BoolArray,
     load: LinkLoad,
-) -> list[Outcome]:
+) -> list[Finding]:
     """Each domain's estimated peak, or why it cannot hold the members even counting only
     resources and link load (see _estimate_alike and _estimate_each); aligned with `domains`."""
     if not domains:
@@ -77,7 +77,7 @@ def _estimate_alike(
     snapshot: Snapshot,
     first_ok: BoolArray,
     load: LinkLoad,
-) -> list[Outcome]:
+) -> list[Finding]:
     """The greedy placement of `m` alike members in closed form: node n can take k = 1..c_n of
     them (c_n by room), the k-th leaving its link at u_n + k x b x s_n; the greedy takes the m
     smallest of these values (each node's are increasing), so the peak is the m-th smallest of
@@ -112,17 +112,17 @@ def _estimate_alike(
     out = []
     for j in range(len(domains)):
         if counts[j] >= m:
-            out.append(Outcome(float(ranked[mth[j]]) if load.known else None))
+            out.append(Finding(float(ranked[mth[j]]) if load.known else None))
             continue
         here = dom == j
         in_room = int(np.where(room[here], fit[here], 0).sum())  # slots by room alone
         with_metrics = int(np.where((room & usable)[here], fit[here], 0).sum())
         if in_room < m:
-            out.append(Outcome(reason=_no_node(in_room, m, False, False, load)))
+            out.append(Finding(reason=_no_node(in_room, m, False, False, load)))
         elif with_metrics < m:
-            out.append(Outcome(reason=_no_node(with_metrics, m, True, False, load)))
+            out.append(Finding(reason=_no_node(with_metrics, m, True, False, load)))
         else:
-            out.append(Outcome(reason=_no_node(int(counts[j]), m, True, True, load)))
+            out.append(Finding(reason=_no_node(int(counts[j]), m, True, True, load)))
     return out
 
 
@@ -132,7 +132,7 @@ def _estimate_each(
     snapshot: Snapshot,
     first_ok: BoolArray,
     load: LinkLoad,
-) -> list[Outcome]:
+) -> list[Finding]:
     """Each domain's greedy placement counting only resources and link load, member by member,
     all domains at once (a few vector operations per member, the domains as segments of one
     row vector).  The rows the first member passes stand for every member's."""
@@ -171,7 +171,7 @@ def _estimate_each(
         added[first] += load.bandwidth[member.uid] * scale[first]
         top[dom[first]] = np.maximum(top[dom[first]], u[first] + added[first])
     return [
-        Outcome(reason=why[k]) if dead[k] else Outcome(float(top[k]) if load.known else None)
+        Finding(reason=why[k]) if dead[k] else Finding(float(top[k]) if load.known else None)
         for k in range(len(domains))
     ]
 
@@ -193,7 +193,7 @@ def simulate(
     first_ok: BoolArray,
     load: LinkLoad,
     reasons: Reasons,
-) -> Outcome:
+) -> Finding:
     """Place the members one by one in `d` through the real filters, each counted on its node
     before the next is filtered: one planned row per member and the peak link utilisation that
     leaves, or the reason `d` cannot hold them.  Members are counted on cloned NodeInfos in
@@ -212,12 +212,12 @@ def simulate(
                 ok_mask[ok_rows] = True
             row = _pick(d, member, ok_mask, load, trial)
             if row is None:
-                return Outcome(reason=reasons.miss(j, d, diag, ok_mask, load), simulated=True)
+                return Finding(reason=reasons.miss(j, d, diag, ok_mask, load), simulated=True)
             planned.append(row)
             load.add(row, member)
             _count(trial, row, member)
             touched.add(row)
-        return Outcome(load.peak(planned), planned=tuple(planned), simulated=True)
+        return Finding(load.peak(planned), planned=tuple(planned), simulated=True)
     finally:
         for row in touched:
             trial.set_node(row, live.nodes[row])
