@@ -19,7 +19,6 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -56,7 +55,7 @@ class Explanation:
     # the domain a group's placement chose.
     notes: dict[str, Explainable] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "pod": self.pod,
             "profile": self.profile,

@@ -15,7 +15,6 @@ freed, so two gangs that each fit only alone never hold half the cluster each.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from netsched.framework import (
     ASSIGNED_POD,
@@ -106,24 +105,24 @@ class Coscheduling(
             ),
         ]
 
-    def _group_added(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+    def _group_added(self, pod: PodInfo, _old: object, new: object) -> QueueingHint:
         return QueueingHint.QUEUE if is_own_group(pod, new) else QueueingHint.SKIP
 
-    def _group_deleted(self, pod: PodInfo, old: Any, _new: Any) -> QueueingHint:
+    def _group_deleted(self, pod: PodInfo, old: object, _new: object) -> QueueingHint:
         return QueueingHint.QUEUE if is_own_group(pod, old) else QueueingHint.SKIP
 
-    def _group_spec_changed(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    def _group_spec_changed(self, pod: PodInfo, old: object, new: object) -> QueueingHint:
         """Only the spec and the topology annotations decide PreFilter; status writes (ours
         included) change nothing."""
         return QueueingHint.QUEUE if is_own_group(pod, new) and spec_changed(old, new) else QueueingHint.SKIP
 
-    def _member_bound(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+    def _member_bound(self, pod: PodInfo, _old: object, new: object) -> QueueingHint:
         group = full_name(pod)
         if group and isinstance(new, PodInfo) and full_name(new) == group:
             return QueueingHint.QUEUE
         return self._backoff_over(pod)
 
-    def _member_added(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+    def _member_added(self, pod: PodInfo, _old: object, new: object) -> QueueingHint:
         """Only the member that brings the group to minMember: one arriving before would send
         every sibling through another attempt that cannot pass."""
         group = full_name(pod)
@@ -149,7 +148,7 @@ class Coscheduling(
         self._count_memo = (new, pg.full_name, pg.resource_version, complete)
         return complete
 
-    def _room_freed(self, pod: PodInfo, _old: Any, _new: Any) -> QueueingHint:
+    def _room_freed(self, pod: PodInfo, _old: object, _new: object) -> QueueingHint:
         try:
             pg = self.group_of(pod)
         except GroupError:

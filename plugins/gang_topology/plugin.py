@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -132,10 +131,10 @@ class GangTopology(
             ClusterEventWithHint(ClusterEvent(PODGROUP_KIND, ActionType.UPDATE), self._group_spec_changed),
         ]
 
-    def _group_added(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+    def _group_added(self, pod: PodInfo, _old: object, new: object) -> QueueingHint:
         return QueueingHint.QUEUE if is_own_group(pod, new) else QueueingHint.SKIP
 
-    def _group_spec_changed(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    def _group_spec_changed(self, pod: PodInfo, old: object, new: object) -> QueueingHint:
         """The spec or a topology annotation of the pod's own group; status writes (ours
         included) change nothing PreFilter reads."""
         return QueueingHint.QUEUE if is_own_group(pod, new) and spec_changed(old, new) else QueueingHint.SKIP

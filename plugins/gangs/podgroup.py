@@ -62,7 +62,7 @@ def full_name(pod: PodInfo) -> str:
     return f"{pod.namespace}/{name}" if name else ""
 
 
-def is_own_group(pod: PodInfo, raw: Any) -> bool:
+def is_own_group(pod: PodInfo, raw: object) -> bool:
     """Whether the PodGroup object `raw` (an event's object) is the one `pod` belongs to."""
     meta = raw.get("metadata") if isinstance(raw, Mapping) else None
     if not isinstance(meta, Mapping):
@@ -71,7 +71,7 @@ def is_own_group(pod: PodInfo, raw: Any) -> bool:
     return bool(group) and f"{meta.get('namespace') or 'default'}/{meta.get('name')}" == group
 
 
-def spec_changed(old: Any, new: Any) -> bool:
+def spec_changed(old: object, new: object) -> bool:
     """Whether a PodGroup update (old and new objects) changed what the gang plugins' PreFilters
     read: the spec or a topology annotation.  Status writes (the scheduler's own included) and
     the rest of the metadata change nothing."""
@@ -80,7 +80,7 @@ def spec_changed(old: Any, new: Any) -> bool:
     return old.get("spec") != new.get("spec") or _topology_annotations(old) != _topology_annotations(new)
 
 
-def _topology_annotations(raw: Mapping[str, Any]) -> tuple[Any, ...]:
+def _topology_annotations(raw: Mapping[str, Any]) -> tuple[object, ...]:
     """The topology annotations as parse_group reads them (_ABSENT: not set)."""
     meta = raw.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
@@ -159,7 +159,7 @@ def parse_group(raw: Mapping[str, Any]) -> PodGroup:
     )
 
 
-def _topology(annotations: Any, where: str) -> TopologyRequest | None:
+def _topology(annotations: object, where: str) -> TopologyRequest | None:
     if not isinstance(annotations, Mapping):
         return None
     asked = [
@@ -182,7 +182,7 @@ def _topology(annotations: Any, where: str) -> TopologyRequest | None:
     return TopologyRequest(mode, level)
 
 
-def _epoch(stamp: Any) -> float:
+def _epoch(stamp: object) -> float:
     if not stamp:
         return 0.0
     try:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from tenacity import stop_after_attempt
 
@@ -45,8 +45,8 @@ class StatusUpdate(NamedTuple):
 
     namespace: str
     name: str
-    stored: Mapping[str, Any]
-    status: dict[str, Any]
+    stored: Mapping[str, object]
+    status: dict[str, object]
 
 
 # What the status of a group is computed from: (group) -> the update, or None when the group is gone.
@@ -86,7 +86,7 @@ class PodGroupStatusWriter:
             sleep=sleep,
         )
         # group -> the status this writer last patched (the watch cache may not show it yet)
-        self._written: dict[str, dict[str, Any]] = {}
+        self._written: dict[str, dict[str, object]] = {}
         self.writes = 0
 
     def computes_with(self, compute: Compute) -> None:
