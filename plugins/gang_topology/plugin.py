@@ -79,10 +79,12 @@ from netsched.plugins.gangs import (
     SPREAD,
     UNSCHEDULABLE,
     Decision,
+    Gang,
     GroupError,
     LinkView,
     Placement,
     PodGroup,
+    Scene,
     decide,
     derive,
     gangs_of,
@@ -188,16 +190,8 @@ class GangTopology(
         def feasible(member: PodInfo, rows: IntArray) -> tuple[IntArray, Diagnosis]:
             return self.handle.filter_rows(member, trial, rows, skip=GANG_PLUGINS)
 
-        placement = decide(
-            pg.full_name,
-            request,
-            [pod, *others[: need - 1]],
-            snapshot,
-            trial,
-            feasible,
-            self.policy,
-            self._links(snapshot),
-        )
+        gang = Gang(pg.full_name, request, (pod, *others[: need - 1]))
+        placement = decide(gang, Scene(snapshot, trial, feasible), self.policy, self._links(snapshot))
         return Decision(placement, True)
 
     def _links(self, snapshot: Snapshot) -> LinkView:

@@ -38,6 +38,7 @@ from netsched.plugins.gangs.placement import (
     SPREAD,
     UNSCHEDULABLE,
     Decision,
+    Gang,
     Placement,
     PlacementOutcome,
     Policy,
@@ -64,6 +65,7 @@ from netsched.plugins.gangs.podgroup import (
     parse_group,
     spec_changed,
 )
+from netsched.plugins.gangs.simulation import Scene
 from netsched.plugins.gangs.status import PodGroupStatusWriter, StatusUpdate
 
 __all__ = [
@@ -72,6 +74,7 @@ __all__ = [
     "PermitAnswer",
     "PermitVerdict",
     "Release",
+    "Scene",
     "GANGS",
     "HOSTNAME",
     "LEGACY_POD_GROUP_LABEL",
@@ -89,6 +92,7 @@ __all__ = [
     "TOPOLOGY_REQUIRED",
     "UNSCHEDULABLE",
     "Decision",
+    "Gang",
     "GangManager",
     "GroupError",
     "LinkView",

@@ -57,16 +57,14 @@ import numpy as np
 from netsched.framework import (
     CPU,
     MEMORY,
-    BoolArray,
     CycleState,
-    Diagnosis,
     PodInfo,
     Snapshot,
 )
 from netsched.plugins.gangs.domains import Domain, domain_of, domain_rows, domains_at
 from netsched.plugins.gangs.links import LinkLoad, LinkView
 from netsched.plugins.gangs.podgroup import PREFERRED, REQUIRED, TopologyRequest
-from netsched.plugins.gangs.simulation import Feasible, Finding, Reasons, estimate, simulate
+from netsched.plugins.gangs.simulation import Finding, Reasons, Scene, Trial, estimate, simulate
 
 
 class PlacementOutcome(StrEnum):
@@ -234,17 +232,17 @@ def placement_in(state: CycleState) -> Decision | None:
     return got if isinstance(got, Decision) else None
 
 
-def decide(
-    group: str,
-    request: TopologyRequest,
-    members: Sequence[PodInfo],
-    snapshot: Snapshot,
-    trial: Snapshot,
-    feasible: Feasible,
-    policy: Policy,
-    links: LinkView | None,
-) -> Placement:
-    """Find the domain for `members` (the gang's members not yet placed; see the module doc).
+@dataclass(frozen=True, slots=True)
+class Gang:
+    """What a decision is for: the group, what it asks, and its members still to place."""
+
+    group: str
+    request: TopologyRequest
+    members: tuple[PodInfo, ...]
+
+
+def decide(gang: Gang, scene: Scene, policy: Policy, links: LinkView | None) -> Placement:
+    """Find the domain for the gang's members not yet placed (see the module doc).
 
     Per level, in phases with frozen results: generate the candidate domains (those too
     small for the members' requests, or where the first member passes the filters on no
@@ -252,88 +250,87 @@ def decide(
     the nodes the first member passes, counting only resources and link load), then by
     simulation through the real filters, best estimate first, until no candidate left can
     beat the best simulated one (an estimate never beats its simulation: the real filters
-    only take nodes away); score: the one ranking (`rank`) orders estimates and simulations
-    alike.  The simulation writes cloned nodes into `trial` (a what-if of `snapshot`, which
-    `feasible` filters on), never into `snapshot`."""
-    order = sorted(members, key=lambda p: (-p.requests.get(CPU, 0), -p.requests.get(MEMORY, 0), p.key))
-    n = len(snapshot)
-    first_rows, first_diag = feasible(order[0], np.arange(n, dtype=np.int64))
-    first_ok = np.zeros(n, dtype=bool)
-    first_ok[first_rows] = True
-    load = LinkLoad(links, snapshot, policy.max_utilisation, order)
+    only take nodes away); score: the one ranking (`rank_of`) orders estimates and
+    simulations alike.  Members are tried on cloned nodes in the scene's what-if, never in
+    its snapshot."""
+    trial = _trial(gang, scene, policy, links)
+    request, snapshot = gang.request, scene.snapshot
     considered: list[DomainVerdict] = []
     skipped: dict[str, int] = {}
-    reasons = Reasons(order, feasible)
     for level in policy.levels_for(request):
-        domains = _candidates(snapshot, level, order, first_ok, first_diag, reasons)
-        outcomes = _check(domains, order, snapshot, trial, feasible, first_ok, load, reasons, policy.binpack)
-        verdicts = [_verdict(level, d, o, snapshot) for d, o in zip(domains, outcomes, strict=True)]
+        domains = _candidates(level, trial)
+        findings = _check(domains, trial, policy.binpack)
+        verdicts = [_verdict(level, d, f, snapshot) for d, f in zip(domains, findings, strict=True)]
         ranked = sorted((v for v in verdicts if v.feasible), key=lambda v: rank(v, policy.binpack))
         kept = (ranked + [v for v in verdicts if not v.feasible])[:MAX_VERDICTS_PER_LEVEL]
         considered += kept
         if len(verdicts) > len(kept):
             skipped[level] = len(verdicts) - len(kept)
-        best = _best(domains, outcomes, policy.binpack)
+        best = _best(domains, findings, policy.binpack)
         if best is not None:
             names = frozenset(snapshot.nodes[int(r)].name for r in best.rows)
             return Placement(
-                group, request, PLACED, level, best.value, names, tuple(considered), skipped, len(order)
+                gang.group,
+                request,
+                PLACED,
+                level,
+                best.value,
+                names,
+                tuple(considered),
+                skipped,
+                len(trial.order),
             )
         if request.mode == REQUIRED:
             break
+    n = len(trial.order)
     if request.mode == PREFERRED:
-        return Placement(group, request, SPREAD, "", "", None, tuple(considered), skipped, len(order))
+        return Placement(gang.group, request, SPREAD, "", "", None, tuple(considered), skipped, n)
     return Placement(
-        group, request, UNSCHEDULABLE, request.level, "", frozenset(), tuple(considered), skipped, len(order)
+        gang.group, request, UNSCHEDULABLE, request.level, "", frozenset(), tuple(considered), skipped, n
     )
 
 
-def _candidates(
-    snapshot: Snapshot,
-    level: str,
-    order: Sequence[PodInfo],
-    first_ok: BoolArray,
-    first_diag: Diagnosis,
-    reasons: Reasons,
-) -> list[Domain]:
+def _trial(gang: Gang, scene: Scene, policy: Policy, links: LinkView | None) -> Trial:
+    """The feasibility phase's fixed inputs: the members biggest first, the first one's filter
+    pass over every node (shared by all domains), the link load."""
+    order = tuple(
+        sorted(gang.members, key=lambda p: (-p.requests.get(CPU, 0), -p.requests.get(MEMORY, 0), p.key))
+    )
+    n = len(scene.snapshot)
+    first_rows, first_diag = scene.feasible(order[0], np.arange(n, dtype=np.int64))
+    first_ok = np.zeros(n, dtype=bool)
+    first_ok[first_rows] = True
+    load = LinkLoad(links, scene.snapshot, policy.max_utilisation, order)
+    return Trial(scene, order, first_ok, first_diag, load, Reasons(order, scene.feasible))
+
+
+def _candidates(level: str, trial: Trial) -> list[Domain]:
     """Generation: the level's domains, those where the first member passes no node marked out."""
     return [
         d
-        if d.reason or first_ok[d.rows].any()
-        else dataclasses.replace(d, reason=reasons.miss(0, d, first_diag))
-        for d in domains_at(snapshot, level, order)
+        if d.reason or trial.first_ok[d.rows].any()
+        else dataclasses.replace(d, reason=trial.reasons.miss(0, d, trial.first_diag))
+        for d in domains_at(trial.scene.snapshot, level, trial.order)
     ]
 
 
-def _check(
-    domains: list[Domain],
-    order: Sequence[PodInfo],
-    snapshot: Snapshot,
-    trial: Snapshot,
-    feasible: Feasible,
-    first_ok: BoolArray,
-    load: LinkLoad,
-    reasons: Reasons,
-    binpack: bool,
-) -> list[Finding]:
+def _check(domains: list[Domain], trial: Trial, binpack: bool) -> list[Finding]:
     """Feasibility: each candidate's estimate, then simulations best estimate first while one
     could still beat the best simulated; aligned with `domains`."""
     alive = [k for k, d in enumerate(domains) if not d.reason]
-    outcomes = [Finding(reason=d.reason) for d in domains]
-    for k, o in zip(
-        alive, estimate([domains[k] for k in alive], order, snapshot, first_ok, load), strict=True
-    ):
-        outcomes[k] = o
+    findings = [Finding(reason=d.reason) for d in domains]
+    for k, f in zip(alive, estimate([domains[k] for k in alive], trial), strict=True):
+        findings[k] = f
     best: tuple[float, float, str] | None = None
     for k in sorted(
-        (k for k in alive if outcomes[k].holds), key=lambda k: _key(domains[k], outcomes[k], binpack)
+        (k for k in alive if findings[k].holds), key=lambda k: _key(domains[k], findings[k], binpack)
     ):
-        if best is not None and _key(domains[k], outcomes[k], binpack) >= best:
+        if best is not None and _key(domains[k], findings[k], binpack) >= best:
             break
-        outcomes[k] = simulate(domains[k], order, snapshot, trial, feasible, first_ok, load, reasons)
-        if outcomes[k].holds and (best is None or _key(domains[k], outcomes[k], binpack) < best):
-            best = _key(domains[k], outcomes[k], binpack)
-    return outcomes
+        findings[k] = simulate(domains[k], trial)
+        if findings[k].holds and (best is None or _key(domains[k], findings[k], binpack) < best):
+            best = _key(domains[k], findings[k], binpack)
+    return findings
 
 
 def _best(domains: list[Domain], outcomes: list[Finding], binpack: bool) -> Domain | None:

@@ -37,6 +37,31 @@ Feasible = Callable[[PodInfo, IntArray], tuple[IntArray, Diagnosis]]
 
 
 @dataclass(frozen=True, slots=True)
+class Scene:
+    """Where a decision tries members: the cycle's snapshot (read, never written), its what-if
+    (Snapshot.what_if: members are counted on cloned nodes there), and the profile's filter
+    pass over the what-if."""
+
+    snapshot: Snapshot
+    what_if: Snapshot
+    feasible: Feasible
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One decision's fixed inputs to the feasibility phase: the scene, the members in
+    placement order, the rows the first member passes (and why not the others), the link
+    load, and the reasons' budget."""
+
+    scene: Scene
+    order: tuple[PodInfo, ...]
+    first_ok: BoolArray
+    first_diag: Diagnosis
+    load: LinkLoad
+    reasons: Reasons
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     """What a phase found for one domain: the peak link utilisation with the members placed
     (None: links unknown), or why the domain cannot hold them; the simulation also says where
@@ -52,17 +77,12 @@ class Finding:
         return not self.reason
 
 
-def estimate(
-    domains: Sequence[Domain],
-    order: Sequence[PodInfo],
-    snapshot: Snapshot,
-    first_ok: BoolArray,
-    load: LinkLoad,
-) -> list[Finding]:
+def estimate(domains: Sequence[Domain], trial: Trial) -> list[Finding]:
     """Each domain's estimated peak, or why it cannot hold the members even counting only
     resources and link load (see _estimate_alike and _estimate_each); aligned with `domains`."""
     if not domains:
         return []
+    order, snapshot, first_ok, load = trial.order, trial.scene.snapshot, trial.first_ok, trial.load
     first = order[0]
     if all(
         p.requests == first.requests and load.bandwidth[p.uid] == load.bandwidth[first.uid] for p in order
@@ -184,43 +204,36 @@ def _cpu_share(snapshot: Snapshot, rows: IntArray) -> FloatArray:
     return out
 
 
-def simulate(
-    d: Domain,
-    order: Sequence[PodInfo],
-    live: Snapshot,
-    trial: Snapshot,
-    feasible: Feasible,
-    first_ok: BoolArray,
-    load: LinkLoad,
-    reasons: Reasons,
-) -> Finding:
+def simulate(d: Domain, trial: Trial) -> Finding:
     """Place the members one by one in `d` through the real filters, each counted on its node
     before the next is filtered: one planned row per member and the peak link utilisation that
     leaves, or the reason `d` cannot hold them.  Members are counted on cloned NodeInfos in
-    the rows of `trial` (live's what-if), put back to live's own before returning; `feasible`
-    filters on `trial`, and `live` is never written."""
+    the rows of the what-if, put back to the snapshot's own before returning; the filter pass
+    runs on the what-if, and the snapshot is never written."""
+    live, what_if, feasible = trial.scene.snapshot, trial.scene.what_if, trial.scene.feasible
+    load, reasons = trial.load, trial.reasons
     load.reset()
     planned: list[int] = []
     touched: set[int] = set()
     try:
-        for j, member in enumerate(order):
+        for j, member in enumerate(trial.order):
             diag: Diagnosis | None = None
-            ok_mask = first_ok
+            ok_mask = trial.first_ok
             if j:
                 ok_rows, diag = feasible(member, d.rows)
-                ok_mask = np.zeros(len(trial), dtype=bool)
+                ok_mask = np.zeros(len(what_if), dtype=bool)
                 ok_mask[ok_rows] = True
-            row = _pick(d, member, ok_mask, load, trial)
+            row = _pick(d, member, ok_mask, load, what_if)
             if row is None:
                 return Finding(reason=reasons.miss(j, d, diag, ok_mask, load), simulated=True)
             planned.append(row)
             load.add(row, member)
-            _count(trial, row, member)
+            _count(what_if, row, member)
             touched.add(row)
         return Finding(load.peak(planned), planned=tuple(planned), simulated=True)
     finally:
         for row in touched:
-            trial.set_node(row, live.nodes[row])
+            what_if.set_node(row, live.nodes[row])
         load.reset()
 
 
