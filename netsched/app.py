@@ -137,6 +137,7 @@ class SchedulerApp:
         self.reflectors: list[Reflector] = []
         self.serving_cert: ServingCert | None = None
         self._threads: list[threading.Thread] = []
+        self._periodic_thread: threading.Thread | None = None
         self._leading = threading.Event()
         self._loop_stop = threading.Event()
         self._scheduling_stopped = False  # stop_scheduling is final: it runs once
@@ -256,10 +257,10 @@ class SchedulerApp:
         )
         house = threading.Thread(target=self._housekeeping, name="housekeeping", daemon=True)
         # The plugins' periodic work (Handle.every): one loop, ended by the stop event.
-        periodic = threading.Thread(
+        self._periodic_thread = threading.Thread(
             target=self.periodic.run, args=(self.stop_event,), name="periodic-tasks", daemon=True
         )
-        for t in (flush, house, periodic):
+        for t in (flush, house, self._periodic_thread):
             t.start()
             self._threads.append(t)
         self.hub.start()
@@ -332,9 +333,8 @@ class SchedulerApp:
         # The plugins' periodic loop runs each task a last time (statuses the last bindings
         # changed) and ends; when it never started, that last run happens here.
         self.periodic.stop()
-        periodic = next((t for t in self._threads if t.name == "periodic-tasks"), None)
-        if periodic is not None:
-            periodic.join(min(timeout, 5.0))
+        if self._periodic_thread is not None:
+            self._periodic_thread.join(min(timeout, 5.0))
         else:
             self.periodic.run_all()
         for r in self.reflectors:

@@ -97,3 +97,29 @@ def test_an_event_about_an_object_reference_names_it() -> None:
     ref = ObjectRef("Widget", "example.com/v1", "default", "w1", uid="u1")
     events.event(ref, "Warning", "Broken", "Scheduling", "it broke")
     assert events.events == [("default/w1", "Warning", "Broken", "Scheduling", "it broke")]
+
+
+def test_a_what_if_snapshot_takes_trial_rows_without_touching_the_cycle_s() -> None:
+    from netsched.framework import Snapshot
+    from netsched.testing.builders import make_node, make_pod, node_infos
+
+    live = Snapshot.of(node_infos([make_node(f"n{i}").capacity(cpu="4", pods="10") for i in range(3)], []))
+    trial = live.what_if()
+    clone = trial.nodes[1].clone()
+    clone.add_pod(make_pod("member").req(cpu="2").node("n1").info())
+    assert trial.set_node(1, clone)
+    cpu = live.col["cpu"]
+    assert trial.requested[1, cpu] == 2000 and live.requested[1, cpu] == 0
+    assert live.nodes[1] is not clone and not live.nodes[1].pods
+    # Refreshed from the live snapshot: the trial row comes back, the other rows stay shared.
+    again = live.what_if(trial)
+    assert again is trial and again.nodes[1] is live.nodes[1] and again.requested[1, cpu] == 0
+    assert all(a is b for a, b in zip(again.nodes, live.nodes, strict=True))
+    # A row the cycle's snapshot changed since is copied over; a new layout starts afresh.
+    moved = live.nodes[2].clone()
+    moved.add_pod(make_pod("other").req(cpu="1").node("n2").info())
+    live.set_node(2, moved)
+    assert live.what_if(again).requested[2, cpu] == 1000
+    live.rebuild(list(live.nodes))
+    fresh = live.what_if(again)
+    assert fresh.layout_version == live.layout_version and fresh.index is live.index
