@@ -82,26 +82,21 @@ def estimate(domains: Sequence[Domain], trial: Trial) -> list[Finding]:
     resources and link load (see _estimate_alike and _estimate_each); aligned with `domains`."""
     if not domains:
         return []
-    order, snapshot, first_ok, load = trial.order, trial.scene.snapshot, trial.first_ok, trial.load
+    order, load = trial.order, trial.load
     first = order[0]
     if all(
         p.requests == first.requests and load.bandwidth[p.uid] == load.bandwidth[first.uid] for p in order
     ):
-        return _estimate_alike(domains, order, snapshot, first_ok, load)
-    return _estimate_each(domains, order, snapshot, first_ok, load)
+        return _estimate_alike(domains, trial)
+    return _estimate_each(domains, trial)
 
 
-def _estimate_alike(
-    domains: Sequence[Domain],
-    order: Sequence[PodInfo],
-    snapshot: Snapshot,
-    first_ok: BoolArray,
-    load: LinkLoad,
-) -> list[Finding]:
+def _estimate_alike(domains: Sequence[Domain], trial: Trial) -> list[Finding]:
     """The greedy placement of `m` alike members in closed form: node n can take k = 1..c_n of
     them (c_n by room), the k-th leaving its link at u_n + k x b x s_n; the greedy takes the m
     smallest of these values (each node's are increasing), so the peak is the m-th smallest of
     the domain's values under the threshold."""
+    order, snapshot, first_ok, load = trial.order, trial.scene.snapshot, trial.first_ok, trial.load
     m = len(order)
     rows = np.concatenate([d.rows for d in domains])
     sizes = np.array([len(d.rows) for d in domains])
@@ -146,16 +141,11 @@ def _estimate_alike(
     return out
 
 
-def _estimate_each(
-    domains: Sequence[Domain],
-    order: Sequence[PodInfo],
-    snapshot: Snapshot,
-    first_ok: BoolArray,
-    load: LinkLoad,
-) -> list[Finding]:
+def _estimate_each(domains: Sequence[Domain], trial: Trial) -> list[Finding]:
     """Each domain's greedy placement counting only resources and link load, member by member,
     all domains at once (a few vector operations per member, the domains as segments of one
     row vector).  The rows the first member passes stand for every member's."""
+    order, snapshot, first_ok, load = trial.order, trial.scene.snapshot, trial.first_ok, trial.load
     rows = np.concatenate([d.rows for d in domains])
     sizes = np.array([len(d.rows) for d in domains])
     seg = np.r_[0, np.cumsum(sizes)[:-1]]
