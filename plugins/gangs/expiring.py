@@ -86,6 +86,11 @@ class Expiring(Generic[V]):
                 return 0.0
             return got[1] - now
 
+    def live(self, now: float) -> list[str]:
+        """The keys whose entries have not ended (sorted)."""
+        with self._lock:
+            return sorted(k for k, (_v, until) in self._items.items() if until > now)
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)

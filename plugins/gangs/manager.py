@@ -342,6 +342,23 @@ class GangManager:
             out.append((group, [p for p in self._members(ns, name) if not p.node_name]))
         return out
 
+    def no_longer_short(self) -> list[tuple[str, list[PodInfo]]]:
+        """Each gang held out at PreEnqueue whose count is reached without a member entering
+        (its minMember lowered, say), with its pending members (to wake)."""
+        out = []
+        for group in self._short.live(self.clock.now()):
+            ns, _, name = group.partition("/")
+            raw = self._objects.get(PODGROUPS_KEY, ns, name)
+            try:
+                pg = None if raw is None else self.groups.parse(raw)
+            except GroupError:
+                continue
+            members = list(self._members(ns, name))
+            if pg is None or len(members) >= pg.min_member:
+                self._short.pop(group)
+                out.append((group, [p for p in members if not p.node_name]))
+        return out
+
     # ------------------------------------------------------------ placement decisions
 
     def placement(self, group: str) -> Placement | None:
@@ -470,9 +487,10 @@ def _build(handle: Handle) -> GangManager:
     gangs = GangManager(handle.clock, handle.objects, members, status, metrics)
 
     def wake_backed_off() -> None:
-        """A gang whose backoff is over is retried now (its members are in the unschedulable
-        pool, or held out at PreEnqueue: no cluster event would wake them)."""
-        for _group, pending in gangs.backoffs_over():
+        """A gang whose backoff is over, or that was held out at PreEnqueue and is short no
+        more, is retried now: no cluster event would wake members held out at PreEnqueue, nor
+        the ones parked in the unschedulable pool for a backoff."""
+        for _group, pending in gangs.backoffs_over() + gangs.no_longer_short():
             handle.activate(pending)
 
     handle.every(BACKOFF_TASK, BACKOFF_PERIOD_SECONDS, wake_backed_off)

@@ -108,7 +108,11 @@ def test_a_short_gang_holds_its_next_members_out_until_the_count_is_reached() ->
     assert held.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and "waiting for 1 more" in held.message()
     r.pods["m2"] = make_pod("m2").label(POD_GROUP_LABEL, "g").info()
     assert r.gangs.gate(r.pods["m2"], r.pg).ok  # it completes the count
+    assert [g for g, _ in r.gangs.no_longer_short()] == ["default/g"]  # the periodic task wakes them
+    assert r.gangs.no_longer_short() == []
     r.pods.pop("m2")
+    assert r.gangs.pre_filter(m0, r.pg, _empty_snapshot(), 60.0).code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert r.gangs.no_longer_short() == []  # still short: nothing to wake
     r.clock.step(301.0)  # what the manager remembers ends
     assert r.gangs.gate(r.pods["m1"], r.pg).ok
 
