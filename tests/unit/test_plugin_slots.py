@@ -123,3 +123,91 @@ def test_a_what_if_snapshot_takes_trial_rows_without_touching_the_cycle_s() -> N
     live.rebuild(list(live.nodes))
     fresh = live.what_if(again)
     assert fresh.layout_version == live.layout_version and fresh.index is live.index
+
+
+class _ByApp:
+    """A plugin family's shared state: pods seen by its periodic task."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+
+
+def test_a_plugin_family_plugs_into_a_running_scheduler_through_the_handle() -> None:
+    """An out-of-tree plugin registers a pod index (by an `app` label), a shared service and a
+    periodic task; the in-memory scheduler keeps the index over pending and assigned pods,
+    shares the service across profiles, and runs the task between its steps."""
+    from netsched.app import build_registry
+    from netsched.clock import ManualClock
+    from netsched.config import load_config
+    from netsched.framework import (
+        CycleState,
+        Handle,
+        PodInfo,
+        PreFilterPlugin,
+        PreFilterResult,
+        Snapshot,
+        Status,
+    )
+    from netsched.inmemory import InMemoryCluster
+    from netsched.testing.builders import make_node, make_pod
+
+    key = ServiceKey("by-app", _ByApp)
+    seen: list[list[tuple[str, str]]] = []
+
+    class ByApp(PreFilterPlugin[None]):
+        name = "ByApp"
+
+        def __init__(self, args: None, handle: Handle) -> None:
+            super().__init__(args, handle)
+            handle.add_pod_index(
+                "by-app", lambda p: f"{p.namespace}/{p.labels.get('app', '')}" if p.labels.get("app") else ""
+            )
+            self.state = handle.shared(key, _ByApp)
+            handle.every("by-app/tick", 1.0, self._tick)
+
+        def _tick(self) -> None:
+            self.state.ticks += 1
+
+        def pre_filter(
+            self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        ) -> tuple[PreFilterResult | None, Status]:
+            seen.append(
+                sorted((p.name, p.node_name) for p in self.handle.pods_by_index("by-app", "default/web"))
+            )
+            return None, Status.success()
+
+    registry = build_registry([ByApp])
+    cfg = load_config(
+        """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: a
+  plugins: {multiPoint: {enabled: [{name: ByApp}]}}
+- schedulerName: b
+  plugins: {multiPoint: {enabled: [{name: ByApp}]}}
+""",
+        registry,
+    )
+    clock = ManualClock()
+    c = InMemoryCluster(cfg, registry, clock=clock)
+    c.add_nodes([make_node("n0").capacity(cpu="4", pods="10").obj()])
+    c.add_pod(make_pod("w0").scheduler("a").label("app", "web").obj())
+    c.add_pod(make_pod("w1").scheduler("b").label("app", "web").obj())
+    c.add_pod(make_pod("db").scheduler("a").label("app", "db").obj())
+    c.schedule_pending()
+    # The first cycle sees both web pods pending; the last (db's) both bound, each once.
+    assert len(seen) == 3 and seen[0] == [("w0", ""), ("w1", "")]
+    assert seen[1] == [("w0", "n0"), ("w1", "")] and seen[2] == [("w0", "n0"), ("w1", "n0")]
+    assert c.placements.keys() == {"default/w0", "default/w1", "default/db"}
+    found = c.shared.find(key)
+    assert found is not None
+    assert all(
+        p.state is found
+        for fwk in c.frameworks.values()
+        for p in fwk.plugins.values()
+        if isinstance(p, ByApp)
+    )
+    clock.step(1.0)
+    c.schedule_pending()
+    assert found.ticks == 1  # one task for the process, though two profiles registered it
