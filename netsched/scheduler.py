@@ -214,7 +214,7 @@ class Scheduler:
     def binding_failed(self, req: BindRequest, stage: str, st: Status) -> None:
         """The binder unreserved and forgot the pod: requeue it, and count the room it held as
         freed (kube's handleBindingCycleError), or pods turned away for lack of that room (a
-        competing gang's members, say) would wait for an unrelated event or the periodic flush.
+        competing group's members, say) would wait for an unrelated event or the periodic flush.
         After a rejection the pod itself stays out of that move; after an error it takes it."""
         if self.metrics is not None:
             self.metrics.bind_errors.labels(stage, req.framework.profile_name).inc()
