@@ -1,7 +1,8 @@
 """Coscheduling: gang scheduling over scheduler-plugins' PodGroups (state in netsched.gangs)."""
 
 from netsched.gangs import LEGACY_POD_GROUP_LABEL, POD_GROUP_LABEL, PodGroup
-from netsched.plugins.coscheduling.args import CoschedulingArgs
-from netsched.plugins.coscheduling.plugin import Coscheduling
+
+from .args import CoschedulingArgs
+from .plugin import Coscheduling
 
 __all__ = ["LEGACY_POD_GROUP_LABEL", "POD_GROUP_LABEL", "Coscheduling", "CoschedulingArgs", "PodGroup"]

@@ -52,7 +52,8 @@ from netsched.gangs import (
     is_own_group,
     spec_changed,
 )
-from netsched.plugins.coscheduling.args import CoschedulingArgs
+
+from .args import CoschedulingArgs
 
 
 class Coscheduling(

@@ -89,7 +89,8 @@ from netsched.metrics.plugin_api import (
     source_for,
     to_int_scores,
 )
-from netsched.plugins.gang_topology.args import GangTopologyArgs
+
+from .args import GangTopologyArgs
 
 # The simulation of a gang's members leaves these out: their PreFilters are about the gang.
 GANG_PLUGINS = (COSCHEDULING, GANG_TOPOLOGY)

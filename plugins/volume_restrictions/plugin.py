@@ -32,8 +32,9 @@ from netsched.framework import (
     Status,
     names,
 )
-from netsched.plugins.volumes import VolumeObjectError, VolumeReader, report_bad_object
-from netsched.plugins.volumes.events import CLAIMS, NODE_ADD, POD_RELEASES
+
+from ..volumes import VolumeObjectError, VolumeReader, report_bad_object
+from ..volumes.events import CLAIMS, NODE_ADD, POD_RELEASES
 
 STATE_KEY = "PreFilter" + names.VOLUME_RESTRICTIONS
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from netsched.framework import Handle
-from netsched.plugins.volumes.objects import (
+
+from .objects import (
     CSIDRIVERS_KEY,
     CSINODES_KEY,
     CSISTORAGECAPACITIES_KEY,

@@ -45,11 +45,8 @@ def _public_defs(path: Path) -> list[str]:
 def _homes() -> dict[str, set[str]]:
     homes: dict[str, set[str]] = defaultdict(set)
     for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith("netsched/plugins/"):
-            continue  # a stale link or copy of plugins/: not netsched's own modules
         for name in _public_defs(path):
-            homes[name].add(rel)
+            homes[name].add(path.relative_to(ROOT).as_posix())
     return homes
 
 
