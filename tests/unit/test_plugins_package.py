@@ -15,10 +15,11 @@ import runpy
 from pathlib import Path
 from typing import Any
 
-import netsched.plugins
-import netsched.plugins.registry
 import pytest
 import setuptools
+
+import netsched.plugins
+import netsched.plugins.registry
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGINS = ROOT / "plugins"
