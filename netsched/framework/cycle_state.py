@@ -15,7 +15,7 @@ class CycleState:
     __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "record_plugin_metrics")
 
     def __init__(self) -> None:
-        self._data: dict[str, Any] = {}
+        self._data: dict[str, object] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
         self.record_plugin_metrics = False
@@ -30,7 +30,7 @@ class CycleState:
     def get(self, key: str, default: Any = None) -> Any:
         return self._data.get(key, default)
 
-    def write(self, key: str, value: Any) -> None:
+    def write(self, key: str, value: object) -> None:
         self._data[key] = value
 
     def delete(self, key: str) -> None:
