@@ -1,6 +1,7 @@
 # netsched's image: `docker build -t netsched:0.1.0 .` at the repository root.
-# The package (netsched, with plugins/ as netsched.plugins through the netsched/plugins link) is installed with pip; the process runs as
-# an unprivileged user and needs nothing writable but /tmp (see deploy/deployment.yaml).
+# The package is installed with pip: netsched, with the plugins/ folder as netsched.plugins (setup.py
+# maps it there). The process runs as an unprivileged user and needs nothing writable but /tmp
+# (see deploy/deployment.yaml).
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -11,7 +12,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /src
 # constraints.txt pins every runtime dependency (uv pip compile, see its header): a rebuild
 # installs exactly the versions CI tested, never whatever is newest that day.
-COPY pyproject.toml README.md constraints.txt ./
+COPY pyproject.toml setup.py README.md constraints.txt ./
 COPY netsched/ netsched/
 COPY plugins/ plugins/
 RUN pip install -c constraints.txt . \

@@ -7,31 +7,31 @@ from netsched.framework import PluginFactory
 
 
 def in_tree_plugins() -> list[PluginFactory]:
-    from netsched.plugins.check_pod_count_limit import CheckPodCountLimit
-    from netsched.plugins.check_pod_limit_resources import CheckPodLimitResources
-    from netsched.plugins.coscheduling import Coscheduling
-    from netsched.plugins.default_binder import DefaultBinder
-    from netsched.plugins.default_preemption import DefaultPreemption
-    from netsched.plugins.gang_topology import GangTopology
-    from netsched.plugins.image_locality import ImageLocality
-    from netsched.plugins.inter_pod_affinity import InterPodAffinity
-    from netsched.plugins.load_aware import LoadAware
-    from netsched.plugins.load_threshold import LoadThreshold
-    from netsched.plugins.lvm_volume_capacity import LvmVolumeCapacity
-    from netsched.plugins.network_traffic import NetworkTraffic
-    from netsched.plugins.node_affinity import NodeAffinity
-    from netsched.plugins.node_name import NodeName
-    from netsched.plugins.node_ports import NodePorts
-    from netsched.plugins.node_unschedulable import NodeUnschedulable
-    from netsched.plugins.node_volume_limits import NodeVolumeLimits
-    from netsched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
-    from netsched.plugins.pod_topology_spread import PodTopologySpread
-    from netsched.plugins.priority_sort import PrioritySort
-    from netsched.plugins.scheduling_gates import SchedulingGates
-    from netsched.plugins.taint_toleration import TaintToleration
-    from netsched.plugins.volume_binding import CheckCSIStorageCapacity, VolumeBinding
-    from netsched.plugins.volume_restrictions import VolumeRestrictions
-    from netsched.plugins.volume_zone import VolumeZone
+    from .check_pod_count_limit import CheckPodCountLimit
+    from .check_pod_limit_resources import CheckPodLimitResources
+    from .coscheduling import Coscheduling
+    from .default_binder import DefaultBinder
+    from .default_preemption import DefaultPreemption
+    from .gang_topology import GangTopology
+    from .image_locality import ImageLocality
+    from .inter_pod_affinity import InterPodAffinity
+    from .load_aware import LoadAware
+    from .load_threshold import LoadThreshold
+    from .lvm_volume_capacity import LvmVolumeCapacity
+    from .network_traffic import NetworkTraffic
+    from .node_affinity import NodeAffinity
+    from .node_name import NodeName
+    from .node_ports import NodePorts
+    from .node_unschedulable import NodeUnschedulable
+    from .node_volume_limits import NodeVolumeLimits
+    from .noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
+    from .pod_topology_spread import PodTopologySpread
+    from .priority_sort import PrioritySort
+    from .scheduling_gates import SchedulingGates
+    from .taint_toleration import TaintToleration
+    from .volume_binding import CheckCSIStorageCapacity, VolumeBinding
+    from .volume_restrictions import VolumeRestrictions
+    from .volume_zone import VolumeZone
 
     return [
         PrioritySort,

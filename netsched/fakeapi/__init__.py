@@ -9,6 +9,6 @@ machine without a cluster.  Tests reach it as netsched.testing.fakeapi.
 from netsched.fakeapi.http_server import Fault, RecordedRequest
 from netsched.fakeapi.resources import RESOURCES, ResourceType
 from netsched.fakeapi.server import FakeAPIServer
-from netsched.fakeapi.store import ApiError
+from netsched.fakeapi.store import StatusError
 
-__all__ = ["RESOURCES", "ApiError", "FakeAPIServer", "Fault", "RecordedRequest", "ResourceType"]
+__all__ = ["RESOURCES", "FakeAPIServer", "Fault", "RecordedRequest", "ResourceType", "StatusError"]

@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from netsched.fakeapi.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 from netsched.fakeapi.resources import NAMESPACES, PODS, ResourceType, find_resource
 from netsched.fakeapi.selection import Matcher, SelectorError, selector_matcher
-from netsched.fakeapi.store import ApiError, JsonObj, Store, Watcher, WatchEvent, encode_event
+from netsched.fakeapi.store import JsonObj, StatusError, Store, Watcher, WatchEvent, encode_event
 
 REASONS: dict[int, str] = {
     400: "BadRequest",
@@ -258,20 +258,20 @@ class Handler(BaseHTTPRequestHandler):
         if fault is not None and self._inject(fault):
             return
         if route is not None and not backend.authenticated(self.headers.get("Authorization", "")):
-            self._send_error(ApiError(401, "Unauthorized", "Unauthorized"))
+            self._send_error(StatusError(401, "Unauthorized", "Unauthorized"))
             return
         try:
             if route is None:
                 self._serve_non_resource(split.path)
             else:
                 self._serve(route, verb, query, raw)
-        except ApiError as e:
+        except StatusError as e:
             self._send_error(e)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         except Exception as e:  # a bug in the fake: report it like the real server's 500
             self.log_error("internal error: %r", e)
-            self._send_error(ApiError(500, "InternalError", f"fake API server error: {e!r}"))
+            self._send_error(StatusError(500, "InternalError", f"fake API server error: {e!r}"))
 
     def _read_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
@@ -292,7 +292,7 @@ class Handler(BaseHTTPRequestHandler):
             retry = fault.status == 429 and fault.retry_after > 0
             headers = [("Retry-After", str(fault.retry_after))] if retry else []
             reason = REASONS.get(fault.status, "InternalError")
-            self._send_error(ApiError(fault.status, reason, f"injected fault: {reason}"), headers)
+            self._send_error(StatusError(fault.status, reason, f"injected fault: {reason}"), headers)
             return True
         return False
 
@@ -305,7 +305,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def _send_error(self, error: ApiError, headers: list[tuple[str, str]] | None = None) -> None:
+    def _send_error(self, error: StatusError, headers: list[tuple[str, str]] | None = None) -> None:
         self._send(error.code, _dumps(error.status()), headers)
 
     def _serve_non_resource(self, path: str) -> None:
@@ -319,7 +319,7 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/version":
             self._send(200, _dumps(VERSION))
         else:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise StatusError(404, "NotFound", "the server could not find the requested resource")
 
     # --- resources -----------------------------------------------------------
 
@@ -331,7 +331,7 @@ class Handler(BaseHTTPRequestHandler):
         review = _REVIEWS.get((route.group, route.resource))
         if review is not None and route.name is None and route.namespace is None:
             if verb != "create":
-                raise ApiError(405, "MethodNotAllowed", f"{route.resource} only supports create")
+                raise StatusError(405, "MethodNotAllowed", f"{route.resource} only supports create")
             body = _parse_json(raw)
             backend = self.server.backend
             answer = backend.review_token(body) if review == "token" else backend.review_access(body)
@@ -339,7 +339,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         rt = find_resource(route.group, route.version, route.resource)
         if rt is None or (route.namespace is not None and not rt.namespaced):
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise StatusError(404, "NotFound", "the server could not find the requested resource")
         if route.subresource:
             self._serve_subresource(rt, route, verb, raw)
         elif route.name is None:
@@ -353,7 +353,9 @@ class Handler(BaseHTTPRequestHandler):
         store = self.server.backend.store
         if verb == "create":
             if rt.namespaced and route.namespace is None:
-                raise ApiError(405, "MethodNotAllowed", f"create {rt.qualified} needs a namespace in the URL")
+                raise StatusError(
+                    405, "MethodNotAllowed", f"create {rt.qualified} needs a namespace in the URL"
+                )
             self._send(201, _dumps(store.create(rt, route.namespace, _parse_json(raw))))
             return
         matcher = _matcher(query)
@@ -365,14 +367,14 @@ class Handler(BaseHTTPRequestHandler):
             items = [store.delete(rt, o["metadata"].get("namespace"), o["metadata"]["name"]) for o in items]
             rv = store.resource_version
         elif verb != "list":
-            raise ApiError(405, "MethodNotAllowed", f"{verb} is not supported on a collection")
+            raise StatusError(405, "MethodNotAllowed", f"{verb} is not supported on a collection")
         meta = {"resourceVersion": str(rv)}
         body = {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta, "items": items}
         self._send(200, _dumps(body))
 
     def _serve_object(self, rt: ResourceType, route: Route, name: str, verb: str, raw: bytes) -> None:
         if rt.namespaced and route.namespace is None:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise StatusError(404, "NotFound", "the server could not find the requested resource")
         store = self.server.backend.store
         ns = route.namespace
         if verb == "get":
@@ -389,7 +391,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(200, _dumps(_success(200, rt, obj)))
                 return
         else:
-            raise ApiError(405, "MethodNotAllowed", f"{verb} is not supported on {rt.qualified}")
+            raise StatusError(405, "MethodNotAllowed", f"{verb} is not supported on {rt.qualified}")
         self._send(200, _dumps(obj))
 
     def _serve_subresource(self, rt: ResourceType, route: Route, verb: str, raw: bytes) -> None:
@@ -398,7 +400,7 @@ class Handler(BaseHTTPRequestHandler):
             self._bind(route.namespace or "default", name, _parse_json(raw))
             return
         if route.subresource != "status" or not rt.has_status:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise StatusError(404, "NotFound", "the server could not find the requested resource")
         store = self.server.backend.store
         if verb == "get":
             obj = store.get(rt, route.namespace, name)
@@ -409,13 +411,13 @@ class Handler(BaseHTTPRequestHandler):
             patch = self._parse_patch(raw)
             obj = store.mutate(rt, route.namespace, name, lambda cur: _only_status(cur, patch(cur)))
         else:
-            raise ApiError(405, "MethodNotAllowed", f"{verb} is not supported on {rt.qualified}/status")
+            raise StatusError(405, "MethodNotAllowed", f"{verb} is not supported on {rt.qualified}/status")
         self._send(200, _dumps(obj))
 
     def _bind(self, namespace: str, name: str, body: JsonObj) -> None:
         node = (body.get("target") or {}).get("name")
         if not node:
-            raise ApiError(422, "Invalid", "Binding is invalid: target.name: Required value")
+            raise StatusError(422, "Invalid", "Binding is invalid: target.name: Required value")
         meta = body.get("metadata") or {}
         self.server.backend.store.bind(
             namespace, name, str(node), uid=meta.get("uid"), annotations=meta.get("annotations")
@@ -427,14 +429,14 @@ class Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw) if raw else None
         except ValueError as e:
-            raise ApiError(400, "BadRequest", f"invalid JSON patch body: {e}") from e
+            raise StatusError(400, "BadRequest", f"invalid JSON patch body: {e}") from e
         if content_type == "application/json-patch+json":
             return lambda cur: _checked(lambda: json_patch(cur, body))
         if content_type == "application/merge-patch+json":
             return lambda cur: _checked(lambda: merge_patch(cur, body))
         if content_type == "application/strategic-merge-patch+json":
             return lambda cur: _checked(lambda: strategic_merge_patch(cur, body))
-        raise ApiError(
+        raise StatusError(
             415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {content_type}"
         )
 
@@ -449,7 +451,7 @@ class Handler(BaseHTTPRequestHandler):
         bookmarks = _flag(query, "allowWatchBookmarks")
         try:
             watcher = backend.store.watch(rt, namespace, matcher, since)
-        except ApiError as e:
+        except StatusError as e:
             # Upstream answers 200 and streams a single ERROR event, then ends the watch.
             self._start_chunked()
             self._write_chunk(encode_event("ERROR", e.status()))
@@ -530,7 +532,7 @@ def _matcher(query: dict[str, str]) -> Matcher:
     try:
         return selector_matcher(query.get("labelSelector", ""), query.get("fieldSelector", ""))
     except SelectorError as e:
-        raise ApiError(400, "BadRequest", str(e)) from e
+        raise StatusError(400, "BadRequest", str(e)) from e
 
 
 def _flag(query: dict[str, str], key: str) -> bool:
@@ -544,16 +546,16 @@ def _int_param(query: dict[str, str], key: str) -> int | None:
     try:
         return int(value)
     except ValueError as e:
-        raise ApiError(400, "BadRequest", f"invalid {key}: {value!r}") from e
+        raise StatusError(400, "BadRequest", f"invalid {key}: {value!r}") from e
 
 
 def _parse_json(raw: bytes) -> JsonObj:
     try:
         body = json.loads(raw) if raw else {}
     except ValueError as e:
-        raise ApiError(400, "BadRequest", f"invalid JSON body: {e}") from e
+        raise StatusError(400, "BadRequest", f"invalid JSON body: {e}") from e
     if not isinstance(body, dict):
-        raise ApiError(400, "BadRequest", "the request body must be a JSON object")
+        raise StatusError(400, "BadRequest", "the request body must be a JSON object")
     return body
 
 
@@ -561,9 +563,9 @@ def _checked(apply: Callable[[], Any]) -> JsonObj:
     try:
         result = apply()
     except PatchError as e:
-        raise ApiError(422, "Invalid", str(e)) from e
+        raise StatusError(422, "Invalid", str(e)) from e
     if not isinstance(result, dict):
-        raise ApiError(422, "Invalid", "the patch did not produce an object")
+        raise StatusError(422, "Invalid", "the patch did not produce an object")
     return result
 
 

@@ -205,7 +205,7 @@ class FakeAPIServer:
         return copy.deepcopy(self.store.create(rt, self._ns(rt, obj, namespace), copy.deepcopy(obj)))
 
     def get(self, resource: str, name: str, namespace: str | None = None) -> JsonObj:
-        """Raises ApiError (code 404) if absent."""
+        """Raises StatusError (code 404) if absent."""
         rt = resolve_resource(resource)
         return copy.deepcopy(self.store.get(rt, self._ns(rt, None, namespace), name))
 
@@ -218,7 +218,7 @@ class FakeAPIServer:
         return deep_copy(items)
 
     def update(self, resource: str, obj: JsonObj, namespace: str | None = None) -> JsonObj:
-        """Replace the whole object, status included (unlike a PUT); 409 ApiError if its
+        """Replace the whole object, status included (unlike a PUT); 409 StatusError if its
         metadata.resourceVersion is set and stale."""
         rt = resolve_resource(resource)
         body = copy.deepcopy(obj)
@@ -238,7 +238,7 @@ class FakeAPIServer:
         return copy.deepcopy(self.store.delete(rt, self._ns(rt, None, namespace), name))
 
     def bind(self, namespace: str, name: str, node: str) -> JsonObj:
-        """Bind a pod as POST pods/binding does; 409 ApiError if already bound."""
+        """Bind a pod as POST pods/binding does; 409 StatusError if already bound."""
         return copy.deepcopy(self.store.bind(namespace, name, node))
 
     def compact(self) -> None:

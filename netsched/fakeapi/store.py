@@ -31,7 +31,7 @@ JsonObj = dict[str, Any]
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
 
-class ApiError(Exception):
+class StatusError(Exception):
     """A failure the server reports as a metav1.Status; raised by the store and the hooks."""
 
     def __init__(self, code: int, reason: str, message: str, details: JsonObj | None = None) -> None:
@@ -56,16 +56,18 @@ class ApiError(Exception):
         return body
 
 
-def not_found(rt: ResourceType, name: str) -> ApiError:
-    return ApiError(404, "NotFound", f'{rt.qualified} "{name}" not found', {"name": name, "kind": rt.plural})
+def not_found(rt: ResourceType, name: str) -> StatusError:
+    return StatusError(
+        404, "NotFound", f'{rt.qualified} "{name}" not found', {"name": name, "kind": rt.plural}
+    )
 
 
-def conflict(rt: ResourceType, name: str) -> ApiError:
+def conflict(rt: ResourceType, name: str) -> StatusError:
     message = (
         f'Operation cannot be fulfilled on {rt.qualified} "{name}": the object has been modified; '
         "please apply your changes to the latest version and try again"
     )
-    return ApiError(409, "Conflict", message, {"name": name, "kind": rt.plural})
+    return StatusError(409, "Conflict", message, {"name": name, "kind": rt.plural})
 
 
 def now_rfc3339() -> str:
@@ -182,7 +184,7 @@ class Store:
         obj, meta = _with_meta(body)
         if rt.namespaced:
             if namespace and meta.get("namespace") not in (None, "", namespace):
-                raise ApiError(
+                raise StatusError(
                     400,
                     "BadRequest",
                     "the namespace of the provided object does not match the namespace sent on the request",
@@ -193,7 +195,7 @@ class Store:
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = f"{meta['generateName']}{next(self._names):05d}"
         if not meta.get("name"):
-            raise ApiError(422, "Invalid", f"{rt.kind} is invalid: metadata.name: Required value")
+            raise StatusError(422, "Invalid", f"{rt.kind} is invalid: metadata.name: Required value")
         meta.pop("resourceVersion", None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
@@ -203,7 +205,7 @@ class Store:
             if rt.namespaced:
                 self._ensure_namespace(meta["namespace"])
             if _object_key(obj) in self._objects[rt.key]:
-                raise ApiError(
+                raise StatusError(
                     409,
                     "AlreadyExists",
                     f'{rt.qualified} "{meta["name"]}" already exists',
@@ -215,7 +217,7 @@ class Store:
     def mutate(
         self, rt: ResourceType, namespace: str | None, name: str, change: Callable[[JsonObj], JsonObj]
     ) -> JsonObj:
-        """Replace an object with change(current), atomically; `change` may raise ApiError.
+        """Replace an object with change(current), atomically; `change` may raise StatusError.
 
         If the result carries a resourceVersion that differs from the stored one the
         write is refused with 409, which is how both PUT and a patch with a
@@ -231,7 +233,9 @@ class Store:
             if sent_rv not in (None, "") and str(sent_rv) != old_meta["resourceVersion"]:
                 raise conflict(rt, name)
             if meta.get("name", name) != name:
-                raise ApiError(400, "BadRequest", "the name of the object does not match the name on the URL")
+                raise StatusError(
+                    400, "BadRequest", "the name of the object does not match the name on the URL"
+                )
             for kept in ("name", "namespace", "uid", "creationTimestamp"):
                 if kept in old_meta:
                     meta[kept] = old_meta[kept]
@@ -256,7 +260,7 @@ class Store:
         def assign(pod: JsonObj) -> JsonObj:
             meta = pod["metadata"]
             if uid and meta.get("uid") != uid:
-                raise ApiError(
+                raise StatusError(
                     409,
                     "Conflict",
                     f"Precondition failed: UID in precondition: {uid}, UID in object: {meta.get('uid')}",
@@ -267,7 +271,7 @@ class Store:
                     f'Operation cannot be fulfilled on pods/binding "{name}": '
                     f'pod {namespace}/{name} is already assigned to node "{bound}"'
                 )
-                raise ApiError(409, "Conflict", message, {"name": name, "kind": "pods/binding"})
+                raise StatusError(409, "Conflict", message, {"name": name, "kind": "pods/binding"})
             out, out_meta = _with_meta(pod)
             if annotations:
                 out_meta["annotations"] = {**(out_meta.get("annotations") or {}), **annotations}
@@ -348,7 +352,7 @@ class Store:
             replay: list[WatchEvent] = []
             if since:
                 if since < self._floor:
-                    raise ApiError(410, "Expired", f"too old resource version: {since} ({self._floor})")
+                    raise StatusError(410, "Expired", f"too old resource version: {since} ({self._floor})")
                 start = bisect.bisect_right(self._history, since, key=lambda e: e.rv)
                 replay = [e for e in itertools.islice(self._history, start, None) if e.key == rt.key]
             watcher = Watcher(rt, namespace, matcher, replay)

@@ -23,7 +23,7 @@ class CycleState:
     __slots__ = ("_data", "_notes", "skip_filter_plugins", "skip_score_plugins", "record_plugin_metrics")
 
     def __init__(self) -> None:
-        self._data: dict[str, Any] = {}
+        self._data: dict[str, object] = {}
         self._notes: dict[str, Explainable] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
@@ -39,7 +39,7 @@ class CycleState:
     def get(self, key: str, default: Any = None) -> Any:
         return self._data.get(key, default)
 
-    def write(self, key: str, value: Any) -> None:
+    def write(self, key: str, value: object) -> None:
         self._data[key] = value
 
     def delete(self, key: str) -> None:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+_N = TypeVar("_N", int, float)  # a bounded number field
 
 
 @dataclass(slots=True, frozen=True)
@@ -19,7 +21,7 @@ class FieldError:
     path: str
     kind: str  # "Required value", "Invalid value", "Unsupported value", "Duplicate value", "Forbidden"
     detail: str = ""
-    value: Any = None
+    value: object = None
     has_value: bool = False
 
     def __str__(self) -> str:
@@ -31,7 +33,7 @@ class FieldError:
         return out
 
 
-def _show(v: Any) -> str:
+def _show(v: object) -> str:
     if isinstance(v, str):
         return f'"{v}"'
     if v is None:
@@ -47,14 +49,14 @@ class ErrorList(list[FieldError]):
     def required(self, path: str, detail: str = "") -> None:
         self.append(FieldError(path, "Required value", detail))
 
-    def invalid(self, path: str, value: Any, detail: str) -> None:
+    def invalid(self, path: str, value: object, detail: str) -> None:
         self.append(FieldError(path, "Invalid value", detail, value, True))
 
-    def unsupported(self, path: str, value: Any, supported: Iterable[str]) -> None:
+    def unsupported(self, path: str, value: object, supported: Iterable[str]) -> None:
         sup = ", ".join(f'"{s}"' for s in supported)
         self.append(FieldError(path, "Unsupported value", f"supported values: {sup}", value, True))
 
-    def duplicate(self, path: str, value: Any) -> None:
+    def duplicate(self, path: str, value: object) -> None:
         self.append(FieldError(path, "Duplicate value", "", value, True))
 
     def forbidden(self, path: str, detail: str) -> None:
@@ -81,7 +83,7 @@ class Fields:
     `finish()` last to flag keys nobody asked for (kube decodes strictly).
     """
 
-    def __init__(self, raw: Any, path: builtins.str, errs: ErrorList) -> None:
+    def __init__(self, raw: object, path: builtins.str, errs: ErrorList) -> None:
         self.path = path
         self.errs = errs
         self.seen: set[builtins.str] = set()
@@ -90,12 +92,12 @@ class Fields:
         if not isinstance(raw, Mapping):
             errs.invalid(path or "<root>", type(raw).__name__, "must be a mapping")
             raw = {}
-        self.raw: Mapping[builtins.str, Any] = raw
+        self.raw: Mapping[builtins.str, object] = raw
 
     def has(self, key: builtins.str) -> builtins.bool:
         return key in self.raw and self.raw[key] is not None
 
-    def _get(self, key: builtins.str) -> Any:
+    def _get(self, key: builtins.str) -> object:
         self.seen.add(key)
         v = self.raw.get(key, _MISSING)
         return _MISSING if v is None else v
@@ -141,7 +143,7 @@ class Fields:
             return default
         return builtins.float(self._bounded(p, builtins.float(v), default, min, max))
 
-    def _bounded(self, p: builtins.str, v: Any, default: Any, lo: Any, hi: Any) -> Any:
+    def _bounded(self, p: builtins.str, v: _N, default: _N, lo: _N | None, hi: _N | None) -> _N:
         if lo is not None and v < lo:
             self.errs.invalid(p, v, f"must be greater than or equal to {lo}")
             return default

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from netsched.framework.quantity import CPU, MEMORY, PODS, QuantityError, to_canonical
 from netsched.framework.selectors import (
@@ -53,7 +53,7 @@ class PodParseError(ValueError):
         self.detail = message
 
 
-def _dict(obj: Any, path: str) -> dict[str, Any]:
+def _dict(obj: object, path: str) -> dict[str, object]:
     if obj is None:
         return {}
     if not isinstance(obj, dict):
@@ -61,7 +61,7 @@ def _dict(obj: Any, path: str) -> dict[str, Any]:
     return obj
 
 
-def _list(obj: Any, path: str) -> list[Any]:
+def _list(obj: object, path: str) -> list[object]:
     if obj is None:
         return []
     if not isinstance(obj, list):
@@ -69,15 +69,31 @@ def _list(obj: Any, path: str) -> list[Any]:
     return obj
 
 
-def _str_map(obj: Any, path: str) -> dict[str, str]:
+def _str_map(obj: object, path: str) -> dict[str, str]:
     d = _dict(obj, path)
     for k, v in d.items():
         if not isinstance(v, str):
             raise PodParseError(f"{path}.{k}", f"expected a string, got {type(v).__name__}")
-    return d
+    return cast(dict[str, str], d)  # every value checked above
 
 
-def _int(obj: Any, path: str, default: int) -> int:
+def _str(obj: object, path: str, default: str = "") -> str:
+    """A string field; absent, null or "" gives `default`."""
+    if obj is None or obj == "":
+        return default
+    if not isinstance(obj, str):
+        raise PodParseError(path, f"expected a string, got {type(obj).__name__}")
+    return obj
+
+
+def _str_list(obj: object, path: str) -> list[str]:
+    items = _list(obj, path)
+    if not all(isinstance(v, str) for v in items):
+        raise PodParseError(path, "expected a list of strings")
+    return cast(list[str], items)  # every item checked above
+
+
+def _int(obj: object, path: str, default: int) -> int:
     if obj is None:
         return default
     if isinstance(obj, bool) or not isinstance(obj, int):
@@ -85,7 +101,7 @@ def _int(obj: Any, path: str, default: int) -> int:
     return obj
 
 
-def _resource_list(obj: Any, path: str) -> dict[str, int]:
+def _resource_list(obj: object, path: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for name, q in _dict(obj, path).items():
         try:
@@ -137,7 +153,7 @@ def _effective(containers: list[dict[str, int]], inits: list[tuple[dict[str, int
     return total
 
 
-def parse_label_selector(obj: Any, path: str) -> LabelSelector | None:
+def parse_label_selector(obj: object, path: str) -> LabelSelector | None:
     if obj is None:
         return None
     d = _dict(obj, path)
@@ -148,7 +164,7 @@ def parse_label_selector(obj: Any, path: str) -> LabelSelector | None:
     return LabelSelector(tuple(sorted(labels.items())), tuple(exprs))
 
 
-def _requirement(obj: Any, path: str, operators: tuple[str, ...], *, node: bool = False) -> Requirement:
+def _requirement(obj: object, path: str, operators: tuple[str, ...], *, node: bool = False) -> Requirement:
     """One selector clause.  With node=True (node-selector terms) a clause kube's scheduler
     cannot turn into a selector (invalid label value, non-integer Gt/Lt) is kept but marked
     invalid, so its term matches no node, as in kube; elsewhere such input is the pod's fault."""
@@ -161,9 +177,7 @@ def _requirement(obj: Any, path: str, operators: tuple[str, ...], *, node: bool 
         raise PodParseError(
             f"{path}.operator", f"Unsupported value: {op!r}: supported values: {', '.join(operators)}"
         )
-    values = _list(d.get("values"), f"{path}.values")
-    if not all(isinstance(v, str) for v in values):
-        raise PodParseError(f"{path}.values", "expected a list of strings")
+    values = _str_list(d.get("values"), f"{path}.values")
     if op in ("In", "NotIn") and not values:
         raise PodParseError(f"{path}.values", f"must be specified when operator is {op}")
     if op in ("Exists", "DoesNotExist") and values:
@@ -183,7 +197,7 @@ def _requirement(obj: Any, path: str, operators: tuple[str, ...], *, node: bool 
     return Requirement(key, op, tuple(values), valid)
 
 
-def _node_selector_term(obj: Any, path: str) -> NodeSelectorTerm:
+def _node_selector_term(obj: object, path: str) -> NodeSelectorTerm:
     d = _dict(obj, path)
     exprs = tuple(
         _requirement(e, f"{path}.matchExpressions[{i}]", NODE_OPERATORS, node=True)
@@ -203,7 +217,7 @@ def _node_selector_term(obj: Any, path: str) -> NodeSelectorTerm:
     return NodeSelectorTerm(exprs, tuple(fields))
 
 
-def parse_node_selector(obj: Any, path: str) -> NodeSelector | None:
+def parse_node_selector(obj: object, path: str) -> NodeSelector | None:
     if obj is None:
         return None
     d = _dict(obj, path)
@@ -213,14 +227,14 @@ def parse_node_selector(obj: Any, path: str) -> NodeSelector | None:
     )
 
 
-def _weight(obj: Any, path: str) -> int:
+def _weight(obj: object, path: str) -> int:
     w = _int(obj, path, 0)
     if not 1 <= w <= 100:
         raise PodParseError(path, f"must be in the range 1-100, got {w}")
     return w
 
 
-def _pod_affinity_term(obj: Any, path: str) -> PodAffinityTerm:
+def _pod_affinity_term(obj: object, path: str) -> PodAffinityTerm:
     d = _dict(obj, path)
     topo = d.get("topologyKey")
     if not isinstance(topo, str) or not topo:
@@ -239,7 +253,7 @@ def _pod_affinity_term(obj: Any, path: str) -> PodAffinityTerm:
 
 
 def _pod_affinity(
-    obj: Any, path: str
+    obj: object, path: str
 ) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
     d = _dict(obj, path)
     rpath = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
@@ -260,7 +274,7 @@ def _pod_affinity(
     return required, tuple(preferred)
 
 
-def _toleration(obj: Any, path: str) -> Toleration:
+def _toleration(obj: object, path: str) -> Toleration:
     d = _dict(obj, path)
     op = d.get("operator") or "Equal"
     if op not in ("Equal", "Exists"):
@@ -272,16 +286,16 @@ def _toleration(obj: Any, path: str) -> Toleration:
         raise PodParseError(
             f"{path}.effect", f"Unsupported value: {effect!r}: supported values: {', '.join(TAINT_EFFECTS)}"
         )
-    key = d.get("key") or ""
-    value = d.get("value") or ""
+    key = _str(d.get("key"), f"{path}.key")
+    value = _str(d.get("value"), f"{path}.value")
     if op == "Exists" and value:
         raise PodParseError(f"{path}.value", "must be empty when `operator` is 'Exists'")
     if not key and op != "Exists":
         raise PodParseError(f"{path}.operator", "must be Exists when `key` is empty")
-    return Toleration(str(key), op, str(value), effect)
+    return Toleration(key, op, value, str(effect))
 
 
-def _spread(obj: Any, path: str) -> TopologySpreadConstraint:
+def _spread(obj: object, path: str) -> TopologySpreadConstraint:
     d = _dict(obj, path)
     skew = _int(d.get("maxSkew"), f"{path}.maxSkew", 0)
     if skew <= 0:
@@ -323,7 +337,7 @@ def _spread(obj: Any, path: str) -> TopologySpreadConstraint:
 
 
 def _container(
-    obj: Any, path: str, ports: list[HostPort], images: list[str]
+    obj: object, path: str, ports: list[HostPort], images: list[str]
 ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     c = _dict(obj, path)
     res = _dict(c.get("resources"), f"{path}.resources")
@@ -332,8 +346,9 @@ def _container(
     # A limit without a request defaults the request to the limit (API defaulting).
     for k, v in lim.items():
         req.setdefault(k, v)
-    if isinstance(c.get("image"), str):
-        images.append(c["image"])
+    image = c.get("image")
+    if isinstance(image, str):
+        images.append(image)
     for i, p in enumerate(_list(c.get("ports"), f"{path}.ports")):
         pd = _dict(p, f"{path}.ports[{i}]")
         hp = _int(pd.get("hostPort"), f"{path}.ports[{i}].hostPort", 0)
@@ -347,7 +362,7 @@ def _container(
                 f"{path}.ports[{i}].protocol",
                 f'Unsupported value: {proto!r}: supported values: "TCP", "UDP", "SCTP"',
             )
-        ports.append(HostPort(proto, pd.get("hostIP") or "0.0.0.0", hp))
+        ports.append(HostPort(str(proto), _str(pd.get("hostIP"), f"{path}.ports[{i}].hostIP", "0.0.0.0"), hp))
     return req, lim, _with_scoring_defaults(req)
 
 
@@ -356,7 +371,7 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
     meta = _dict(raw.get("metadata"), "metadata")
     spec = _dict(raw.get("spec"), "spec")
     status = _dict(raw.get("status"), "status")
-    name, ns = meta.get("name"), meta.get("namespace") or "default"
+    name, ns = meta.get("name"), _str(meta.get("namespace"), "metadata.namespace", "default")
     if not isinstance(name, str) or not name:
         raise PodParseError("metadata.name", "Required value")
     ports: list[HostPort] = []
@@ -439,12 +454,12 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
         namespace=ns,
         name=name,
         resource_version=str(meta.get("resourceVersion") or ""),
-        scheduler_name=spec.get("schedulerName") or "default-scheduler",
-        node_name=spec.get("nodeName") or "",
-        nominated_node_name=status.get("nominatedNodeName") or "",
+        scheduler_name=_str(spec.get("schedulerName"), "spec.schedulerName", "default-scheduler"),
+        node_name=_str(spec.get("nodeName"), "spec.nodeName"),
+        nominated_node_name=_str(status.get("nominatedNodeName"), "status.nominatedNodeName"),
         priority=_int(spec.get("priority"), "spec.priority", 0),
         preemption_policy=policy,
-        phase=status.get("phase") or "Pending",
+        phase=_str(status.get("phase"), "status.phase", "Pending"),
         labels=_str_map(meta.get("labels"), "metadata.labels"),
         annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
         creation_timestamp=str(meta.get("creationTimestamp") or ""),

@@ -1,13 +1,14 @@
-"""Runs one scheduling profile: builds its plugins and calls them point by point.
+"""Runs one scheduling profile: calls its plugins point by point.
 
-Built once per profile, it fails fast on a profile that cannot work (no queue
-sort, no binder, a score plugin without weight, args of the wrong type).  Its
-`run_*` methods own the rules plugins rely on: PreFilter Skip skips that
+Its plugins are built once per profile by points.py, which fails fast on a
+profile that cannot work (no queue sort, no binder, a score plugin without
+weight, args of the wrong type).  Its `run_*` methods own the rules plugins rely on: PreFilter Skip skips that
 plugin's Filter, the first failing filter rejects a node, normalised scores
 are in [0, 100], Unreserve runs in reverse, the first non-Skip Bind wins.
 Every call goes through one wrapper (instrument.PluginCalls).  The Framework
 is the Handle its plugins see.  Finding a node for a pod is search.py's job,
-as kube keeps it in schedule_one.go.
+as kube keeps it in schedule_one.go; PreFilter and Filter over snapshot rows
+(the search's first pass, the Handle's "what if") are whatif.py's.
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ import numpy as np
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.diagnosis import Diagnosis
-from netsched.framework.errors import FrameworkBuildError, PluginFault
+from netsched.framework.errors import PluginFault
 from netsched.framework.extension_points import (
-    EXTENSION_POINTS,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     AnyArgs,
@@ -31,7 +31,6 @@ from netsched.framework.extension_points import (
     BindPlugin,
     FilterPlugin,
     PermitPlugin,
-    PluginArgs,
     PluginFactory,
     PluginScores,
     PostBindPlugin,
@@ -48,10 +47,12 @@ from netsched.framework.extension_points import (
 )
 from netsched.framework.handle import FrameworkHandle, ProfileLike, Services
 from netsched.framework.instrument import PluginCalls
+from netsched.framework.points import build_profile
 from netsched.framework.snapshot import IntArray, Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.framework.waiting import SHUTTING_DOWN, WaitingPodImpl
+from netsched.framework.whatif import filter_rows
 
 log = logging.getLogger(__name__)
 
@@ -69,35 +70,10 @@ class Framework(FrameworkHandle):
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self._profile = profile
         self._registry = registry
-        self._instances: dict[str, AnyPlugin] = {}
-        self.weights: dict[str, int] = {}
-        points: dict[str, list[AnyPlugin]] = {ep: [] for ep in EXTENSION_POINTS}
-        problems: list[str] = []
-        for ep, refs in profile.plugins.items():
-            if ep == "multiPoint":
-                continue
-            if ep not in EXTENSION_POINTS:
-                problems.append(f"unknown extension point {ep!r}")
-                continue
-            for ref in refs:
-                plugin = self._instance(ref.name, problems)
-                if plugin is None:
-                    continue
-                if not isinstance(plugin, EXTENSION_POINTS[ep]):
-                    problems.append(f"plugin {ref.name!r} does not extend {ep}")
-                    continue
-                points[ep].append(plugin)
-                if ep == "score":
-                    weight = int(getattr(ref, "weight", 0) or 0)
-                    if weight <= 0:
-                        problems.append(f"score plugin {ref.name!r} is not configured with weight")
-                    self.weights[ref.name] = weight
-        if len(points["queueSort"]) != 1:
-            problems.append(f"only one queue sort plugin can be enabled, found {len(points['queueSort'])}")
-        if not points["bind"]:
-            problems.append("at least one bind plugin is needed")
-        if problems:
-            raise FrameworkBuildError(f"profile {self.profile_name!r}: " + "; ".join(dict.fromkeys(problems)))
+        built = build_profile(profile, registry, self)
+        self._instances = built.instances
+        self.weights = built.weights
+        points = built.points
 
         def at(ep: str, kind: type[P]) -> list[P]:
             return [p for p in points[ep] if isinstance(p, kind)]
@@ -115,27 +91,6 @@ class Framework(FrameworkHandle):
         self.bind_plugins = at("bind", BindPlugin)
         self.post_bind_plugins = at("postBind", PostBindPlugin)
         self._calls = PluginCalls(self.profile_name, services.observe)
-
-    def _instance(self, name: str, problems: list[str]) -> AnyPlugin | None:
-        got = self._instances.get(name)
-        if got is not None:
-            return got
-        cls = self._registry.get(name)
-        if cls is None:
-            problems.append(f"plugin {name!r} is not registered")
-            return None
-        errs: list[str] = []
-        args = PluginArgs.resolve(cls.Args, self._profile.plugin_config.get(name), name, errs)
-        if errs:
-            problems.extend(f"plugin {name!r}: {e}" for e in errs)
-            return None
-        try:
-            plugin = cls(args, self)
-        except Exception as e:  # a plugin constructor fault is a start-up error, with its name
-            problems.append(f"plugin {name!r} failed to initialise: {e}")
-            return None
-        self._instances[name] = plugin
-        return plugin
 
     def replica(self) -> Framework:
         """A second instance of this profile (its own plugins and snapshot, the same services):
@@ -236,48 +191,9 @@ class Framework(FrameworkHandle):
     def filter_rows(
         self, pod: PodInfo, snapshot: Snapshot, rows: IntArray, *, skip: Collection[str] = ()
     ) -> tuple[IntArray, Diagnosis]:
-        """PreFilter (but `skip`) and batch Filter for a pod that is not being scheduled (the
-        Handle's "what if", e.g. a group's member while the group's placement is decided): the rows
-        that pass, and the diagnosis of the others. Raises PluginFault on a plugin error."""
-        state = self.new_cycle_state()
-        allowed, diagnosis, st = self.run_pre_filter_rows(state, pod, snapshot, rows, skip)
-        if not st.ok:
-            return rows[:0], diagnosis
-        rows = rows if allowed is None else allowed
-        return self.run_filter_nodes(state, pod, snapshot, rows, diagnosis), diagnosis
-
-    def run_pre_filter_rows(
-        self,
-        state: CycleState,
-        pod: PodInfo,
-        snapshot: Snapshot,
-        rows: IntArray | None = None,
-        skip: Collection[str] = (),
-    ) -> tuple[IntArray | None, Diagnosis, Status]:
-        """PreFilter (but `skip`) ahead of a Filter pass over snapshot `rows` (None: all rows).
-
-        Returns the rows PreFilter's node set allows (those of `rows`, in their order; in
-        row order when `rows` is None; None when PreFilter allows every node), the new
-        Diagnosis the pass records into, and PreFilter's status.  A rejection is recorded
-        in the diagnosis (message, code of each row, plugin); PluginFault on an error."""
-        n = len(snapshot)
-        diagnosis = Diagnosis(n, np.zeros(n, dtype=np.int8))
-        pre, st = self.run_pre_filter(state, pod, snapshot, skip)
-        if not st.ok:
-            if st.code == Code.ERROR:
-                raise PluginFault(st)
-            diagnosis.pre_filter_msg = st.message()
-            diagnosis.node_codes[slice(None) if rows is None else rows] = st.code
-            diagnosis.unschedulable_plugins.add(st.plugin)
-            return None, diagnosis, st
-        if pre is None or pre.node_names is None:
-            return None, diagnosis, st
-        index = snapshot.index
-        if rows is None:
-            allowed = sorted(index[name] for name in pre.node_names if name in index)
-            return np.asarray(allowed, dtype=np.int64), diagnosis, st
-        named = np.asarray([index[name] for name in pre.node_names if name in index], dtype=np.int64)
-        return rows[np.isin(rows, named)], diagnosis, st
+        """The Handle's "what if" (whatif.filter_rows): the rows where `pod` passes PreFilter and
+        Filter, and the diagnosis of the others."""
+        return filter_rows(self, pod, snapshot, rows, skip)
 
     def filter_statuses(
         self, state: CycleState, pod: PodInfo, node: NodeInfo

@@ -26,6 +26,7 @@ from netsched.framework.runtime import Framework
 from netsched.framework.snapshot import IntArray, Snapshot
 from netsched.framework.status import Code
 from netsched.framework.types import PodInfo
+from netsched.framework.whatif import pre_filter_rows
 
 # kube: percentageOfNodesToScore adaptive defaults.
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -116,7 +117,7 @@ class NodeSearch:
                 0, np.zeros(0, dtype=np.int8), pre_filter_msg="no nodes available to schedule pods"
             )
             raise FitError(pod, empty)
-        allowed, diagnosis, st = fwk.run_pre_filter_rows(state, pod, snapshot)
+        allowed, diagnosis, st = pre_filter_rows(fwk, state, pod, snapshot)
         if not st.ok:
             raise self._fit_error(state, pod, diagnosis)
         feasible, evaluated = self.find_feasible(state, pod, snapshot, allowed, diagnosis)

@@ -4,7 +4,7 @@
     api = KubeAPI(client)                         # ClusterAPI: bind, delete_pod, status patches
     pods = api.reflector(PODS, on_event).start()  # raw-JSON list + watch in a daemon thread
     events = new_event_broadcaster(client)        # its own client, rate budget and writers, shared by all profiles
-    recorder = events.new_recorder("netsched")    # framework EventRecorder
+    recorder = events.new_recorder("netsched")    # a KubeEventRecorder: the framework's EventRecorder
 
 The kinds it lists and watches are a table (NODES, PODS, ... in
 netsched.kube.resources): adding one is one `Resource` entry.
@@ -39,7 +39,7 @@ from netsched.kube.errors import (
 if TYPE_CHECKING:
     from netsched.kube.api import KubeAPI
     from netsched.kube.client import KubeClient, RetrySettings
-    from netsched.kube.events import EventBroadcaster, EventRecorder, new_event_broadcaster
+    from netsched.kube.events import EventBroadcaster, KubeEventRecorder, new_event_broadcaster
     from netsched.kube.kubeconfig import KubeConfigError, build_api_client
     from netsched.kube.ratelimit import TokenBucket
     from netsched.kube.reflector import (
@@ -68,7 +68,7 @@ _LAZY = {
     "RetrySettings": "client",
     "build_api_client": "kubeconfig",
     "EventBroadcaster": "events",
-    "EventRecorder": "events",
+    "KubeEventRecorder": "events",
     "new_event_broadcaster": "events",
     "TokenBucket": "ratelimit",
     "ADDED": "reflector",
@@ -113,7 +113,7 @@ __all__ = [
     "ExponentialBackoff",
     "Conflict",
     "EventBroadcaster",
-    "EventRecorder",
+    "KubeEventRecorder",
     "Forbidden",
     "Gone",
     "Invalid",

@@ -13,7 +13,8 @@ from __future__ import annotations
 import http.client
 import json
 import sys
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import ClassVar
 
 import urllib3.exceptions
 
@@ -30,14 +31,14 @@ class ApiError(Exception):
         message: str = "",
         *,
         retry_after: float = 0.0,
-        details: dict[str, Any] | None = None,
+        details: Mapping[str, object] | None = None,
     ) -> None:
         super().__init__(status, reason, message)
         self.status = status
         self.reason = reason
         self.message = message
         self.retry_after = retry_after  # seconds the server asked us to wait (0 = no hint)
-        self.details = details or {}
+        self.details: Mapping[str, object] = details or {}
 
     def __str__(self) -> str:
         head = f"{self.status} {self.reason}".strip() if self.status else self.reason or "ApiError"
@@ -110,7 +111,7 @@ def error_for_status(
     message: str = "",
     *,
     retry_after: float = 0.0,
-    details: dict[str, Any] | None = None,
+    details: Mapping[str, object] | None = None,
 ) -> ApiError:
     """The ApiError subclass for an HTTP status (and reason, for AlreadyExists)."""
     cls: type[ApiError]
@@ -125,11 +126,11 @@ def error_for_status(
     return cls(status, reason, message, retry_after=retry_after, details=details)
 
 
-def from_status(status_obj: dict[str, Any], default_code: int = 0) -> ApiError:
+def from_status(status_obj: Mapping[str, object], default_code: int = 0) -> ApiError:
     """Map a metav1.Status object (an error body, or the object of a watch ERROR event)."""
     code = status_obj.get("code")
-    details = status_obj.get("details")
-    details = details if isinstance(details, dict) else {}
+    raw_details = status_obj.get("details")
+    details: dict[str, object] = raw_details if isinstance(raw_details, dict) else {}
     retry_after = _float(details.get("retryAfterSeconds"))
     return error_for_status(
         code if isinstance(code, int) and code else default_code,
@@ -190,12 +191,14 @@ def _is_api_exception(e: BaseException) -> bool:
     return cls is not None and isinstance(e, cls)
 
 
-def from_response(status: int, reason: str, body: bytes | str | None, headers: Any = None) -> ApiError:
+def from_response(
+    status: int, reason: str, body: bytes | str | None, headers: Mapping[str, str] | None = None
+) -> ApiError:
     """Map a non-2xx HTTP reply (its metav1.Status body and Retry-After header) without the client's exception."""
     return _from_parts(status, reason, body, headers)
 
 
-def _from_api_exception(e: Any) -> ApiError:
+def _from_api_exception(e: BaseException) -> ApiError:
     return _from_parts(
         int(getattr(e, "status", 0) or 0),
         str(getattr(e, "reason", "") or ""),
@@ -204,9 +207,9 @@ def _from_api_exception(e: Any) -> ApiError:
     )
 
 
-def _from_parts(status: int, reason: str, body: Any, headers: Any) -> ApiError:
+def _from_parts(status: int, reason: str, body: object, headers: Mapping[str, str] | None) -> ApiError:
     message = ""
-    details: dict[str, Any] = {}
+    details: Mapping[str, object] = {}
     retry_after = 0.0
     if isinstance(body, bytes | bytearray):
         body = body.decode("utf-8", "replace")
@@ -230,17 +233,20 @@ def _from_parts(status: int, reason: str, body: Any, headers: Any) -> ApiError:
     return error_for_status(status, reason, message or reason, retry_after=retry_after, details=details)
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str) -> object:
     try:
         return json.loads(text)
     except ValueError:
         return None
 
 
-def _float(value: Any) -> float:
+def _float(value: object) -> float:
+    """A non-negative number of seconds from a JSON number or a header's text; 0 otherwise."""
+    if not isinstance(value, int | float | str):
+        return 0.0
     try:
         return max(0.0, float(value))
-    except (TypeError, ValueError):
+    except ValueError:
         return 0.0
 
 

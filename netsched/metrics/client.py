@@ -171,7 +171,8 @@ def _short(e: BaseException) -> str:
     return f"{type(e).__name__}: {str(cause)[:200]}"
 
 
-def is_transient(e: BaseException) -> bool:
+def transient_query_error(e: BaseException) -> bool:
+    """A QueryError a repeat may cure (the one retry policy asks this)."""
     return isinstance(e, QueryError) and e.transient
 
 
@@ -180,7 +181,7 @@ def retrying(
 ) -> Retrying:
     """Up to `attempts` tries of a transient failure, backing off 0.25 s, 0.5 s... (+ jitter), until deadline."""
     return policy(
-        is_transient,
+        transient_query_error,
         backoff=0.25,
         max_backoff=4,
         stop=stop_after_attempt(attempts),

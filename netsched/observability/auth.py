@@ -60,7 +60,7 @@ class UserInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class AuthDecision:
     """HTTP status to answer with when not 200, and why (the reason goes into the body)."""
 
     status: int  # 200 allowed, 401 unauthenticated, 403 forbidden, 500 review failed
@@ -121,7 +121,7 @@ class AuthSettings:
 
 
 class DelegatingAuth:
-    """check(method, path, headers) -> Decision; `authn`/`authz` None: every token refused /
+    """check(method, path, headers) -> AuthDecision; `authn`/`authz` None: every token refused /
     every request forbidden (kube's behaviour without an authentication/authorization kubeconfig)."""
 
     def __init__(
@@ -139,20 +139,20 @@ class DelegatingAuth:
         self._refused: TTLCache[str, bool] = TTLCache(clock)
         self._access: TTLCache[tuple[UserInfo, str, str], tuple[bool, str]] = TTLCache(clock)
 
-    def check(self, method: str, path: str, headers: Mapping[str, str]) -> Decision:
+    def check(self, method: str, path: str, headers: Mapping[str, str]) -> AuthDecision:
         if path_allowed(path, self.settings.always_allow_paths):
-            return Decision(200)
+            return AuthDecision(200)
         header = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
         token = bearer_token(header)
         if not token:
-            return Decision(401, "Unauthorized: a bearer token is required")
+            return AuthDecision(401, "Unauthorized: a bearer token is required")
         try:
             user = self.authenticate(token)
         except Exception as e:
             log.warning("TokenReview failed err=%s", type(e).__name__)
-            return Decision(401, "Unauthorized")
+            return AuthDecision(401, "Unauthorized")
         if user is None:
-            return Decision(401, "Unauthorized")
+            return AuthDecision(401, "Unauthorized")
         verb = method.lower()
         try:
             allowed, reason = self.authorize(user, path, verb)
@@ -160,11 +160,11 @@ class DelegatingAuth:
             log.warning(
                 "SubjectAccessReview failed user=%s path=%s err=%s", user.name, path, type(e).__name__
             )
-            return Decision(500, "Internal error: could not authorize the request", user)
+            return AuthDecision(500, "Internal error: could not authorize the request", user)
         if allowed:
-            return Decision(200, user=user)
+            return AuthDecision(200, user=user)
         why = f": {reason}" if reason else ""
-        return Decision(403, f'forbidden: User "{user.name}" cannot {verb} path "{path}"{why}', user)
+        return AuthDecision(403, f'forbidden: User "{user.name}" cannot {verb} path "{path}"{why}', user)
 
     def authenticate(self, token: str) -> UserInfo | None:
         """The user a token belongs to (None: not authenticated); cached for token_ttl."""

@@ -44,7 +44,7 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder, gzip_accepted
 
-from netsched.observability.auth import DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_TTL, Decision
+from netsched.observability.auth import DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_TTL, AuthDecision
 from netsched.observability.health import PING, Check, answer, evaluate
 
 log = logging.getLogger(__name__)
@@ -56,15 +56,15 @@ TEXT = "text/plain; charset=utf-8"
 ReadyCheck = Callable[[], tuple[bool, Mapping[str, Any]]]
 # A debug endpoint gets the parsed query string and returns (status, content type, body).
 DebugHandler = Callable[[dict[str, list[str]]], tuple[int, str, bytes]]
-# auth(method, path, headers) -> Decision (DelegatingAuth.check).
-AuthCheck = Callable[[str, str, Mapping[str, str]], Decision]
+# auth(method, path, headers) -> AuthDecision (DelegatingAuth.check).
+AuthCheck = Callable[[str, str, Mapping[str, str]], AuthDecision]
 
 HANDSHAKE_TIMEOUT = 10.0  # seconds a client has to finish the TLS handshake
 IDLE_TIMEOUT = 120.0  # a kept-alive TLS connection idle this long is closed
 
 
 @dataclass(frozen=True, slots=True)
-class Reply:
+class EndpointReply:
     """What an endpoint answers: status, content type, body and any further headers."""
 
     status: int
@@ -212,26 +212,26 @@ class ObservabilityServer:
         *,
         accept: str | None = None,
         accept_encoding: str | None = None,
-    ) -> Reply:
+    ) -> EndpointReply:
         """The answer to a GET; the handler only does the HTTP."""
         if path == "/metrics":
             return self.metrics(accept, accept_encoding)
         if path in ("/healthz", "/livez"):
             verbose = "verbose" in query
             status, body = answer(path[1:], self.checks, verbose=verbose, exclude=query.get("exclude", ()))
-            return Reply(status, TEXT, body.encode(), (("X-Content-Type-Options", "nosniff"),))
+            return EndpointReply(status, TEXT, body.encode(), (("X-Content-Type-Options", "nosniff"),))
         if path == "/readyz":
             ok, details = self.ready()
             reason = details.get("reason")
             lines = ["ok" if ok else f"not ready: {reason}" if reason else "not ready"]
             lines += [f"{key}={value}" for key, value in details.items() if key != "reason"]
-            return Reply(200 if ok else 503, TEXT, ("\n".join(lines) + "\n").encode())
+            return EndpointReply(200 if ok else 503, TEXT, ("\n".join(lines) + "\n").encode())
         handler = self.debug_handlers.get(path)
         if handler is not None:
-            return Reply(*handler(query))
-        return Reply(404, TEXT, b"404 page not found\n")
+            return EndpointReply(*handler(query))
+        return EndpointReply(404, TEXT, b"404 page not found\n")
 
-    def metrics(self, accept: str | None, accept_encoding: str | None) -> Reply:
+    def metrics(self, accept: str | None, accept_encoding: str | None) -> EndpointReply:
         """/metrics as prometheus_client's own handler negotiates it: OpenMetrics when the Accept
         header asks for it (Prometheus' scrapes do), else the text format; gzip when accepted."""
         encoder, content_type = choose_encoder(accept or "")
@@ -240,7 +240,7 @@ class ObservabilityServer:
         if gzip_accepted(accept_encoding or ""):
             body = gzip.compress(body)
             headers += (("Content-Encoding", "gzip"),)
-        return Reply(200, content_type, body, headers)
+        return EndpointReply(200, content_type, body, headers)
 
 
 class _Server(ThreadingHTTPServer):
@@ -292,7 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
             if endpoints.auth is not None:
                 decision = endpoints.auth("GET", split.path, dict(self.headers.items()))
                 if not decision.allowed:
-                    self._reply(Reply(decision.status, TEXT, (decision.reason + "\n").encode()))
+                    self._reply(EndpointReply(decision.status, TEXT, (decision.reason + "\n").encode()))
                     return
             reply = endpoints.respond(
                 split.path,
@@ -302,10 +302,10 @@ class _Handler(BaseHTTPRequestHandler):
             )
         except Exception as e:
             log.exception("Endpoint failed path=%s", split.path)
-            reply = Reply(500, TEXT, f"internal error: {type(e).__name__}\n".encode())
+            reply = EndpointReply(500, TEXT, f"internal error: {type(e).__name__}\n".encode())
         self._reply(reply)
 
-    def _reply(self, reply: Reply) -> None:
+    def _reply(self, reply: EndpointReply) -> None:
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
         self.send_header("Content-Length", str(len(reply.body)))

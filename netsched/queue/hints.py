@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from netsched.framework.cluster_events import (
     WILDCARD,
@@ -59,7 +58,7 @@ class HintMap:
         events some resources would cost are sent only then (UNSCHEDULED_POD_ADD)."""
         return resource in self._resources
 
-    def worth_requeuing(self, qp: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> bool:
+    def worth_requeuing(self, qp: QueuedPodInfo, event: ClusterEvent, old: object, new: object) -> bool:
         """kube's isPodWorthRequeuing, reduced to Queue / Skip (a pod is never requeued "sooner")."""
         rejectors = qp.unschedulable_plugins | qp.pending_plugins
         if not rejectors or is_wildcard(event):
@@ -78,7 +77,7 @@ class HintMap:
         return False
 
 
-def ask(reg: ClusterEventWithHint, plugin: str, qp: QueuedPodInfo, old: Any, new: Any) -> QueueingHint:
+def ask(reg: ClusterEventWithHint, plugin: str, qp: QueuedPodInfo, old: object, new: object) -> QueueingHint:
     """The registration's answer for the pod (no hint function: QUEUE)."""
     if reg.hint is None:
         return QueueingHint.QUEUE

@@ -163,7 +163,7 @@ class SchedulingQueue:
         self._move_request_cycle = -1
         # Hinted events by the cycle they arrived in: a failed attempt of cycle c is judged
         # against those of cycle >= c (kube's inFlightEvents), binding failures included.
-        self._recent: deque[tuple[int, ClusterEvent, Any, Any]] = deque()
+        self._recent: deque[tuple[int, ClusterEvent, object, object]] = deque()
         self._recent_floor = -1  # the newest cycle whose events were dropped from _recent
         self._closed = False
         self._report()
@@ -306,8 +306,8 @@ class SchedulingQueue:
         event: str | ClusterEvent,
         pre_check: Callable[[PodInfo], bool] | None = None,
         *,
-        old: Any = None,
-        new: Any = None,
+        old: object = None,
+        new: object = None,
     ) -> int:
         """A cluster event (NodeAdd, NodeUpdate, AssignedPodDelete...) may help unschedulable pods.
 
@@ -534,7 +534,7 @@ class SchedulingQueue:
             flight.gone = True
         return self._remove(uid) is not None
 
-    def _resort_active(self, event: ClusterEvent, old: Any, new: Any) -> None:
+    def _resort_active(self, event: ClusterEvent, old: object, new: object) -> None:
         """Sort again the active pods whose place the event may change (the QueueSort plugin's
         sort_key_events): a pod queued before the object its key reads was known sorted by its own time."""
         if is_wildcard(event):
@@ -546,7 +546,7 @@ class SchedulingQueue:
             if any(ask(r, self._sort_name, qp, old, new) is QueueingHint.QUEUE for r in regs):
                 self._active.push(qp.pod.uid, qp)
 
-    def _worth(self, qp: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> bool:
+    def _worth(self, qp: QueuedPodInfo, event: ClusterEvent, old: object, new: object) -> bool:
         hints = self._hints(qp.pod.scheduler_name) if self._hints is not None else None
         return hints is None or hints.worth_requeuing(qp, event, old, new)
 

@@ -34,7 +34,7 @@ from netsched.simulate.configs import (
     examples,
 )
 from netsched.simulate.engine import Run, simulate
-from netsched.simulate.progress import ProgressBar, wanted
+from netsched.simulate.progress import ProgressBar, show_progress
 from netsched.simulate.report import Report, configured_thresholds, lower_bounds
 from netsched.simulate.scenario import Scenario, load_scenario
 
@@ -149,7 +149,7 @@ def _run(
     explain_key: str,
     opts: argparse.Namespace,
 ) -> Run:
-    bar = ProgressBar(f"simulating {label}") if wanted(opts.progress) else None
+    bar = ProgressBar(f"simulating {label}") if show_progress(opts.progress) else None
     try:
         return simulate(scenario, cfg, registry, label=label, explain_pod=explain_key, progress=bar)
     finally:

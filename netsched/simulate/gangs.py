@@ -246,7 +246,7 @@ def _level(group: Mapping[str, Any], levels: Sequence[str]) -> str:
     except (GroupError, AttributeError, TypeError):  # malformed (a spec field of the wrong type too)
         return _annotated_level(group, levels)
     if topology is not None:
-        return topology.level
+        return str(topology.level)
     return levels[-1] if levels else ""
 
 

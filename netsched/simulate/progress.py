@@ -37,7 +37,7 @@ class ProgressBar:
             self._drawn = False
 
 
-def wanted(forced: bool, stream: TextIO | None = None) -> bool:
+def show_progress(forced: bool, stream: TextIO | None = None) -> bool:
     """--progress, or stderr is a terminal."""
     s = stream if stream is not None else sys.stderr
     return forced or bool(getattr(s, "isatty", lambda: False)())

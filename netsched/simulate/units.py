@@ -12,7 +12,6 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from netsched.framework.quantity import QuantityError, parse_quantity
 
@@ -20,7 +19,7 @@ _RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKMGT]?)(bit|
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
-def bits_per_second(value: Any) -> float:
+def bits_per_second(value: object) -> float:
     """ "10Gbit", "50 Mbit", "1.5Gbps", "50M" (a Kubernetes quantity) or a number, in bits/s."""
     if isinstance(value, bool):
         raise ValueError("must be a bit rate such as 10Gbit or 50Mbit")
@@ -53,7 +52,7 @@ def bandwidth_annotation(bits: float) -> str:
     return str(whole)
 
 
-def fraction(value: Any) -> float:
+def fraction(value: object) -> float:
     """0.6 or "60%" -> 0.6; must lie in [0, 1] (utilisation of a whole node)."""
     if isinstance(value, bool):
         raise ValueError("must be a fraction such as 0.6 or a percentage such as 60%")
@@ -71,7 +70,7 @@ def fraction(value: Any) -> float:
     return out
 
 
-def number(value: Any) -> float:
+def number(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError("must be a number")
     if value < 0:
@@ -105,12 +104,12 @@ class Curve:
         return Curve(tuple((t, v * k) for t, v in self.points))
 
 
-def is_series(value: Any) -> bool:
+def is_series(value: object) -> bool:
     """[[t0, v0], [t1, v1], ...] (as opposed to a [lo, hi] range)."""
     return isinstance(value, list) and bool(value) and all(isinstance(p, list) for p in value)
 
 
-def is_range(value: Any) -> bool:
+def is_range(value: object) -> bool:
     return isinstance(value, list) and len(value) == 2 and not any(isinstance(p, list) for p in value)
 
 
@@ -124,7 +123,7 @@ class _Literal:
         return self.text
 
 
-def shown(value: Any) -> Any:
+def shown(value: object) -> object:
     """A value for an error message: scalars as they are, lists and mappings as JSON."""
     if isinstance(value, list | dict):
         return _Literal(json.dumps(value, default=str))

@@ -301,7 +301,7 @@ def _fmt(v: float) -> str:
     return repr(float(v))
 
 
-FAULT_MODES = ("ok", "hang", "trickle", "huge", "huge_chunked")
+FAULT_MODES = ("ok", "hang", "trickle", "huge", "huge_chunked", "stall")
 _SERIES = b'{"metric":{"node":"n1"},"value":[1700000000,"0.5"]}'
 _HEAD = b'{"status":"success","data":{"resultType":"vector","result":['
 _TAIL = b"]}}"
@@ -315,6 +315,7 @@ class FaultyPrometheus:
     - "trickle": a valid one-series answer, `trickle_bytes` every `trickle_interval` s.
     - "huge": a valid vector of about `huge_bytes`, with Content-Length.
     - "huge_chunked": the same without Content-Length (chunked), so only reading finds its size.
+    - "stall": a valid answer's headers and first half, then nothing (until stop()).
 
     Huge bodies are generated as they are sent: the fake never holds them in memory.
     `mode` may be changed while running; `queries` counts requests.
@@ -413,6 +414,12 @@ class FaultyPrometheus:
                 self._begin(len(body))
                 if mode == "ok":
                     self.wfile.write(body)
+                    return
+                if mode == "stall":
+                    self.wfile.write(body[: len(body) // 2])
+                    self.wfile.flush()
+                    fake._release.wait()
+                    self.close_connection = True
                     return
                 for i in range(0, len(body), fake.trickle_bytes):  # trickle
                     self.wfile.write(body[i : i + fake.trickle_bytes])

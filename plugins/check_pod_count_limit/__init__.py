@@ -1,6 +1,6 @@
 """CheckPodCountLimit filter plugin (a seed example made in-tree)."""
 
-from netsched.plugins.check_pod_count_limit.args import CheckPodCountLimitArgs
-from netsched.plugins.check_pod_count_limit.plugin import CheckPodCountLimit
+from .args import CheckPodCountLimitArgs
+from .plugin import CheckPodCountLimit
 
 __all__ = ["CheckPodCountLimit", "CheckPodCountLimitArgs"]

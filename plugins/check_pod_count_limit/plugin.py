@@ -21,7 +21,8 @@ from netsched.framework import (
     Status,
     names,
 )
-from netsched.plugins.check_pod_count_limit.args import CheckPodCountLimitArgs
+
+from .args import CheckPodCountLimitArgs
 
 ERR_REASON = "node(s) reached the pod count limit"
 _TERMINAL = ("Succeeded", "Failed")

@@ -29,7 +29,8 @@ from netsched.framework import (
     Status,
     names,
 )
-from netsched.plugins.check_pod_limit_resources.args import CheckPodLimitResourcesArgs
+
+from .args import CheckPodLimitResourcesArgs
 
 
 def limit_or_request(pod: PodInfo, resource: str) -> int:

@@ -43,8 +43,8 @@ from netsched.framework import (
     Status,
 )
 from netsched.framework.names import COSCHEDULING
-from netsched.plugins.coscheduling.args import CoschedulingArgs
-from netsched.plugins.gangs import (
+
+from ..gangs import (
     PODGROUP_KIND,
     Attempt,
     GangOutcome,
@@ -57,6 +57,7 @@ from netsched.plugins.gangs import (
     is_own_group,
     spec_changed,
 )
+from .args import CoschedulingArgs
 
 
 class Coscheduling(

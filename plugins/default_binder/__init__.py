@@ -1,5 +1,5 @@
 """DefaultBinder bind plugin."""
 
-from netsched.plugins.default_binder.plugin import DefaultBinder
+from .plugin import DefaultBinder
 
 __all__ = ["DefaultBinder"]

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from netsched.framework import PodInfo
-from netsched.plugins.default_preemption.victims import Victims, start_time
+
+from .victims import Victims, start_time
 
 _PRIORITY_SHIFT = 2**31
 

@@ -40,9 +40,10 @@ from netsched.framework import (
     Status,
     names,
 )
-from netsched.plugins.default_preemption.args import DefaultPreemptionArgs
-from netsched.plugins.default_preemption.candidates import Candidate, pick_one
-from netsched.plugins.default_preemption.victims import Pdb, parse_pdbs, select_victims_on_node
+
+from .args import DefaultPreemptionArgs
+from .candidates import Candidate, pick_one
+from .victims import Pdb, parse_pdbs, select_victims_on_node
 
 log = logging.getLogger(__name__)
 

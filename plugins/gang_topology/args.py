@@ -24,7 +24,8 @@ from typing import Self
 
 from netsched.framework import Fields, join, label_key_errors
 from netsched.metrics.plugin_api import MetricArgs, PrometheusArgs
-from netsched.plugins.gangs import HOSTNAME, PREFERRED, REQUIRED, Policy, TopologyRequest
+
+from ..gangs import HOSTNAME, PREFERRED, REQUIRED, Policy, TopologyRequest
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 LINK_HEADROOM, BINPACK = "linkHeadroom", "binpack"

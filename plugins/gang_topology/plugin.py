@@ -71,8 +71,8 @@ from netsched.metrics.plugin_api import (
     source_for,
     to_int_scores,
 )
-from netsched.plugins.gang_topology.args import GangTopologyArgs
-from netsched.plugins.gangs import (
+
+from ..gangs import (
     PLACED,
     PLACEMENT_KEY,
     PODGROUP_KIND,
@@ -92,6 +92,7 @@ from netsched.plugins.gangs import (
     is_own_group,
     spec_changed,
 )
+from .args import GangTopologyArgs
 
 # The simulation of a gang's members leaves these out: their PreFilters are about the gang.
 GANG_PLUGINS = (COSCHEDULING, GANG_TOPOLOGY)

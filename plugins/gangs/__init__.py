@@ -20,9 +20,9 @@ status writes periodic tasks.
 - status.py: the PodGroup status writer, a periodic task.
 """
 
-from netsched.plugins.gangs.domains import HOSTNAME
-from netsched.plugins.gangs.links import LinkView
-from netsched.plugins.gangs.manager import (
+from .domains import HOSTNAME
+from .links import LinkView
+from .manager import (
     GANGS,
     Attempt,
     GangManager,
@@ -32,7 +32,7 @@ from netsched.plugins.gangs.manager import (
     Release,
     gangs_of,
 )
-from netsched.plugins.gangs.placement import (
+from .placement import (
     PLACED,
     PLACEMENT_KEY,
     SPREAD,
@@ -46,7 +46,7 @@ from netsched.plugins.gangs.placement import (
     derive,
     placement_in,
 )
-from netsched.plugins.gangs.podgroup import (
+from .podgroup import (
     LEGACY_POD_GROUP_LABEL,
     POD_GROUP_LABEL,
     PODGROUP_API_VERSION,
@@ -65,8 +65,8 @@ from netsched.plugins.gangs.podgroup import (
     parse_group,
     spec_changed,
 )
-from netsched.plugins.gangs.simulation import Scene
-from netsched.plugins.gangs.status import PodGroupStatusWriter, StatusUpdate
+from .simulation import Scene
+from .status import PodGroupStatusWriter, StatusUpdate
 
 __all__ = [
     "Attempt",

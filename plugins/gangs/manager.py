@@ -43,9 +43,10 @@ from netsched.framework import (
     WaitingPod,
     format_canonical,
 )
-from netsched.plugins.gangs.expiring import Expiring
-from netsched.plugins.gangs.placement import Placement
-from netsched.plugins.gangs.podgroup import (
+
+from .expiring import Expiring
+from .placement import Placement
+from .podgroup import (
     PODGROUPS_KEY,
     GroupCache,
     GroupError,
@@ -53,7 +54,7 @@ from netsched.plugins.gangs.podgroup import (
     full_name,
     group_name,
 )
-from netsched.plugins.gangs.status import PodGroupStatusWriter, StatusUpdate
+from .status import PodGroupStatusWriter, StatusUpdate
 
 # Placement decisions (and event messages) kept before the stale ones are dropped.
 MAX_PLACEMENTS = 10_000

@@ -61,10 +61,11 @@ from netsched.framework import (
     PodInfo,
     Snapshot,
 )
-from netsched.plugins.gangs.domains import Domain, domain_of, domain_rows, domains_at
-from netsched.plugins.gangs.links import LinkLoad, LinkView
-from netsched.plugins.gangs.podgroup import PREFERRED, REQUIRED, TopologyRequest
-from netsched.plugins.gangs.simulation import Finding, Reasons, Scene, Trial, estimate, simulate
+
+from .domains import Domain, domain_of, domain_rows, domains_at
+from .links import LinkLoad, LinkView
+from .podgroup import PREFERRED, REQUIRED, TopologyRequest
+from .simulation import Finding, Reasons, Scene, Trial, estimate, simulate
 
 
 class PlacementOutcome(StrEnum):

@@ -29,8 +29,9 @@ from netsched.framework import (
     PodInfo,
     Snapshot,
 )
-from netsched.plugins.gangs.domains import Domain, wanted
-from netsched.plugins.gangs.links import LinkLoad
+
+from .domains import Domain, wanted
+from .links import LinkLoad
 
 # (member, snapshot rows) -> (rows where the member passes PreFilter and Filter, why the others do not)
 Feasible = Callable[[PodInfo, IntArray], tuple[IntArray, Diagnosis]]

@@ -1,5 +1,5 @@
 """ImageLocality score plugin."""
 
-from netsched.plugins.image_locality.plugin import ImageLocality
+from .plugin import ImageLocality
 
 __all__ = ["ImageLocality"]

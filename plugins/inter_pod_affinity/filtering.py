@@ -28,8 +28,9 @@ from netsched.framework import (
     Status,
     label_codes,
 )
-from netsched.plugins.inter_pod_affinity.counts import TopoCounts
-from netsched.plugins.inter_pod_affinity.terms import (
+
+from .counts import TopoCounts
+from .terms import (
     NamespaceLabels,
     PodTerms,
     Term,

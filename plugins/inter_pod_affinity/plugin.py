@@ -41,9 +41,10 @@ from netsched.framework import (
     names,
     synced_pod_index,
 )
-from netsched.plugins.inter_pod_affinity import filtering, scoring
-from netsched.plugins.inter_pod_affinity.args import InterPodAffinityArgs
-from netsched.plugins.inter_pod_affinity.terms import NamespaceLabels
+
+from . import filtering, scoring
+from .args import InterPodAffinityArgs
+from .terms import NamespaceLabels
 
 
 class InterPodAffinity(

@@ -29,9 +29,10 @@ from netsched.framework import (
     Snapshot,
     label_codes,
 )
-from netsched.plugins.inter_pod_affinity.counts import TopoCounts
-from netsched.plugins.inter_pod_affinity.filtering import group_terms, selected_counts
-from netsched.plugins.inter_pod_affinity.terms import NamespaceLabels, Term, compile_preferred, term_matches
+
+from .counts import TopoCounts
+from .filtering import group_terms, selected_counts
+from .terms import NamespaceLabels, Term, compile_preferred, term_matches
 
 PRE_SCORE_KEY = "PreScoreInterPodAffinity"
 

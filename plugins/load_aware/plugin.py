@@ -45,7 +45,8 @@ from netsched.metrics.plugin_api import (
     source_for,
     to_int_scores,
 )
-from netsched.plugins.load_aware.args import LoadAwareArgs
+
+from .args import LoadAwareArgs
 
 
 def target_load_packing(u_percent: FloatArray, target: float) -> FloatArray:

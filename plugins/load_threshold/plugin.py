@@ -53,7 +53,8 @@ from netsched.metrics.plugin_api import (
     resource_usage,
     source_for,
 )
-from netsched.plugins.load_threshold.args import LoadThresholdArgs
+
+from .args import LoadThresholdArgs
 
 NETWORK = "network"
 _STATE = "LoadThreshold/bits"

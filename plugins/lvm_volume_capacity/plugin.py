@@ -55,14 +55,15 @@ from netsched.framework import (
     Status,
     names,
 )
-from netsched.plugins.lvm_volume_capacity.args import LvmVolumeCapacityArgs
-from netsched.plugins.volumes import (
+
+from ..volumes import (
     VolumeObjectError,
     VolumeReader,
     pod_claims,
     pod_has_claims,
 )
-from netsched.plugins.volumes.events import CLAIMS, STORAGE_CLASS, event
+from ..volumes.events import CLAIMS, STORAGE_CLASS, event
+from .args import LvmVolumeCapacityArgs
 
 log = logging.getLogger(__name__)
 

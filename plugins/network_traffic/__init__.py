@@ -1,6 +1,6 @@
 """NetworkTraffic: prefer nodes whose network links are least busy."""
 
-from netsched.plugins.network_traffic.args import NetworkTrafficArgs
-from netsched.plugins.network_traffic.plugin import NetworkTraffic
+from .args import NetworkTrafficArgs
+from .plugin import NetworkTraffic
 
 __all__ = ["NetworkTraffic", "NetworkTrafficArgs"]

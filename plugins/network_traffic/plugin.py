@@ -37,7 +37,8 @@ from netsched.metrics.plugin_api import (
     source_for,
     to_int_scores,
 )
-from netsched.plugins.network_traffic.args import NetworkTrafficArgs
+
+from .args import NetworkTrafficArgs
 
 
 class NetworkTraffic(MetricScorePlugin[NetworkTrafficArgs]):

@@ -51,7 +51,8 @@ from netsched.framework import (
     default_normalize_score,
     names,
 )
-from netsched.plugins.node_affinity.args import NodeAffinityArgs
+
+from .args import NodeAffinityArgs
 
 PRE_FILTER_KEY = "PreFilter" + names.NODE_AFFINITY
 PRE_SCORE_KEY = "PreScore" + names.NODE_AFFINITY

@@ -1,5 +1,5 @@
 """NodeName filter plugin."""
 
-from netsched.plugins.node_name.plugin import NodeName
+from .plugin import NodeName
 
 __all__ = ["NodeName"]

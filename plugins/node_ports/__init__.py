@@ -1,5 +1,5 @@
 """NodePorts pre-filter/filter plugin."""
 
-from netsched.plugins.node_ports.plugin import NodePorts
+from .plugin import NodePorts
 
 __all__ = ["NodePorts"]

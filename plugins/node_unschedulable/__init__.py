@@ -1,5 +1,5 @@
 """NodeUnschedulable filter plugin."""
 
-from netsched.plugins.node_unschedulable.plugin import NodeUnschedulable
+from .plugin import NodeUnschedulable
 
 __all__ = ["NodeUnschedulable"]

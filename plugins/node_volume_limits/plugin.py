@@ -35,7 +35,8 @@ from netsched.framework import (
     Status,
     names,
 )
-from netsched.plugins.volumes import (
+
+from ..volumes import (
     Claim,
     VolumeObjectError,
     VolumeReader,
@@ -44,7 +45,7 @@ from netsched.plugins.volumes import (
     pod_has_claims,
     report_bad_object,
 )
-from netsched.plugins.volumes.events import CLAIMS, CSI_NODES, NODE_ADD, POD_RELEASES
+from ..volumes.events import CLAIMS, CSI_NODES, NODE_ADD, POD_RELEASES
 
 STATE_KEY = "PreFilter" + names.NODE_VOLUME_LIMITS
 ERR_REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"

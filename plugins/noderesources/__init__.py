@@ -7,9 +7,9 @@ strategies), balanced_allocation.py is NodeResourcesBalancedAllocation, and
 args.py holds both args types.
 """
 
-from netsched.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs
-from netsched.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
-from netsched.plugins.noderesources.fit import NodeResourcesFit
+from .args import NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs
+from .balanced_allocation import NodeResourcesBalancedAllocation
+from .fit import NodeResourcesFit
 
 __all__ = [
     "NodeResourcesBalancedAllocation",

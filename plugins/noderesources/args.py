@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from netsched.framework import Fields, PluginArgs, join
-from netsched.plugins.noderesources.resources import (
+
+from .resources import (
     DEFAULT_RESOURCES,
     ResourceSpec,
     qualified_name_errors,

@@ -34,8 +34,9 @@ from netsched.framework import (
     Status,
     names,
 )
-from netsched.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
-from netsched.plugins.noderesources.resources import node_pair, pod_score_request, table_pair
+
+from .args import NodeResourcesBalancedAllocationArgs
+from .resources import node_pair, pod_score_request, table_pair
 
 PRE_SCORE_KEY = "PreScore" + names.NODE_RESOURCES_BALANCED_ALLOCATION
 

@@ -47,15 +47,16 @@ from netsched.framework import (
     Status,
     names,
 )
-from netsched.plugins.noderesources.args import NodeResourcesFitArgs
-from netsched.plugins.noderesources.resources import (
+
+from .args import NodeResourcesFitArgs
+from .resources import (
     is_extended,
     is_scalar,
     node_pair,
     pod_score_request,
     table_pair,
 )
-from netsched.plugins.noderesources.scoring import strategy_for
+from .scoring import strategy_for
 
 PRE_FILTER_KEY = "PreFilter" + names.NODE_RESOURCES_FIT
 PRE_SCORE_KEY = "PreScore" + names.NODE_RESOURCES_FIT

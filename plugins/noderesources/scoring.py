@@ -20,7 +20,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from netsched.framework import MAX_NODE_SCORE, IntArray
-from netsched.plugins.noderesources.args import (
+
+from .args import (
     LEAST_ALLOCATED,
     MAX_CUSTOM_PRIORITY_SCORE,
     MAX_UTILIZATION,

@@ -31,7 +31,8 @@ from netsched.framework import (
     Status,
     label_codes,
 )
-from netsched.plugins.pod_topology_spread.constraints import (
+
+from .constraints import (
     Constraint,
     affinity_mask,
     inclusion_mask,

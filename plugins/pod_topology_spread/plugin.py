@@ -39,14 +39,15 @@ from netsched.framework import (
     names,
     synced_pod_index,
 )
-from netsched.plugins.pod_topology_spread import filtering, scoring
-from netsched.plugins.pod_topology_spread.args import (
+
+from . import filtering, scoring
+from .args import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
     SYSTEM_DEFAULTING,
     PodTopologySpreadArgs,
 )
-from netsched.plugins.pod_topology_spread.constraints import (
+from .constraints import (
     DEFAULTED_OWNER_KINDS,
     Constraint,
     default_constraints,

@@ -35,8 +35,9 @@ from netsched.framework import (
     Snapshot,
     label_codes,
 )
-from netsched.plugins.pod_topology_spread.args import LABEL_HOSTNAME
-from netsched.plugins.pod_topology_spread.constraints import (
+
+from .args import LABEL_HOSTNAME
+from .constraints import (
     Constraint,
     affinity_mask,
     count_on_node,

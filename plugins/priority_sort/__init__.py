@@ -1,5 +1,5 @@
 """PrioritySort queue-sort plugin."""
 
-from netsched.plugins.priority_sort.plugin import PrioritySort
+from .plugin import PrioritySort
 
 __all__ = ["PrioritySort"]

@@ -1,5 +1,5 @@
 """SchedulingGates pre-enqueue plugin."""
 
-from netsched.plugins.scheduling_gates.plugin import SchedulingGates
+from .plugin import SchedulingGates
 
 __all__ = ["SchedulingGates"]

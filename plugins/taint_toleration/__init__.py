@@ -1,5 +1,5 @@
 """TaintToleration filter/pre-score/score plugin."""
 
-from netsched.plugins.taint_toleration.plugin import TaintToleration
+from .plugin import TaintToleration
 
 __all__ = ["TaintToleration"]

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from netsched.plugins.volumes import (
+from ..volumes import (
     ANN_SELECTED_NODE,
     NO_PROVISIONER,
     Capacity,

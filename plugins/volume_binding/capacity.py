@@ -38,9 +38,8 @@ from netsched.framework import (
     Status,
     names,
 )
-from netsched.plugins.volume_binding.binder import ERR_REASON_NOT_ENOUGH_SPACE, VolumeBinder
-from netsched.plugins.volume_binding.plugin import STATE_KEY as VOLUME_BINDING_STATE
-from netsched.plugins.volumes import (
+
+from ..volumes import (
     NO_PROVISIONER,
     Capacity,
     Claim,
@@ -49,7 +48,9 @@ from netsched.plugins.volumes import (
     pod_claims,
     pod_has_claims,
 )
-from netsched.plugins.volumes.events import CAPACITIES, CLAIMS, CLASSES, DRIVERS, NODE_ADD_OR_LABEL
+from ..volumes.events import CAPACITIES, CLAIMS, CLASSES, DRIVERS, NODE_ADD_OR_LABEL
+from .binder import ERR_REASON_NOT_ENOUGH_SPACE, VolumeBinder
+from .plugin import STATE_KEY as VOLUME_BINDING_STATE
 
 STATE_KEY = names.CHECK_CSI_STORAGE_CAPACITY + "/claims"
 

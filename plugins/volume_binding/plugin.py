@@ -40,9 +40,8 @@ from netsched.framework import (
     Status,
     names,
 )
-from netsched.plugins.volume_binding.args import VolumeBindingArgs
-from netsched.plugins.volume_binding.binder import BindingError, PodClaims, PodVolumes, VolumeBinder
-from netsched.plugins.volumes import (
+
+from ..volumes import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
     Claim,
@@ -53,7 +52,7 @@ from netsched.plugins.volumes import (
     pod_has_claims,
     report_bad_object,
 )
-from netsched.plugins.volumes.events import (
+from ..volumes.events import (
     CAPACITIES,
     CLAIMS,
     CLASSES,
@@ -62,6 +61,8 @@ from netsched.plugins.volumes.events import (
     NODE_ADD_OR_LABEL,
     VOLUMES,
 )
+from .args import VolumeBindingArgs
+from .binder import BindingError, PodClaims, PodVolumes, VolumeBinder
 
 log = logging.getLogger(__name__)
 

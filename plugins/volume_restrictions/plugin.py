@@ -15,9 +15,8 @@ ReadWriteOncePod count right for preemption's what-ifs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from netsched.framework import (
     ClusterEventWithHint,
@@ -32,8 +31,9 @@ from netsched.framework import (
     Status,
     names,
 )
-from netsched.plugins.volumes import VolumeObjectError, VolumeReader, report_bad_object
-from netsched.plugins.volumes.events import CLAIMS, NODE_ADD, POD_RELEASES
+
+from ..volumes import VolumeObjectError, VolumeReader, report_bad_object
+from ..volumes.events import CLAIMS, NODE_ADD, POD_RELEASES
 
 STATE_KEY = "PreFilter" + names.VOLUME_RESTRICTIONS
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
@@ -46,7 +46,7 @@ _DISK_KINDS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
 
 @dataclass(slots=True)
 class RestrictionsState:
-    disks: list[dict[str, Any]]  # the pod's volumes that need the same-disk check
+    disks: list[Mapping[str, object]]  # the pod's volumes that need the same-disk check
     rwop_claims: frozenset[str]  # "ns/name" of its ReadWriteOncePod claims
     conflicts: int  # how many of them scheduled pods already use
 
@@ -54,7 +54,7 @@ class RestrictionsState:
         return RestrictionsState(self.disks, self.rwop_claims, self.conflicts)
 
 
-def _volumes(pod: PodInfo) -> list[dict[str, Any]]:
+def _volumes(pod: PodInfo) -> list[Mapping[str, object]]:
     spec = pod.raw.get("spec") if pod.raw else None
     vols = spec.get("volumes") if isinstance(spec, dict) else None
     return [v for v in vols if isinstance(v, dict)] if isinstance(vols, list) else []
@@ -64,18 +64,23 @@ def _claim_keys(pod: PodInfo) -> Iterable[str]:
     return (f"{pod.namespace}/{n}" for n in pod.pvc_names)
 
 
-def _read_only(source: dict[str, Any]) -> bool:
+def _read_only(source: Mapping[str, object]) -> bool:
     return source.get("readOnly") is True
 
 
 def _pair(
-    volume: dict[str, Any], existing: dict[str, Any], kind: str
-) -> tuple[dict[str, Any], dict[str, Any]]:
+    volume: Mapping[str, object], existing: Mapping[str, object], kind: str
+) -> tuple[Mapping[str, object], Mapping[str, object]]:
     a, b = volume.get(kind), existing.get(kind)
     return (a, b) if isinstance(a, dict) and isinstance(b, dict) else ({}, {})
 
 
-def volume_conflict(volume: dict[str, Any], existing: dict[str, Any]) -> bool:
+def _monitors(rbd: Mapping[str, object]) -> set[str]:
+    got = rbd.get("monitors")
+    return {m for m in got if isinstance(m, str)} if isinstance(got, list) else set()
+
+
+def volume_conflict(volume: Mapping[str, object], existing: Mapping[str, object]) -> bool:
     """kube's isVolumeConflict for one pair of volumes (the same disk, unless all read-only)."""
     a, b = _pair(volume, existing, "gcePersistentDisk")
     if a and a.get("pdName") == b.get("pdName") and not (_read_only(a) and _read_only(b)):
@@ -88,7 +93,7 @@ def volume_conflict(volume: dict[str, Any], existing: dict[str, Any]) -> bool:
         return True
     a, b = _pair(volume, existing, "rbd")
     if a:
-        overlap = set(a.get("monitors") or ()) & set(b.get("monitors") or ())
+        overlap = _monitors(a) & _monitors(b)
         same = (a.get("pool") or "rbd") == (b.get("pool") or "rbd") and a.get("image") == b.get("image")
         if overlap and same and not (_read_only(a) and _read_only(b)):
             return True

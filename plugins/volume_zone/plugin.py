@@ -27,8 +27,9 @@ from netsched.framework import (
     Status,
     names,
 )
-from netsched.plugins.volumes import Volume, VolumeObjectError, VolumeReader, report_bad_object
-from netsched.plugins.volumes.events import CLAIMS, CLASSES, NODE_ADD_OR_LABEL, VOLUMES
+
+from ..volumes import Volume, VolumeObjectError, VolumeReader, report_bad_object
+from ..volumes.events import CLAIMS, CLASSES, NODE_ADD_OR_LABEL, VOLUMES
 
 STATE_KEY = "PreFilter" + names.VOLUME_ZONE
 ERR_REASON_CONFLICT = "node(s) had no available volume zone"

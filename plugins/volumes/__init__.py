@@ -8,7 +8,7 @@ VolumeObjectError naming the object and the field, which the plugins turn into
 an Event on the pod instead of a crash.
 """
 
-from netsched.plugins.volumes.objects import (
+from .objects import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
@@ -36,9 +36,9 @@ from netsched.plugins.volumes.objects import (
     parse_storage_class,
     parse_volume,
 )
-from netsched.plugins.volumes.pod import PodClaim, pod_claims, pod_has_claims
-from netsched.plugins.volumes.reader import VolumeReader
-from netsched.plugins.volumes.report import report_bad_object
+from .pod import PodClaim, pod_claims, pod_has_claims
+from .reader import VolumeReader
+from .report import report_bad_object
 
 __all__ = [
     "ANN_BIND_COMPLETED",

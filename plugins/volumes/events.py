@@ -23,8 +23,9 @@ from netsched.framework import (
     QueueingHint,
     QueueingHintFn,
 )
-from netsched.plugins.volumes.objects import Capacity, VolumeObjectError, parse_capacity
-from netsched.plugins.volumes.pod import pod_claims, pod_volumes
+
+from .objects import Capacity, VolumeObjectError, parse_capacity
+from .pod import pod_claims, pod_volumes
 
 PV = "PersistentVolume"
 PVC = "PersistentVolumeClaim"

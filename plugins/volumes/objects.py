@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from netsched.framework import (
     LabelSelector,
@@ -58,12 +57,12 @@ class VolumeObjectError(ValueError):
         self.detail = message
 
 
-def _meta(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+def _meta(raw: Mapping[str, object]) -> Mapping[str, object]:
     meta = raw.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
 
 
-def _spec(raw: Mapping[str, Any], what: str) -> Mapping[str, Any]:
+def _spec(raw: Mapping[str, object], what: str) -> Mapping[str, object]:
     spec = raw.get("spec")
     if spec is None:
         return {}
@@ -72,7 +71,7 @@ def _spec(raw: Mapping[str, Any], what: str) -> Mapping[str, Any]:
     return spec
 
 
-def _str_map(obj: Any, what: str, path: str) -> dict[str, str]:
+def _str_map(obj: object, what: str, path: str) -> dict[str, str]:
     if obj is None:
         return {}
     if not isinstance(obj, Mapping) or not all(isinstance(v, str) for v in obj.values()):
@@ -80,7 +79,7 @@ def _str_map(obj: Any, what: str, path: str) -> dict[str, str]:
     return dict(obj)
 
 
-def _modes(obj: Any, what: str, path: str) -> frozenset[str]:
+def _modes(obj: object, what: str, path: str) -> frozenset[str]:
     if obj is None:
         return frozenset()
     if not isinstance(obj, list) or not all(isinstance(m, str) for m in obj):
@@ -88,7 +87,7 @@ def _modes(obj: Any, what: str, path: str) -> frozenset[str]:
     return frozenset(obj)
 
 
-def _quantity(obj: Any, what: str, path: str) -> int | None:
+def _quantity(obj: object, what: str, path: str) -> int | None:
     if obj is None:
         return None
     try:
@@ -100,7 +99,7 @@ def _quantity(obj: Any, what: str, path: str) -> int | None:
     return value
 
 
-def _name(raw: Mapping[str, Any]) -> tuple[str, str, str, str]:
+def _name(raw: Mapping[str, object]) -> tuple[str, str, str, str]:
     meta = _meta(raw)
     return (
         str(meta.get("namespace") or ""),
@@ -152,7 +151,7 @@ class Claim:
         return f"PersistentVolumeClaim {self.key}"
 
 
-def parse_claim(raw: Mapping[str, Any]) -> Claim:
+def parse_claim(raw: Mapping[str, object]) -> Claim:
     ns, name, uid, rv = _name(raw)
     what = f"PersistentVolumeClaim {ns}/{name}"
     meta = _meta(raw)
@@ -173,9 +172,10 @@ def parse_claim(raw: Mapping[str, Any]) -> Claim:
         selector = parse_label_selector(spec.get("selector"), "spec.selector")
     except PodParseError as e:
         raise VolumeObjectError(what, e.path, e.detail) from e
+    refs = meta.get("ownerReferences")
     owners = tuple(
         str(ref.get("uid") or "")
-        for ref in (meta.get("ownerReferences") or ())
+        for ref in (refs if isinstance(refs, list) else ())
         if isinstance(ref, Mapping) and ref.get("controller")
     )
     return Claim(
@@ -232,7 +232,7 @@ class Volume:
         )
 
 
-def parse_volume(raw: Mapping[str, Any]) -> Volume:
+def parse_volume(raw: Mapping[str, object]) -> Volume:
     _, name, uid, rv = _name(raw)
     what = f"PersistentVolume {name}"
     meta = _meta(raw)
@@ -308,7 +308,7 @@ class StorageClassInfo:
         return any(all(labels.get(k) in vs for k, vs in term) for term in self.allowed_topologies)
 
 
-def parse_storage_class(raw: Mapping[str, Any]) -> StorageClassInfo:
+def parse_storage_class(raw: Mapping[str, object]) -> StorageClassInfo:
     _, name, _, _ = _name(raw)
     what = f"StorageClass {name}"
     mode = raw.get("volumeBindingMode") or IMMEDIATE
@@ -348,7 +348,7 @@ class CSINodeInfo:
     limits: Mapping[str, int | None]
 
 
-def parse_csi_node(raw: Mapping[str, Any]) -> CSINodeInfo:
+def parse_csi_node(raw: Mapping[str, object]) -> CSINodeInfo:
     _, name, _, _ = _name(raw)
     what = f"CSINode {name}"
     drivers = _spec(raw, what).get("drivers") or []
@@ -372,7 +372,7 @@ class CSIDriverInfo:
     storage_capacity: bool
 
 
-def parse_csi_driver(raw: Mapping[str, Any]) -> CSIDriverInfo:
+def parse_csi_driver(raw: Mapping[str, object]) -> CSIDriverInfo:
     _, name, _, _ = _name(raw)
     spec = _spec(raw, f"CSIDriver {name}")
     return CSIDriverInfo(name, spec.get("storageCapacity") is True)
@@ -399,7 +399,7 @@ class Capacity:
         return self.node_topology is not None and self.node_topology.matches(labels)
 
 
-def parse_capacity(raw: Mapping[str, Any]) -> Capacity:
+def parse_capacity(raw: Mapping[str, object]) -> Capacity:
     ns, name, _, _ = _name(raw)
     what = f"CSIStorageCapacity {ns}/{name}"
     try:

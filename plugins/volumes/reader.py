@@ -16,10 +16,11 @@ provisioned volumes pile up bound, and a scan per pod grows with them).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from netsched.framework import Handle
-from netsched.plugins.volumes.objects import (
+
+from .objects import (
     CSIDRIVERS_KEY,
     CSINODES_KEY,
     CSISTORAGECAPACITIES_KEY,
@@ -45,13 +46,14 @@ T = TypeVar("T")
 
 
 class _Table(Generic[T]):
-    def __init__(self, key: str, parse: Callable[[Mapping[str, Any]], T]) -> None:
+    def __init__(self, key: str, parse: Callable[[Mapping[str, object]], T]) -> None:
         self.key = key
         self._parse = parse
-        self._memo: dict[tuple[str, str], tuple[Mapping[str, Any], T | VolumeObjectError]] = {}
+        self._memo: dict[tuple[str, str], tuple[Mapping[str, object], T | VolumeObjectError]] = {}
 
-    def parsed(self, raw: Mapping[str, Any]) -> T:
-        meta = raw.get("metadata") or {}
+    def parsed(self, raw: Mapping[str, object]) -> T:
+        meta = raw.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}  # malformed: parse() says so, once
         name = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         got = self._memo.get(name)
         if got is None or got[0] is not raw:
@@ -73,7 +75,7 @@ BY_CLAIM = "netsched/pv-by-claim"
 _MALFORMED = "\x00malformed"
 
 
-def _available_class(raw: Mapping[str, Any]) -> list[str]:
+def _available_class(raw: Mapping[str, object]) -> list[str]:
     try:
         pv = parse_volume(raw)
     except VolumeObjectError:
@@ -81,7 +83,7 @@ def _available_class(raw: Mapping[str, Any]) -> list[str]:
     return [pv.storage_class] if pv.claim_ref is None and not pv.deleting else []
 
 
-def _claim_key(raw: Mapping[str, Any]) -> list[str]:
+def _claim_key(raw: Mapping[str, object]) -> list[str]:
     try:
         ref = parse_volume(raw).claim_ref
     except VolumeObjectError:
@@ -129,7 +131,7 @@ class VolumeReader:
         """The PVs that may serve `claims`: unclaimed ones of `classes`, the ones whose claimRef
         names one of `claims`, and (to report them) the malformed ones; sorted by name."""
         objects = self._handle.objects
-        raws: dict[str, Mapping[str, Any]] = {}
+        raws: dict[str, Mapping[str, object]] = {}
         for value in (*classes, _MALFORMED):
             for raw in objects.by_index(PVS_KEY, AVAILABLE_BY_CLASS, value):
                 raws[str((raw.get("metadata") or {}).get("name") or "")] = raw

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 
 from netsched.framework import Handle, PodInfo
-from netsched.plugins.volumes.objects import VolumeObjectError
+
+from .objects import VolumeObjectError
 
 log = logging.getLogger(__name__)
 

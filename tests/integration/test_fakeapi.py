@@ -19,7 +19,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from netsched.testing.fakeapi import ApiError, FakeAPIServer, RecordedRequest
+from netsched.testing.fakeapi import FakeAPIServer, RecordedRequest, StatusError
 
 pytestmark = pytest.mark.integration
 
@@ -596,7 +596,7 @@ def test_hooks_are_copies_and_enforce_conflicts(server: FakeAPIServer) -> None:
 
     server.update("nodes", {**created, "status": {"allocatable": {"cpu": "8"}}})
     assert server.get("nodes", "n1")["status"]["allocatable"] == {"cpu": "8"}  # hooks may set status
-    with pytest.raises(ApiError) as stale:
+    with pytest.raises(StatusError) as stale:
         server.update("nodes", created)
     assert stale.value.code == 409
 

@@ -26,7 +26,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from netsched.observability.metrics import SchedulerMetrics
-from netsched.observability.server import ObservabilityServer, Reply
+from netsched.observability.server import EndpointReply, ObservabilityServer
 from netsched.observability.tls import ServingCert, serving_cert
 from netsched.testing.prometheus import PrometheusServer, require_prometheus
 from netsched.testing.wait import wait_until
@@ -150,11 +150,11 @@ def test_negotiation_follows_the_headers(
 
 def test_real_prometheus_scrapes_openmetrics_over_https(metrics: SchedulerMetrics, cert: ServingCert) -> None:
     require_prometheus()
-    served: list[tuple[str | None, str | None, Reply]] = []
+    served: list[tuple[str | None, str | None, EndpointReply]] = []
     with ObservabilityServer("127.0.0.1", 0, registry=metrics.registry, tls=cert.context()) as srv:
         plain_metrics = srv.metrics
 
-        def recording(accept: str | None, accept_encoding: str | None) -> Reply:
+        def recording(accept: str | None, accept_encoding: str | None) -> EndpointReply:
             reply = plain_metrics(accept, accept_encoding)
             served.append((accept, accept_encoding, reply))
             return reply

@@ -1,5 +1,6 @@
-"""What installing netsched puts into site-packages: netsched (with the plugins as
-netsched.plugins) and no top-level `plugins` package to collide with another project's."""
+"""What installing netsched puts into site-packages: netsched (with the plugins/ folder as
+netsched.plugins, each plugin's README beside its code) and no top-level `plugins` package
+to collide with another project's."""
 
 from __future__ import annotations
 
@@ -35,16 +36,14 @@ def test_the_wheel_has_no_top_level_plugins_package(wheel_names: list[str]) -> N
     assert {t for t in tops if not t.endswith(".dist-info")} == {"netsched"}
 
 
-def test_every_plugin_module_is_installed_under_netsched(wheel_names: list[str]) -> None:
+def test_every_plugin_module_and_readme_is_installed_under_netsched(wheel_names: list[str]) -> None:
     sources = {
         "netsched/plugins/" + p.relative_to(ROOT / "plugins").as_posix()
-        for p in (ROOT / "plugins").rglob("*.py")
+        for pattern in ("*.py", "*/README.md")
+        for p in (ROOT / "plugins").rglob(pattern)
+        if "__pycache__" not in p.parts
     }
     missing = sorted(sources - set(wheel_names))
     assert not missing, missing
     assert "netsched/plugins/registry.py" in wheel_names
-
-
-def test_the_link_points_at_the_plugins_folder() -> None:
-    link = ROOT / "netsched" / "plugins"
-    assert link.is_symlink() and link.resolve() == (ROOT / "plugins").resolve()
+    assert "netsched/plugins/network_traffic/README.md" in wheel_names

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from netsched.framework.runtime import FrameworkBuildError
+from netsched.framework.errors import FrameworkBuildError
 from netsched.metrics.scoring import QueryScorePlugin
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.framework import build_framework, plugin_of, schedule_pod

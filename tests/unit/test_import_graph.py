@@ -13,8 +13,8 @@ Edges, per statement (relative imports resolved against the importing module):
 Parent packages a program passes through (a/__init__ when importing a.b) are
 not edges: a package re-exporting its own submodules is not a cycle.
 
-The repository's plugins/ folder is installed as `netsched.plugins` (netsched/plugins
-is a link to it), so its files are named that way here.
+The repository's plugins/ folder is the package `netsched.plugins` (setup.py maps it),
+so its files are named that way here.
 """
 
 from __future__ import annotations
@@ -59,8 +59,6 @@ def _modules() -> dict[str, Path]:
     out: dict[str, Path] = {}
     for folder in PACKAGES:
         for path in sorted((ROOT / folder).rglob("*.py")):
-            if (ROOT / "netsched" / "plugins") in path.parents:
-                continue  # the link to plugins/, read once as plugins/
             out[_module_name(folder, path)] = path
     return out
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from netsched.framework import EventRecorder as EventRecorderProtocol
+from netsched.framework import EventRecorder
 from netsched.kube.errors import Forbidden, NotFound
-from netsched.kube.events import CORE_V1, EVENTS_V1, EventBroadcaster, EventRecorder
+from netsched.kube.events import CORE_V1, EVENTS_V1, EventBroadcaster, KubeEventRecorder
 from netsched.testing.builders import make_pod
 from netsched.testing.clock import FakeClock
 from netsched.testing.events import OneByOneSink
@@ -56,8 +56,8 @@ POD = make_pod("web-1").namespace("shop").uid("uid-web-1").info()
 
 
 def test_recorder_implements_the_framework_protocol(broadcaster: EventBroadcaster) -> None:
-    recorder: EventRecorderProtocol = broadcaster.new_recorder("netsched")
-    assert isinstance(recorder, EventRecorder)
+    recorder: EventRecorder = broadcaster.new_recorder("netsched")
+    assert isinstance(recorder, KubeEventRecorder)
 
 
 def test_event_is_written_as_events_k8s_io(broadcaster: EventBroadcaster, sink: RecordingSink) -> None:

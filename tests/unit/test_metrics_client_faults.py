@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
+import urllib3
 from prometheus_client import CollectorRegistry
 
 from netsched.metrics import CPU, MEMORY, MetricsHub, PrometheusArgs, QueryError
 from netsched.metrics.client import PrometheusHTTPClient
 from netsched.metrics.poller import POLL_BUDGET_FRACTION
+from netsched.metrics.transport import CappedBody, ResponseDeadline, Watchdog
 from netsched.testing.clock import FakeClock
 from netsched.testing.prometheus import FakePrometheus, FaultyPrometheus
 
@@ -57,6 +61,54 @@ def test_a_huge_answer_is_refused_naming_query_limit_and_address(prom: FaultyPro
     assert "maxResponseBytes (1048576 bytes" in err.detail
     assert f"from http://127.0.0.1:{prom.url.rsplit(':', 1)[1]}" in err.detail
     assert "pw" not in str(err)
+
+
+def test_a_stalled_answer_is_a_transient_timeout(prom: FaultyPrometheus) -> None:
+    prom.mode = "stall"
+    with pytest.raises(QueryError) as e:
+        client(prom.url).query("up", 0.3)
+    assert (e.value.reason, e.value.transient) == ("timeout", True)
+    assert "not complete within 0.3s" in e.value.detail
+
+
+def test_the_watchdog_cuts_a_read_that_would_wait_past_the_deadline(prom: FaultyPrometheus) -> None:
+    # The socket may wait 60 s per read: only the watchdog can end the stalled read at the
+    # 0.2 s deadline, and the reader gives up well within the 30 s this test waits.
+    prom.mode = "stall"
+    pool = urllib3.PoolManager(timeout=urllib3.Timeout(connect=5, read=60), retries=False)
+    raw = pool.request("GET", f"{prom.url}/api/v1/query?query=up", preload_content=False)
+    watchdog = Watchdog()
+    body = CappedBody(raw, 1 << 20, time.monotonic() + 0.2, 0.2, watchdog)
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def read_all() -> None:
+        try:
+            while body.read(1024):
+                pass
+        except BaseException as e:  # the outcome under test, handed to the main thread
+            failures.append(e)
+        done.set()
+
+    threading.Thread(target=read_all, daemon=True).start()
+    try:
+        assert done.wait(30), "the stalled read was not cut"
+    finally:
+        watchdog.close()
+        pool.clear()
+    assert [type(e) for e in failures] == [ResponseDeadline]
+    assert "not complete within 0.2s" in str(failures[0])
+
+
+def test_a_query_after_a_refused_one_gets_a_fresh_answer(prom: FaultyPrometheus) -> None:
+    # The refused body is unread: its connection must not go back to the pool for the next query.
+    c = client(prom.url, max_response_bytes=1 << 20)
+    prom.mode = "huge_chunked"
+    with pytest.raises(QueryError):
+        c.query("up", 10.0)
+    prom.mode = "ok"
+    assert c.query("up", 10.0) == [{"metric": {"node": "n1"}, "value": [1700000000, "0.5"]}]
+    c.close()
 
 
 def test_an_answer_under_the_cap_is_read_whole(prom: FaultyPrometheus) -> None:

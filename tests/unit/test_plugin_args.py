@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from netsched.framework import FilterPlugin, Plugin, PluginArgs, PluginArgsError, ScorePlugin
-from netsched.framework.runtime import FrameworkBuildError
+from netsched.framework.errors import FrameworkBuildError
 from netsched.plugins.noderesources import NodeResourcesFitArgs
 from netsched.plugins.registry import in_tree_plugins
 from netsched.testing.framework import build_framework, build_plugin

@@ -55,10 +55,10 @@ def test_conflict_bound_elsewhere_is_error() -> None:
 
 
 def test_fake_api_server_error_shape_is_understood() -> None:
-    from netsched.testing.fakeapi import ApiError
+    from netsched.testing.fakeapi import StatusError
 
     api = MemoryAPI()
-    api.fail_bind = ApiError(409, "Conflict", 'pod default/p is already assigned to node "n1"')
+    api.fail_bind = StatusError(409, "Conflict", 'pod default/p is already assigned to node "n1"')
     assert build_plugin(DefaultBinder, api=api).bind(CycleState(), make_pod("p").info(), "n1").ok
 
 

@@ -32,6 +32,7 @@ from netsched.framework.search import FitError, NodeSearch, num_feasible_nodes_t
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo
+from netsched.framework.whatif import pre_filter_rows
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.framework import FifoSort, NoopBinder, Ref, TestProfile, build_framework, schedule_pod
@@ -215,18 +216,18 @@ def test_pre_filter_rows_maps_the_node_set_to_rows_and_diagnoses_a_rejection() -
     snap = Snapshot.of(node_infos(nodes(5)))
     pod = make_pod("p").info()
     fwk = build_framework([OnlyNodes])
-    allowed, diag, st = fwk.run_pre_filter_rows(CycleState(), pod, snap)
+    allowed, diag, st = pre_filter_rows(fwk, CycleState(), pod, snap)
     assert st.ok and allowed is not None and allowed.tolist() == [1, 3]
     assert diag.num_all_nodes == 5 and not diag.node_codes.any()
     rows = np.asarray([4, 3, 2, 1], dtype=np.int64)
-    allowed, _, _ = fwk.run_pre_filter_rows(CycleState(), pod, snap, rows)
+    allowed, _, _ = pre_filter_rows(fwk, CycleState(), pod, snap, rows)
     assert allowed is not None and allowed.tolist() == [3, 1]  # in the order asked
-    allowed, _, st = build_framework([SkipPreFilter]).run_pre_filter_rows(CycleState(), pod, snap, rows)
+    allowed, _, st = pre_filter_rows(build_framework([SkipPreFilter]), CycleState(), pod, snap, rows)
     assert st.ok and allowed is None  # every node allowed
     unres = build_framework([Unresolvable])
     u = int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
     for asked, codes in ((None, [u] * 5), (rows[:2], [0, 0, 0, u, u])):
-        allowed, diag, st = unres.run_pre_filter_rows(CycleState(), pod, snap, asked)
+        allowed, diag, st = pre_filter_rows(unres, CycleState(), pod, snap, asked)
         assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and allowed is None
         assert (diag.pre_filter_msg, diag.node_codes.tolist()) == ("no way", codes)
         assert diag.unschedulable_plugins == {"Unresolvable"}

@@ -14,7 +14,7 @@ import pytest
 from netsched.app import build_registry
 from netsched.simulate import Report, Spread, load_scenario, lower_bound, lower_bounds, simulate, water_fill
 from netsched.simulate.configs import default_profile, example_config
-from netsched.simulate.progress import ProgressBar, wanted
+from netsched.simulate.progress import ProgressBar, show_progress
 from netsched.simulate.report import configured_thresholds
 
 REGISTRY = build_registry()
@@ -187,4 +187,4 @@ def test_progress_bar() -> None:
         bar(i, 10)
     bar.close()
     assert buf.getvalue().endswith("[##########] 10/10 pods\n")
-    assert not wanted(False, io.StringIO()) and wanted(True, io.StringIO())
+    assert not show_progress(False, io.StringIO()) and show_progress(True, io.StringIO())

@@ -12,7 +12,7 @@ burst of bindings never starves events and events never take a binding's
 token. The parts, as client-go's tools/events:
 
 - `sink`: where events go (EventSink; KubeEventSink over the API server);
-- `recorder`: what a profile records (EventRecorder) and the Event it becomes;
+- `recorder`: what a profile records (KubeEventRecorder) and the Event it becomes;
 - `broadcaster`: the bounded queue and writer threads all recorders share,
   flush and shutdown (EventBroadcaster);
 - `writer`: a writer thread: batches, pipelined creates, retries;
@@ -27,7 +27,7 @@ from netsched.kube.events.broadcaster import (
     EventBroadcaster,
     new_event_broadcaster,
 )
-from netsched.kube.events.recorder import MAX_NOTE_BYTES, EventRecorder
+from netsched.kube.events.recorder import MAX_NOTE_BYTES, KubeEventRecorder
 from netsched.kube.events.sink import CORE_V1, EVENTS_V1, EventSink, KubeEventSink
 from netsched.kube.events.writer import EventRetry
 
@@ -38,7 +38,7 @@ __all__ = [
     "MAX_NOTE_BYTES",
     "POOL_SIZE",
     "EventBroadcaster",
-    "EventRecorder",
+    "KubeEventRecorder",
     "EventRetry",
     "EventSink",
     "KubeEventSink",

@@ -1,4 +1,4 @@
-"""The EventBroadcaster: the queues and writer threads every profile's EventRecorder shares.
+"""The EventBroadcaster: the queues and writer threads every profile's KubeEventRecorder shares.
 
 `event()` only puts an occurrence on a bounded in-memory queue; `workers`
 writer threads (one by default) drain it, each owning the events of a slice
@@ -21,7 +21,7 @@ import time
 from typing import Any, Unpack
 
 from netsched.kube.client import KubeClient
-from netsched.kube.events.recorder import EventRecorder, Occurrence
+from netsched.kube.events.recorder import KubeEventRecorder, Occurrence
 from netsched.kube.events.sink import LANES, EventSink, KubeEventSink
 from netsched.kube.events.writer import STOP, Delivery, DeliveryOptions, Flush, Writer
 
@@ -36,7 +36,7 @@ POOL_SIZE = DEFAULT_WORKERS * LANES  # connections the events client needs (app.
 
 
 class EventBroadcaster(Delivery):
-    """The queue and writer threads shared by every profile's EventRecorder.
+    """The queue and writer threads shared by every profile's KubeEventRecorder.
 
     `queue_size` bounds the events waiting in memory (all writers together);
     `max_series` the series remembered for de-duplication (netsched.kube.events.series).
@@ -61,8 +61,8 @@ class EventBroadcaster(Delivery):
         for w in self._writers:
             w.thread.start()
 
-    def new_recorder(self, scheduler_name: str) -> EventRecorder:
-        return EventRecorder(self, scheduler_name)
+    def new_recorder(self, scheduler_name: str) -> KubeEventRecorder:
+        return KubeEventRecorder(self, scheduler_name)
 
     @property
     def pending(self) -> int:

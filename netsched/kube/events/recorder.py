@@ -1,6 +1,6 @@
 """What a profile records: one event occurrence, queued; and the Event object it becomes.
 
-As client-go's recorder: `EventRecorder.event()` copies what it needs out of
+As client-go's recorder: `KubeEventRecorder.event()` copies what it needs out of
 the pod into an `Occurrence` and hands it to the broadcaster's queue, never
 blocking and never raising; `event_body` is the Event a writer sends for it
 (events.k8s.io/v1 with reportingController, or core/v1 with source.component),
@@ -27,7 +27,7 @@ MAX_FIELD = 128  # reason, action, reportingController, reportingInstance
 
 @dataclass(slots=True, frozen=True)
 class Occurrence:
-    """One call to EventRecorder.event, as queued (copied out of the PodInfo)."""
+    """One call to KubeEventRecorder.event, as queued (copied out of the PodInfo)."""
 
     controller: str
     namespace: str
@@ -67,8 +67,8 @@ class OccurrenceQueue(Protocol):
     def submit(self, occ: Occurrence) -> None: ...
 
 
-class EventRecorder:
-    """Records events for one scheduler name (profile); implements framework EventRecorder."""
+class KubeEventRecorder:
+    """Records events for one scheduler name (profile); implements the framework's EventRecorder."""
 
     def __init__(self, broadcaster: OccurrenceQueue, scheduler_name: str) -> None:
         self._broadcaster = broadcaster

@@ -21,7 +21,7 @@ from netsched.kube.events.sink import EVENTS_V1
 
 
 @dataclass(slots=True)
-class Series:
+class EventSeries:
     """An event written to the API and the repeats seen since."""
 
     api: str
@@ -33,7 +33,7 @@ class Series:
     last_write: float
 
     @classmethod
-    def first(cls, api: str, name: str, occ: Occurrence) -> Series:
+    def first(cls, api: str, name: str, occ: Occurrence) -> EventSeries:
         """The series of an event just created for `occ`."""
         return cls(api, occ.namespace, name, 1, occ.wall, 1, occ.wall)
 
@@ -54,26 +54,26 @@ class SeriesCache:
     def __init__(self, max_series: int, dedup_window: float) -> None:
         self.max_series = max_series
         self.dedup_window = dedup_window
-        self._series: OrderedDict[tuple[str, ...], Series] = OrderedDict()
+        self._series: OrderedDict[tuple[str, ...], EventSeries] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._series)
 
-    def repeat_of(self, occ: Occurrence) -> Series | None:
+    def repeat_of(self, occ: Occurrence) -> EventSeries | None:
         """The series `occ` repeats (same event within the window), if any."""
         series = self._series.get(occ.key)
         if series is not None and occ.wall - series.last_seen <= self.dedup_window:
             return series
         return None
 
-    def seen_again(self, occ: Occurrence, series: Series) -> bool:
+    def seen_again(self, occ: Occurrence, series: EventSeries) -> bool:
         """Count a repeat; True when it is the first one (written at once)."""
         series.count += 1
         series.last_seen = occ.wall
         self._series.move_to_end(occ.key)
         return series.written_count == 1
 
-    def remember(self, occ: Occurrence, created: Series | None) -> None:
+    def remember(self, occ: Occurrence, created: EventSeries | None) -> None:
         if created is None:
             return
         key = occ.key
@@ -85,10 +85,10 @@ class SeriesCache:
     def forget(self, key: tuple[str, ...]) -> None:
         self._series.pop(key, None)
 
-    def items(self) -> Iterator[tuple[tuple[str, ...], Series]]:
+    def items(self) -> Iterator[tuple[tuple[str, ...], EventSeries]]:
         """A copy's items: the caller may forget series while iterating."""
         return iter(list(self._series.items()))
 
-    def expired(self, series: Series, now: float) -> bool:
+    def expired(self, series: EventSeries, now: float) -> bool:
         """Past the window with every repeat written: the next occurrence starts a new event."""
         return now - series.last_seen > self.dedup_window and series.count == series.written_count

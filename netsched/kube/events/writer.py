@@ -31,7 +31,7 @@ from netsched.clock import Clock, SystemClock
 from netsched.kube.client import JsonObj
 from netsched.kube.errors import AlreadyExists, ApiError, NotFound, is_transient, retry_after_hint
 from netsched.kube.events.recorder import MAX_FIELD, Occurrence, event_body
-from netsched.kube.events.series import Series, SeriesCache
+from netsched.kube.events.series import EventSeries, SeriesCache
 from netsched.kube.events.sink import CORE_V1, EVENTS_V1, EventSink
 from netsched.retry import policy, retry_after_first
 
@@ -313,7 +313,7 @@ class Writer:
         for occ, name, err in zip(occs, names, errors, strict=True):
             if err is None or isinstance(err, AlreadyExists):
                 o._written(occ)
-                self.series.remember(occ, Series.first(api, name, occ))
+                self.series.remember(occ, EventSeries.first(api, name, occ))
             else:
                 self.series.remember(occ, self._create(occ, name, api, err))
 
@@ -322,7 +322,7 @@ class Writer:
 
     def _create(
         self, occ: Occurrence, name: str = "", api: str = "", first: Exception | None = None
-    ) -> Series | None:
+    ) -> EventSeries | None:
         """Create one event (its first attempt already made when `first` is given)."""
         o = self.owner
         name = name or self._name(occ)
@@ -348,10 +348,10 @@ class Writer:
                 o._failed(e, occ)
                 return None
             o._written(occ)
-            return Series.first(api, name, occ)
+            return EventSeries.first(api, name, occ)
         return None
 
-    def _write_series(self, key: tuple[str, ...], series: Series) -> None:
+    def _write_series(self, key: tuple[str, ...], series: EventSeries) -> None:
         o = self.owner
         try:
             self._call(o.sink.patch, series.api, series.namespace, series.name, series.patch())

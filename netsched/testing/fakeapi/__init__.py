@@ -3,6 +3,6 @@
 from netsched.testing.fakeapi import FakeAPIServer
 """
 
-from netsched.fakeapi import RESOURCES, ApiError, FakeAPIServer, Fault, RecordedRequest, ResourceType
+from netsched.fakeapi import RESOURCES, FakeAPIServer, Fault, RecordedRequest, ResourceType, StatusError
 
-__all__ = ["RESOURCES", "ApiError", "FakeAPIServer", "Fault", "RecordedRequest", "ResourceType"]
+__all__ = ["RESOURCES", "FakeAPIServer", "Fault", "RecordedRequest", "ResourceType", "StatusError"]
