@@ -14,6 +14,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 _ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
 _EP_BUCKETS = tuple(0.0001 * 2**i for i in range(12))
 _PLUGIN_BUCKETS = tuple(0.00001 * 1.5**i for i in range(20))
+# Chosen-minus-median utilisation, -1..1: finer near 0, where most placements land.
+_MEDIAN_BUCKETS = (-0.5, -0.3, -0.2, -0.1, -0.05, 0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
 
 
 class SchedulerMetrics:
@@ -142,6 +144,22 @@ class SchedulerMetrics:
             "Delay from recording an Event (e.g. Scheduled, right after the binding) to the API server "
             "accepting it, retries included.",
             buckets=_ATTEMPT_BUCKETS,
+            registry=r,
+        )
+
+        # Placement effects (netsched/observability/placement.py): for profiles with load plugins.
+        self.placement_above_median = Histogram(
+            "netsched_placement_utilisation_above_median",
+            "Bound pods: the chosen node's measured utilisation (0-1, as the load plugins read it) "
+            "minus the median of the nodes with fresh samples, per resource. Negative: a cooler node.",
+            ["profile", "resource"],
+            buckets=_MEDIAN_BUCKETS,
+            registry=r,
+        )
+        self.placements_over_threshold = Counter(
+            "netsched_placements_over_threshold",
+            "Pods bound to a node whose measured utilisation was above the load threshold, per resource.",
+            ["profile", "resource"],
             registry=r,
         )
 
