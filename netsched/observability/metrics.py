@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from netsched.config.reload import INVALID, RESTART_REQUIRED, SUCCESS, UNCHANGED
+
 # kube-scheduler's buckets: exponential from 1 ms.
 _ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
 _EP_BUCKETS = tuple(0.0001 * 2**i for i in range(12))
@@ -176,6 +178,8 @@ class SchedulerMetrics:
             registry=r,
         )
         self._config_hash = ""
+        for result in (SUCCESS, INVALID, RESTART_REQUIRED, UNCHANGED):
+            self.config_reloads.labels(result)  # zero series from the start: rate() needs a baseline
 
     def config_reloaded(self, result: str) -> None:
         self.config_reloads.labels(result).inc()
