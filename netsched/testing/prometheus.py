@@ -86,7 +86,9 @@ class PrometheusServer:
         honor_labels: bool = True,
         extra_args: Sequence[str] = (),
         tls: bool = False,
+        rule_files: Sequence[str | Path] = (),
     ) -> None:
+        """`rule_files`: Prometheus rule files (groups) evaluated every scrape interval."""
         self.binary = binary or prometheus_binary() or "prometheus"
         self._own_dir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="netsched-prom-"))
@@ -96,7 +98,7 @@ class PrometheusServer:
         self.port = free_port()
         self.extra_args = list(extra_args)
         self._proc: subprocess.Popen[bytes] | None = None
-        self.config_file.write_text(scrape_config(targets, scrape_interval, honor_labels))
+        self.config_file.write_text(scrape_config(targets, scrape_interval, honor_labels, rule_files))
         self.ca_file = ""  # the certificate a client must trust, with tls=True
         self._ssl: ssl.SSLContext | None = None
         if tls:
@@ -228,9 +230,11 @@ class PrometheusServer:
         return total
 
 
-def scrape_config(targets: Sequence[str], interval: str, honor_labels: bool) -> str:
-    """prometheus.yml scraping `targets` (host:port) every `interval`."""
-    cfg = {
+def scrape_config(
+    targets: Sequence[str], interval: str, honor_labels: bool, rule_files: Sequence[str | Path] = ()
+) -> str:
+    """prometheus.yml scraping `targets` (host:port) every `interval`, evaluating `rule_files`."""
+    cfg: dict[str, Any] = {
         "global": {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval},
         "scrape_configs": [
             {
@@ -240,6 +244,8 @@ def scrape_config(targets: Sequence[str], interval: str, honor_labels: bool) -> 
             }
         ],
     }
+    if rule_files:
+        cfg["rule_files"] = [str(f) for f in rule_files]
     return json.dumps(cfg, indent=2)  # JSON is YAML
 
 
