@@ -152,15 +152,15 @@ class SchedulerMetrics:
         # Placement effects (netsched/observability/placement.py): for profiles with load plugins.
         self.placement_above_median = Histogram(
             "netsched_placement_utilisation_above_median",
-            "Bound pods: the chosen node's measured utilisation (0-1, as the load plugins read it) "
-            "minus the median of the nodes with fresh samples, per resource. Negative: a cooler node.",
+            "Bound pods: the chosen node's utilisation (0-1) as last polled minus the median of the "
+            "nodes with fresh samples, per resource. Negative: a cooler node.",
             ["profile", "resource"],
             buckets=_MEDIAN_BUCKETS,
             registry=r,
         )
         self.placements_over_threshold = Counter(
             "netsched_placements_over_threshold",
-            "Pods bound to a node whose measured utilisation was above the load threshold, per resource.",
+            "Pods bound to a node whose utilisation as last polled was above the load threshold, per resource.",
             ["profile", "resource"],
             registry=r,
         )

@@ -3,11 +3,13 @@
 Two halves:
 
 - `PlacementEffects`, on the scheduling thread: when a pod's node is chosen it
-  reads the chosen node's measured utilisation and the median of every node with
-  a fresh sample, through the same metrics read API the load plugins filter and
-  score with (`resource_usage`, `network_load`), so "the node was above the
-  threshold" means what LoadThreshold means by it.  The figures ride in the
-  cycle state and are counted when the binding succeeds.
+  reads the chosen node's utilisation as last polled and the median of every
+  node with a fresh sample, from the metric source the load plugins read
+  (`MetricSource.fresh`, the same samples and staleness rule), computed once per
+  poll so a cycle pays a lookup.  Unlike LoadThreshold it leaves out the
+  estimated load of pods bound since the poll: the figure describes the node
+  as measured.  The figures ride in the cycle state and are counted when the
+  binding succeeds.
 - `PlacementCollector`, at scrape time: pods rejected per filter plugin (kube's
   scheduler_unschedulable_pods), the active score weights and load thresholds,
   and requested over allocatable per node.  Computed from the current queue,
@@ -33,11 +35,10 @@ from prometheus_client.registry import Collector
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.runtime import Framework
-from netsched.framework.snapshot import FloatArray, Snapshot
+from netsched.framework.snapshot import BoolArray, FloatArray, Snapshot
 from netsched.framework.types import NodeInfo
-from netsched.metrics.queries import CPU, MEMORY
+from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
 from netsched.metrics.source import MetricSource
-from netsched.metrics.utilisation import network_load, resource_usage
 from netsched.observability.metrics import SchedulerMetrics
 
 NETWORK = "network"
@@ -78,6 +79,7 @@ class PlacementEffects:
         self._plans: weakref.WeakKeyDictionary[Framework, dict[str, tuple[MetricSource, float | None]]] = (
             weakref.WeakKeyDictionary()
         )
+        self._cache: dict[tuple[MetricSource, str], _Polled] = {}
 
     def _plan(self, fwk: Framework) -> dict[str, tuple[MetricSource, float | None]]:
         plan = self._plans.get(fwk)
@@ -104,14 +106,28 @@ class PlacementEffects:
             return
         effects = []
         for res, (src, limit) in plan.items():
-            u, fresh = _utilisation(src, snapshot, res)
-            if u is None or not fresh[row] or not math.isfinite(u[row]):
+            polled = self._polled(src, snapshot, res)
+            if polled is None or not polled.fresh[row]:
                 continue  # no measurement of the chosen node: nothing to compare
-            known = u[fresh & np.isfinite(u)]
-            chosen = float(u[row])
+            chosen = float(polled.utilisation[row])
             over = limit is not None and chosen > limit
-            effects.append(Effect(res, chosen - float(np.median(known)), over))
+            effects.append(Effect(res, chosen - polled.median, over))
         state.write(_STATE, tuple(effects))
+
+    def _polled(self, src: MetricSource, snapshot: Snapshot, res: str) -> _Polled | None:
+        """The resource's utilisation as last polled, computed once per poll and node layout (the
+        cycle then costs a dict lookup); None while the source is in fallback (requests are not
+        measurements) or before any node has a fresh sample."""
+        if src.in_fallback:
+            return None
+        key = (src.poller.table, snapshot.index)
+        cached = self._cache.get((src, res))
+        if cached is None or cached.key[0] is not key[0] or cached.key[1] is not key[1]:
+            u, fresh = _utilisation(src, snapshot, res)
+            fresh = fresh & np.isfinite(u)
+            median = float(np.median(u[fresh])) if fresh.any() else math.nan
+            cached = self._cache[(src, res)] = _Polled(key, u, fresh, median)
+        return cached if math.isfinite(cached.median) else None
 
     def bound(self, fwk: Framework, state: CycleState) -> None:
         effects: tuple[Effect, ...] = state.get(_STATE) or ()
@@ -121,16 +137,25 @@ class PlacementEffects:
                 self._metrics.placements_over_threshold.labels(fwk.profile_name, e.resource).inc()
 
 
-def _utilisation(src: MetricSource, snapshot: Snapshot, res: str) -> tuple[FloatArray | None, np.ndarray]:
-    """Measured utilisation per row and the fresh mask; None while the source is in fallback
-    (requests are not measurements)."""
-    if src.in_fallback:
-        return None, np.zeros(0, dtype=bool)
-    if res == NETWORK:
-        net = network_load(src, snapshot)
-        return net.utilisation(), net.fresh
-    use = resource_usage(src, snapshot, (res,))[res]
-    return use.utilisation, use.fresh
+@dataclass(frozen=True, slots=True)
+class _Polled:
+    key: tuple[object, object]  # the poller's table and the snapshot's index it was computed from
+    utilisation: FloatArray
+    fresh: BoolArray
+    median: float
+
+
+def _utilisation(src: MetricSource, snapshot: Snapshot, res: str) -> tuple[FloatArray, BoolArray]:
+    """Utilisation per row as polled (without the estimator's load of pods bound since: the
+    figure describes the node the scheduler saw), and whether each row's samples are fresh."""
+    if res != NETWORK:
+        return src.fresh(res, snapshot)
+    rx, rx_ok = src.fresh(NETWORK_RX, snapshot)
+    tx, tx_ok = src.fresh(NETWORK_TX, snapshot)
+    speed, _ = src.values(LINK_SPEED, snapshot)  # a link speed does not go stale
+    u = np.full(len(rx), np.nan)
+    np.divide(np.fmax(rx, tx), speed, out=u, where=np.isfinite(speed) & (speed > 0))
+    return u, rx_ok & tx_ok
 
 
 class PlacementCollector(Collector):

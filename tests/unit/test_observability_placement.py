@@ -129,3 +129,21 @@ def test_collector_reports_rejections_weights_thresholds_and_requests() -> None:
         )
         is None
     )
+
+
+def test_figures_follow_each_poll() -> None:
+    """Computed once per poll: the next poll's values replace them."""
+    r = rig()
+    metrics = SchedulerMetrics(CollectorRegistry())
+    effects = PlacementEffects(metrics)
+    profile = r.framework.profile_name
+    labels = {"profile": profile, "resource": "cpu"}
+    for load, over in ((CPU_LOAD, 1.0), ({**CPU_LOAD, "n4": 0.3}, 1.0)):
+        r.load(**{CPU: load, NETWORK_TX: TX})
+        state = CycleState()
+        effects.decided(r.framework, state, r.snap, "n4")
+        effects.bound(r.framework, state)
+        assert value(reg := metrics.registry, "netsched_placements_over_threshold_total", **labels) == over
+    # n4 at 0.3 after the second poll: the median (0.3), not above it, and not over the limit.
+    assert value(reg, "netsched_placement_utilisation_above_median_bucket", le="0.0", **labels) == 1
+    assert value(reg, "netsched_placement_utilisation_above_median_count", **labels) == 2
