@@ -700,6 +700,30 @@ def test_the_data_is_the_running_schedulers(stack: Stack) -> None:
             f"{resource} utilisation above 0.8 on node-d only",
         )
     eventually(stack, "sum(netsched_leader)", "", lambda v: v == {"": 1.0}, "one leader")
+    # The pods that fit no node wait, counted under the plugin that rejected them (on node-d too:
+    # a node's filters stop at the first rejection, and NodeResourcesFit runs before LoadThreshold).
+    eventually(
+        stack,
+        f'max by (plugin) (scheduler_unschedulable_pods{{profile="{LIVE_PROFILE}"}})',
+        "plugin",
+        lambda v: v.get("NodeResourcesFit", 0) >= 1,
+        "unschedulable pods per rejecting plugin",
+    )
+    # LoadThreshold filters node-d, so no placement lands over a limit, and every resource has a series.
+    eventually(
+        stack,
+        f'sum by (resource) (netsched_placements_over_threshold_total{{profile="{LIVE_PROFILE}"}})',
+        "resource",
+        lambda v: v == {"network": 0.0, "cpu": 0.0, "memory": 0.0},
+        "no placement over the threshold",
+    )
+    eventually(
+        stack,
+        f'max by (resource) (netsched_load_threshold{{profile="{LIVE_PROFILE}"}})',
+        "resource",
+        lambda v: v == {"network": 0.8, "cpu": 0.85, "memory": 0.85},
+        "the configured thresholds",
+    )
     placed = eventually(stack, "sum by (node) (netsched_placements_total)", "node", bool, "placements")
     assert set(placed) <= set(NODES), placed
 
