@@ -16,7 +16,7 @@ Two halves:
   profiles and cache when Prometheus asks, so a config reload or a removed node
   shows at the next scrape and the scheduling loop does no metric work for them.
 
-Plugins take part without importing this module: a plugin with a `load_view()`
+Plugins take part without importing this module: a plugin with a `load_reading()`
 method (LoadThreshold, LoadAware) says which metric source it reads, which
 resources, and its limits.
 """
@@ -46,11 +46,11 @@ _STATE = "netsched.observability/placement-effect"
 
 
 @runtime_checkable
-class LoadView(Protocol):
+class ReadsLoad(Protocol):
     """A plugin that reads measured load: its source, and per resource it reads
     ("network", "cpu", "memory") its limit as a fraction, or None without one."""
 
-    def load_view(self) -> tuple[MetricSource, Mapping[str, float | None]]: ...
+    def load_reading(self) -> tuple[MetricSource, Mapping[str, float | None]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,12 +60,12 @@ class Effect:
     over_threshold: bool
 
 
-def load_views(fwk: Framework) -> list[tuple[str, MetricSource, Mapping[str, float | None]]]:
+def load_readers(fwk: Framework) -> list[tuple[str, MetricSource, Mapping[str, float | None]]]:
     """(plugin, source, limits) of the profile's plugins that read measured load."""
     out = []
     for name, plugin in fwk.plugins.items():
-        if isinstance(plugin, LoadView):
-            src, limits = plugin.load_view()
+        if isinstance(plugin, ReadsLoad):
+            src, limits = plugin.load_reading()
             out.append((name, src, limits))
     return out
 
@@ -85,7 +85,7 @@ class PlacementEffects:
         plan = self._plans.get(fwk)
         if plan is None:
             plan = {}
-            for _, src, limits in load_views(fwk):
+            for _, src, limits in load_readers(fwk):
                 for res, limit in limits.items():
                     if res not in plan:
                         plan[res] = (src, limit)
@@ -206,7 +206,7 @@ class PlacementCollector(Collector):
         for profile, fwk in self._profiles().items():
             for plugin, weight in fwk.weights.items():
                 weights.add_metric([profile, plugin], float(weight))
-            for plugin, _, limits in load_views(fwk):
+            for plugin, _, limits in load_readers(fwk):
                 for res, limit in limits.items():
                     if limit is not None:
                         thresholds.add_metric([profile, plugin, res], limit)

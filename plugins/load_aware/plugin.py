@@ -69,7 +69,7 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
 
     # ------------------------------------------------------------ scoring
 
-    def load_view(self) -> tuple[MetricSource, dict[str, float | None]]:
+    def load_reading(self) -> tuple[MetricSource, dict[str, float | None]]:
         """What the placement metrics compare (netsched.observability.placement): no limits here."""
         return self.source, dict.fromkeys(self.weights)
 

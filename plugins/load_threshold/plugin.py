@@ -99,7 +99,7 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
             else:
                 self.source.require(c.kind)
 
-    def load_view(self) -> tuple[MetricSource, dict[str, float | None]]:
+    def load_reading(self) -> tuple[MetricSource, dict[str, float | None]]:
         """The limits (fractions) the placement metrics and the threshold gauges read
         (netsched.observability.placement)."""
         return self.source, {c.kind: c.limit for c in self.checks}
