@@ -36,20 +36,20 @@ if TYPE_CHECKING:  # imported when a run starts: `netsched --help` stays fast
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PROFILE = "default-scheduler"
+KUBE_DEFAULT_PROFILE = "default-scheduler"
 LOAD_AWARE_PROFILE = "netsched"
 LINK = 125_000_000.0  # bytes/s: the synthetic nodes' 1 Gb/s links
 CPUS = 32
 # LoadThreshold's limits in LOAD_AWARE_CONFIG: a node above any of them is hot.
 LIMITS = {"cpu": 0.65, "network": 0.80, "memory": 0.95}
 
-DEFAULT_CONFIG = f"""\
+KUBE_DEFAULT_CONFIG = f"""\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: false
 profiles:
-- schedulerName: {DEFAULT_PROFILE}
+- schedulerName: {KUBE_DEFAULT_PROFILE}
 """
 
 # ${PROMETHEUS} is the synthetic Prometheus' address (a --config may use it too).
@@ -151,7 +151,7 @@ def main(argv: Sequence[str], plugins: Sequence[PluginFactory] = ()) -> int:
     try:
         with _prometheus(opts.prometheus, loads) as (url, what):
             runs = {}
-            for text in (DEFAULT_CONFIG, template.replace("${PROMETHEUS}", url)):
+            for text in (KUBE_DEFAULT_CONFIG, template.replace("${PROMETHEUS}", url)):
                 cfg = load_config(text, registry)
                 cfg.leader_election.leader_elect = False
                 runs[cfg.profiles[0].scheduler_name] = _place(cfg, registry, loads, pods, opts.timeout)

@@ -41,7 +41,7 @@ from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWOR
 from netsched.metrics.source import MetricSource
 from netsched.observability.metrics import SchedulerMetrics
 
-NETWORK = "network"
+_NETWORK = "network"
 _STATE = "netsched.observability/placement-effect"
 
 
@@ -148,7 +148,7 @@ class _Polled:
 def _utilisation(src: MetricSource, snapshot: Snapshot, res: str) -> tuple[FloatArray, BoolArray]:
     """Utilisation per row as polled (without the estimator's load of pods bound since: the
     figure describes the node the scheduler saw), and whether each row's samples are fresh."""
-    if res != NETWORK:
+    if res != _NETWORK:
         return src.fresh(res, snapshot)
     rx, rx_ok = src.fresh(NETWORK_RX, snapshot)
     tx, tx_ok = src.fresh(NETWORK_TX, snapshot)
