@@ -130,12 +130,14 @@ class SchedulerApp:
         self.queue = parts.queue
         self.handlers = parts.handlers
         self.scheduler = parts.scheduler
-        self.gangs = parts.gangs
+        self.shared = parts.shared
+        self.periodic = parts.periodic
         self._build_frameworks = parts.build_frameworks
         self._swap_lock = threading.Lock()
         self.reflectors: list[Reflector] = []
         self.serving_cert: ServingCert | None = None
         self._threads: list[threading.Thread] = []
+        self._periodic_thread: threading.Thread | None = None
         self._leading = threading.Event()
         self._loop_stop = threading.Event()
         self._scheduling_stopped = False  # stop_scheduling is final: it runs once
@@ -254,7 +256,11 @@ class SchedulerApp:
             target=self.queue.run_flush_loop, args=(self.stop_event,), name="queue-flush", daemon=True
         )
         house = threading.Thread(target=self._housekeeping, name="housekeeping", daemon=True)
-        for t in (flush, house):
+        # The plugins' periodic work (Handle.every): one loop, ended by the stop event.
+        self._periodic_thread = threading.Thread(
+            target=self.periodic.run, args=(self.stop_event,), name="periodic-tasks", daemon=True
+        )
+        for t in (flush, house, self._periodic_thread):
             t.start()
             self._threads.append(t)
         self.hub.start()
@@ -271,7 +277,6 @@ class SchedulerApp:
                     polls_seen = polls
                     self.queue.move_all_to_active_or_backoff(METRICS_POLLED_EVENT)
                 self.cache.cleanup_expired()
-                self.gangs.wake_backed_off()  # a gang whose podGroupBackoffSeconds are over
                 self.cache.notify_node_listeners()
                 self.metrics.cache_nodes.set(len(self.cache.node_names()))
                 self.metrics.cache_assumed_pods.set(self.cache.assumed_count())
@@ -281,8 +286,12 @@ class SchedulerApp:
     def start_scheduling(self) -> None:
         """Start (or resume, after regaining leadership) the scheduling loop."""
         with self._swap_lock:
-            if self._loop_running():
+            if self._loop_running() and not self._loop_stop.is_set():
                 return
+            if self._loop_thread is not None:
+                # Leadership regained before the paused loop ended (it does after its current
+                # cycle): wait for it, or scheduling would never resume, nor two loops run.
+                self._loop_thread.join()
             self._start_loop()
 
     def _start_loop(self) -> None:
@@ -325,7 +334,13 @@ class SchedulerApp:
         self.stop_event.set()
         self.queue.close()
         self.scheduler.shutdown(timeout)
-        self.gangs.status.flush(min(timeout, 5.0))  # the PodGroup statuses the last bindings changed
+        # The plugins' periodic loop runs each task a last time (statuses the last bindings
+        # changed) and ends; when it never started, that last run happens here.
+        self.periodic.stop()
+        if self._periodic_thread is not None:
+            self._periodic_thread.join(min(timeout, 5.0))
+        else:
+            self.periodic.run_all()
         for r in self.reflectors:
             r.stop()
         self.hub.stop()

@@ -55,7 +55,7 @@ class Binder:
         with self._cond:
             self._inflight += 1
         if req.framework.get_waiting_pod(req.pod.uid) is not None:
-            # Held at Permit (a gang member): a thread of its own, as kube's goroutine, so
+            # Held at Permit (a group member): a thread of its own, as kube's goroutine, so
             # waiting members never hold the pool's threads that other bindings need.
             threading.Thread(
                 target=self._run, args=(req,), name=f"permit-{req.pod.name}", daemon=True

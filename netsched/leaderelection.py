@@ -47,6 +47,10 @@ from netsched.kube.lease import Lease, LeaseClient, LeaseRecord
 
 log = logging.getLogger(__name__)
 
+# kube-scheduler's NewLeaderHealthzAdaptor(20 * time.Second): how long past its lease a leader
+# that stopped renewing still counts as healthy.
+WATCHDOG_GRACE = 20.0
+
 
 class GaugeLike(Protocol):
     """A prometheus_client Gauge such as SchedulerMetrics.leader."""
@@ -162,6 +166,8 @@ class LeaderElector:
         self._observed_time = 0.0
         self._leading = False
         self._renewed_at = 0.0
+        # When the last acquire-or-renew attempt began: the health check's standby heartbeat.
+        self._attempted_at = self._clock.now()
         self._released = False
         self._release_on_exit = config.release_on_cancel
         self._reported_leader = ""
@@ -184,6 +190,25 @@ class LeaderElector:
     @property
     def stopped(self) -> bool:
         return self._stop.is_set()
+
+    def check(self, grace: float = WATCHDOG_GRACE) -> str | None:
+        """client-go's leader-election watchdog (kube-scheduler's healthz "leaderElection"): None
+        while healthy, else why not. A leader that has not renewed for leaseDuration + `grace` is
+        wedged (its renew loop would have given up at renewDeadline had it been running); so is
+        a standby that has not even tried for as long. A stopped elector is healthy (shutting down)."""
+        if self._stop.is_set():
+            return None
+        limit = self.config.lease_duration + grace
+        lease = f"{self.config.namespace}/{self.config.name}"
+        if self._leading:
+            since = self._clock.now() - self._renewed_at
+            if since > limit:
+                return f"leader has not renewed lease {lease} for {since:.0f}s (limit {limit:.0f}s)"
+            return None
+        since = self._clock.now() - self._attempted_at
+        if since > limit:
+            return f"no attempt to acquire lease {lease} for {since:.0f}s (limit {limit:.0f}s)"
+        return None
 
     # --- the loop -------------------------------------------------------------
 
@@ -244,7 +269,7 @@ class LeaderElector:
                 return
             started = self._clock.now()
             if started < deadline and self._try_acquire_or_renew(started, deadline):
-                last_ok = started
+                last_ok = self._renewed_at = started
                 continue
             if self._observed is not None and self._observed.holder_identity not in ("", self.identity):
                 # Someone else holds it (an operator edited it, or we stalled): stop at once.
@@ -258,6 +283,7 @@ class LeaderElector:
 
     def _try_acquire_or_renew(self, now: float, deadline: float) -> bool:
         """One client-go tryAcquireOrRenew; every call gets only the time left before `deadline`."""
+        self._attempted_at = now
         with self._lock:
             if self._stop.is_set() or self._released:
                 return False

@@ -18,7 +18,8 @@ Verbosity: a line's `v` is the -v at which it shows.  netsched's info, warning
 and error lines are v=0 (as klog's Warning, JSON has no level field: errors are
 the lines without `v`), its debug lines v=4 (kube's "debug" level); the chatty
 libraries (urllib3, kubernetes, apscheduler, tzlocal) show everything from v=6,
-only their warnings below.  --vmodule raises the verbosity of matching files
+only their warnings below.  Python warnings are log lines too, once per cause
+(WarningsToLog).  --vmodule raises the verbosity of matching files
 (klog's pattern=N list, matched against the file name without `.py`), in both
 formats (kube accepts it for text only).  A Python exception attached to a
 record is written as `err` (when the call has no err field of its own) plus a
@@ -36,6 +37,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -285,6 +287,50 @@ class JsonFormatter(logging.Formatter):
 
 
 FORMATS = ("text", "json")
+WARNINGS_LOGGER = "py.warnings"  # logging.captureWarnings' logger name, kept for familiarity
+
+
+class WarningsToLog:
+    """Python warnings as log lines in the configured format, once per cause.
+
+    As logging.captureWarnings(True) does, warnings.showwarning goes to the "py.warnings"
+    logger instead of raw text on stderr (two lines outside a JSON stream); unlike it, a line
+    is a klog one (constant message, category and text as fields, the caller being where the
+    warning was raised) and a cause shows once: urllib3 makes its InsecureRequestWarning
+    "always" shown, which with insecureSkipVerify would be a line per Prometheus query. A
+    cause is the category, the text and the place; the text names the host, so each host
+    unverified shows once. Past MAX_CAUSES distinct causes the memory starts again.
+    """
+
+    MAX_CAUSES = 1024
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, str, str, int]] = set()
+        self._lock = threading.Lock()
+        self._log = logging.getLogger(WARNINGS_LOGGER)
+
+    def show(
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        """warnings.showwarning's signature."""
+        cause = (category.__name__, str(message), filename, lineno)
+        with self._lock:
+            if cause in self._seen:
+                return
+            if len(self._seen) >= self.MAX_CAUSES:
+                self._seen.clear()
+            self._seen.add(cause)
+        msg = "Python warning; this cause is logged once category=%s warning=%s"
+        record = self._log.makeRecord(
+            self._log.name, logging.WARNING, filename, lineno, msg, (category.__name__, str(message)), None
+        )
+        self._log.handle(record)
 
 
 def setup(
@@ -311,3 +357,4 @@ def setup(
     root.setLevel(logging.DEBUG if highest >= DEBUG_V else logging.INFO)
     for name in LIBRARIES:
         logging.getLogger(name).setLevel(logging.DEBUG if highest >= LIBRARY_V else logging.WARNING)
+    warnings.showwarning = WarningsToLog().show

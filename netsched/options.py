@@ -43,6 +43,15 @@ DEPRECATED_FLAGS = {
     "profiling": "--profiling",
     "contention_profiling": "--contention-profiling",
 }
+# Where each of those goes in the config file instead (named in the warning).
+DEPRECATED_FLAG_FIELDS = {
+    "--kubeconfig": "clientConnection.kubeconfig",
+    "--kube-api-qps": "clientConnection.qps",
+    "--kube-api-burst": "clientConnection.burst",
+    "--kube-api-content-type": "clientConnection.contentType",
+    "--profiling": "enableProfiling",
+    "--contention-profiling": "enableContentionProfiling",
+}
 # Gates of kube's KUBE_BASELINE about scheduling that netsched knows: accepted, so kube command
 # lines keep working; APPLIED_FEATURE_GATES change behaviour, the others keep the baseline's
 # default whatever value is given.
@@ -139,7 +148,12 @@ def load_with_flags(source: str, registry: Registry, opts: argparse.Namespace) -
 
 def warn_about_flags(opts: argparse.Namespace, cfg: SchedulerConfig, ignored: Sequence[str]) -> None:
     for flag in ignored:
-        log.warning("Flag ignored because --config is given (as kube-scheduler) flag=%s", flag)
+        log.warning(
+            "Flag ignored because --config is given (as kube-scheduler); set the field in the file "
+            "flag=%s field=%s",
+            flag,
+            DEPRECATED_FLAG_FIELDS[flag],
+        )
     if opts.port == 0:
         log.warning("--port is deprecated and has no effect (insecure serving was removed)")
     for gate, value in sorted(opts.feature_gates.items()):

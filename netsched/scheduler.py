@@ -93,6 +93,8 @@ class Scheduler:
         self._writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="status")
         self._stop = threading.Event()
         self.scheduled = 0
+        # When the loop last came round or took a pod (the injected clock): /livez's schedulingLoop.
+        self.heartbeat = clock.now()
 
     @property
     def frameworks(self) -> Mapping[str, Framework]:
@@ -121,6 +123,7 @@ class Scheduler:
         stop = stop or self._stop
         log.info("Starting scheduling loop profiles=%s", ",".join(self.frameworks))
         while not stop.is_set() and not self._stop.is_set():
+            self.heartbeat = self.clock.now()
             try:
                 self.schedule_one(timeout=0.2)
             except Exception:  # the loop must survive anything a single pod can cause
@@ -144,6 +147,7 @@ class Scheduler:
         qp = self.queue.pop(timeout=timeout)
         if qp is None:
             return False
+        self.heartbeat = self.clock.now()  # a pop that waited counts from when it returned
         cycle = self.queue.scheduling_cycle
         pod = qp.pod
         fwk = self.profiles.get(pod.scheduler_name)
@@ -225,7 +229,7 @@ class Scheduler:
     def binding_failed(self, req: BindRequest, stage: str, st: Status) -> None:
         """The binder unreserved and forgot the pod: requeue it, and count the room it held as
         freed (kube's handleBindingCycleError), or pods turned away for lack of that room (a
-        competing gang's members, say) would wait for an unrelated event or the periodic flush.
+        competing group's members, say) would wait for an unrelated event or the periodic flush.
         After a rejection the pod itself stays out of that move; after an error it takes it."""
         if self.metrics is not None:
             self.metrics.bind_errors.labels(stage, req.framework.profile_name).inc()

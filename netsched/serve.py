@@ -26,6 +26,7 @@ from netsched.config import ConfigError, write_config
 from netsched.framework.errors import FrameworkBuildError
 from netsched.framework.extension_points import PluginFactory
 from netsched.framework.registry import RegistryError
+from netsched.health import ProcessHealth
 from netsched.observability.auth import AuthSettings, DelegatingAuth
 from netsched.observability.server import (
     DebugHandler,
@@ -48,6 +49,12 @@ if TYPE_CHECKING:
     from netsched.leaderelection import LeaderElector
 
 log = logging.getLogger(__name__)
+
+# kube-scheduler ignores --kubeconfig when --config is given, and so does netsched.
+KUBECONFIG_IGNORED = (
+    "netsched: --kubeconfig was ignored because --config is given (as in kube-scheduler): put the "
+    "path in the config file instead,\n  clientConnection:\n    kubeconfig: /path/to/kubeconfig"
+)
 
 
 def run(opts: argparse.Namespace, out_of_tree: Sequence[PluginFactory] = ()) -> int:
@@ -86,6 +93,8 @@ def run(opts: argparse.Namespace, out_of_tree: Sequence[PluginFactory] = ()) -> 
         )
     except KubeConfigError as e:
         print(f"netsched: {e}", file=sys.stderr)
+        if "--kubeconfig" in ignored_flags(opts):
+            print(KUBECONFIG_IGNORED, file=sys.stderr)
         return 1
     try:
         app = SchedulerApp(cfg, registry, KubeAPI(client), options=app_options(opts))
@@ -140,7 +149,8 @@ def serve(
     # port in use is a start-up failure (exit 1, the address named), never a replica that runs
     # without its endpoints. The rest of their start (a certificate to generate, delegated
     # auth) overlaps with the informers' lists; a failure there still stops us.
-    secure, plain = secure_server(app), plain_server(app)
+    health = ProcessHealth(app)
+    secure, plain = secure_server(app, health), plain_server(app, health)
     servers = [s for s in (secure, plain) if s is not None]
 
     def abort() -> int:
@@ -176,7 +186,7 @@ def serve(
         return abort()
     _log_serving(app, secure, plain)
     app.start_background()
-    elector = start_election(app, stop)
+    elector = start_election(app, stop, health)
     if elector is None:
         app.start_scheduling()
     stop.wait()
@@ -205,8 +215,12 @@ def _watch_config(reloader: ConfigReloader, stop: threading.Event, interval: flo
         threading.Thread(target=reloader.run, args=(stop, interval), name="config-watch", daemon=True).start()
 
 
-def _endpoints(app: SchedulerApp, address: str, port: int) -> ObservabilityServer:
-    """An endpoints server (not yet listening) whose checks and handlers answer for `app`."""
+def endpoints_server(
+    app: SchedulerApp, address: str, port: int, health: ProcessHealth | None
+) -> ObservabilityServer:
+    """An endpoints server (not yet listening) whose checks and handlers answer for `app`;
+    `health` is the process's (None: one of its own, without the leader elector's check).
+    plain_server() and secure_server() build theirs with it; tests take any port (0)."""
 
     def ready() -> tuple[bool, dict[str, object]]:
         role = "leader" if app.leading else "standby"
@@ -216,12 +230,13 @@ def _endpoints(app: SchedulerApp, address: str, port: int) -> ObservabilityServe
         address=address,
         port=port,
         registry=app.metrics_registry,
+        checks=(health or ProcessHealth(app)).checks(),
         ready=ready,
         debug_handlers=debug_handlers(app),
     )
 
 
-def plain_server(app: SchedulerApp) -> ObservabilityServer | None:
+def plain_server(app: SchedulerApp, health: ProcessHealth | None = None) -> ObservabilityServer | None:
     """The plain-HTTP, unauthenticated endpoints, only when --metrics-bind-address asks for
     them (not yet listening)."""
     if not app.options.metrics_bind_address:
@@ -229,7 +244,7 @@ def plain_server(app: SchedulerApp) -> ObservabilityServer | None:
     host, port = parse_bind_address(app.options.metrics_bind_address)
     if port == 0:
         return None
-    return _endpoints(app, host, port)
+    return endpoints_server(app, host, port, health)
 
 
 def _secure_options(app: SchedulerApp) -> SecureServing:
@@ -247,13 +262,13 @@ def _log_serving(
         log.info("Serving securely address=%s alwaysAllowPaths=%s", secure.url, paths)
 
 
-def secure_server(app: SchedulerApp) -> ObservabilityServer | None:
+def secure_server(app: SchedulerApp, health: ProcessHealth | None = None) -> ObservabilityServer | None:
     """HTTPS on --secure-port (not yet listening, nor with its certificate and auth: see
     secure_endpoints), or None when it is off."""
     s = app.options.secure
     if s is None or s.port == 0:
         return None
-    return _endpoints(app, s.bind_address or "0.0.0.0", s.port)
+    return endpoints_server(app, s.bind_address or "0.0.0.0", s.port, health)
 
 
 def secure_endpoints(app: SchedulerApp, server: ObservabilityServer) -> None:
@@ -278,9 +293,9 @@ def secure_endpoints(app: SchedulerApp, server: ObservabilityServer) -> None:
     server.auth = auth.check
 
 
-def start_server(app: SchedulerApp) -> ObservabilityServer | None:
+def start_server(app: SchedulerApp, health: ProcessHealth | None = None) -> ObservabilityServer | None:
     """plain_server(), listening and serving."""
-    server = plain_server(app)
+    server = plain_server(app, health)
     if server is not None:
         server.start()
         _log_serving(app, None, server)
@@ -325,8 +340,11 @@ def _one(v: list[str] | None) -> str:
     return v[0] if v else ""
 
 
-def start_election(app: SchedulerApp, stop: threading.Event) -> LeaderElector | None:
-    """Campaign for the lease; schedule only while leading. None when election is off."""
+def start_election(
+    app: SchedulerApp, stop: threading.Event, health: ProcessHealth | None = None
+) -> LeaderElector | None:
+    """Campaign for the lease; schedule only while leading. None when election is off. The
+    elector runs on the app's clock; `health`'s leaderElection check watches it."""
     le = app.cfg.leader_election
     if not le.leader_elect:
         return None
@@ -344,7 +362,10 @@ def start_election(app: SchedulerApp, stop: threading.Event) -> LeaderElector | 
         on_stopped_leading=app.pause_scheduling,
         on_new_leader=lambda who: log.info("New leader elected leader=%s", who),
         gauge=app.metrics.leader,
+        clock=app.clock,
     )
+    if health is not None:
+        health.elector = elector
     log.info(
         "Campaigning for leadership lease=%s/%s identity=%s",
         le.resource_namespace,

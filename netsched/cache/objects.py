@@ -2,9 +2,9 @@
 
 Pods and nodes feed the ClusterCache (NodeInfo, assumed pods, snapshots).
 Everything else a plugin reads (PodDisruptionBudgets, namespaces, and kinds
-such as PersistentVolumeClaims or PodGroups) is kept here as the API returned
+such as PersistentVolumeClaims or a plugin's CRD) is kept here as the API returned
 it, one table per resource key ("namespaces", "policy/poddisruptionbudgets",
-"scheduling.x-k8s.io/podgroups": `Resource.key`). One reflector per kind calls
+"storage.k8s.io/csinodes": `Resource.key`). One reflector per kind calls
 `handler(key)`; plugins read through `Handle.objects` (the ObjectReader
 protocol), and the owner subscribes to changes to move waiting pods back to the
 queue. Readers get the stored dicts: treat them as read-only.

@@ -71,6 +71,8 @@ def load_config(
     """
     label, text = _read(source)
     raw = parse_yaml(text, label)
+    if label != "<string>":
+        refuse_empty(raw, label)
     errs = ErrorList()
     defaults = DEFAULT_PLUGINS if default_plugins is None else tuple(default_plugins)
     cfg = decode_config(
@@ -84,6 +86,15 @@ def load_config(
 
 
 # ---------------------------------------------------------------- source and YAML
+
+
+def refuse_empty(raw: Any, label: str) -> None:
+    """An empty file (nothing, or only comments) is refused, as kube-scheduler refuses it ("Object
+    'Kind' is missing"): the built-in defaults come only from giving no --config, never from a file
+    that was emptied or mounted wrong. YAML text ("") still gives the defaults."""
+    if raw is None:
+        detail = "it holds no KubeSchedulerConfiguration (kube-scheduler: \"Object 'Kind' is missing\")"
+        raise ConfigError([FieldError(label, "Empty file", detail)])
 
 
 def _read(source: str | os.PathLike[str]) -> tuple[str, str]:
@@ -155,6 +166,9 @@ def decode_config(
         )
         raw = v1beta1.convert(raw, errs)
         default_plugins = v1beta1.default_plugins(tuple(default_plugins))
+    if isinstance(raw, Mapping) and raw.get("kind") == "ConfigMap":
+        errs.invalid("kind", "ConfigMap", _CONFIGMAP_HINT)
+        return None
     f = Fields(raw, "", errs)
     if raw is not None and (not isinstance(raw, Mapping) or not _check_type(f)):
         return None  # not a mapping, or a Pod manifest or the like: field errors would be noise
@@ -180,6 +194,13 @@ def decode_config(
     f.finish()
     _default_lease_name(cfg)
     return cfg
+
+
+# deploy/configmap.yaml wraps the configuration in a ConfigMap; the pod mounts its config.yaml.
+_CONFIGMAP_HINT = (
+    "this is a ConfigMap manifest; --config takes the KubeSchedulerConfiguration inside it: "
+    "extract its data's config.yaml into a file of its own (README.md, Run it against a cluster)"
+)
 
 
 def _check_type(f: Fields) -> bool:

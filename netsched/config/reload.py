@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Protocol
 
 from netsched.config.errors import ConfigError
+from netsched.config.load import parse_yaml, refuse_empty
 from netsched.config.types import SchedulerConfig
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,9 @@ class ConfigReloader:
                 log.info("Config reload: content unchanged path=%s trigger=%s", self.path, why)
                 return self._count(ReloadResult(UNCHANGED, new_digest))
             try:
-                new = self._load(data.decode("utf-8", errors="replace"))
+                text = data.decode("utf-8", errors="replace")
+                refuse_empty(parse_yaml(text, self.path), self.path)
+                new = self._load(text)
             except ConfigError as e:
                 problems = tuple(str(err) for err in e.errors)
                 log.error(

@@ -16,6 +16,7 @@ import socketserver
 import ssl
 import struct
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ _REVIEWS = {
     ("authentication.k8s.io", "tokenreviews"): "token",
     ("authorization.k8s.io", "subjectaccessreviews"): "access",
 }
+HOLD_LIMIT = 60.0  # seconds a held request waits at most: a forgotten hold cannot hang the fake
 _WATCH_BATCH = 512  # events coalesced into one chunk when a watcher has fallen behind
 
 
@@ -84,6 +86,8 @@ class Fault:
     reset: bool
     retry_after: int = 1  # seconds, sent with 429 (0: no header)
     hits: int = 0
+    # Held until set (a request that hangs, e.g. a lease renewal that never returns); then as above.
+    hold: threading.Event | None = None
 
     def matches(self, method: str, path: str) -> bool:
         return self.remaining != 0 and self.method in ("*", method) and self.pattern.search(path) is not None
@@ -277,6 +281,8 @@ class Handler(BaseHTTPRequestHandler):
         """Apply a fault; True if it answered (or dropped) the request."""
         if fault.delay > 0:
             time.sleep(fault.delay)
+        if fault.hold is not None:
+            fault.hold.wait(HOLD_LIMIT)
         if fault.reset:
             # Linger 0 turns the close into a TCP RST: the client sees no response at all.
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

@@ -330,6 +330,7 @@ class FakeAPIServer:
         delay: float = 0.0,
         reset: bool = False,
         retry_after: int = 1,
+        hold: threading.Event | None = None,
     ) -> Fault:
         """Make the next `count` requests matching `method` ("*" for any) and `path_regex`
         (searched in the path with its query string) fail.
@@ -338,11 +339,14 @@ class FakeAPIServer:
         closed without a response; else if `status`, a Status error with that code
         is returned (429 carries Retry-After: `retry_after` seconds, none if 0); with
         status None the request is only delayed. A negative count never runs out. The
-        returned Fault's `hits` counts the requests it caught. Scope a fault to one
+        returned Fault's `hits` counts the requests it caught. With `hold`, each one first
+        hangs until that event is set (at most a minute): a call that never returns. Scope a fault to one
         kind of request with the verb and path: event writes only are method "POST"
         and a regex matching "/apis/events.k8s.io/v1/namespaces/NS/events".
         """
-        fault = Fault(method.upper(), re.compile(path_regex), status, count, delay, reset, retry_after)
+        fault = Fault(
+            method.upper(), re.compile(path_regex), status, count, delay, reset, retry_after, hold=hold
+        )
         with self._lock:
             self._faults.append(fault)
         return fault

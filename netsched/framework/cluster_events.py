@@ -85,7 +85,7 @@ METRICS_POLLED_EVENT = ClusterEvent(METRICS_POLLED, ActionType.UPDATE_OTHER, "Me
 # A pod left a node: deleted, or forgotten after its binding cycle failed (kube's EventAssignedPodDelete).
 ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
 # A new pending pod (kube's EventUnscheduledPodAdd): sent only while a profile's plugin registers
-# it (a gang's member count), as kube sends it only with its gang scheduling enabled.
+# it (a group's member count), as kube sends it only when a plugin needs it.
 UNSCHEDULED_POD_ADD = ClusterEvent(UNSCHEDULED_POD, ActionType.ADD, "UnscheduledPodAdd")
 
 

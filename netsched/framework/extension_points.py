@@ -210,7 +210,7 @@ class QueueSortPlugin(Plugin[ArgsT]):
 
     def sort_key_events(self) -> Sequence[ClusterEventWithHint]:
         """Cluster events that can change where a pod already in the active queue sorts, when the
-        order reads more than the pod (Coscheduling: the PodGroup's creation time). On such an
+        order reads more than the pod (an object the pod refers to: its group's creation time). On such an
         event each active pod whose hint answers QUEUE is sorted again. Default: none."""
         return ()
 

@@ -47,7 +47,7 @@ MIN_EMPTY_FOR_COMPACTION = 256
 
 class LookalikePods:
     """Pods that look the same to every selector and affinity term: one workload, usually
-    (lookalikes, not a gang: that is coscheduling's PodGroup)."""
+    (lookalikes: not a group a plugin declares; those are its own pod index)."""
 
     __slots__ = (
         "gid",

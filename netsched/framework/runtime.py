@@ -237,7 +237,7 @@ class Framework(FrameworkHandle):
         self, pod: PodInfo, snapshot: Snapshot, rows: IntArray, *, skip: Collection[str] = ()
     ) -> tuple[IntArray, Diagnosis]:
         """PreFilter (but `skip`) and batch Filter for a pod that is not being scheduled (the
-        Handle's "what if", e.g. a gang member while its gang's placement is decided): the rows
+        Handle's "what if", e.g. a group's member while the group's placement is decided): the rows
         that pass, and the diagnosis of the others. Raises PluginFault on a plugin error."""
         state = self.new_cycle_state()
         allowed, diagnosis, st = self.run_pre_filter_rows(state, pod, snapshot, rows, skip)

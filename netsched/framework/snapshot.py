@@ -12,6 +12,7 @@ resource column appears, so plugins may cache per-row data keyed by it.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -162,6 +163,38 @@ class Snapshot:
             got = np.array([n.labels.get(key) for n in self.nodes], dtype=object)
             self.cache[ck] = got
         return got
+
+    # ------------------------------------------------------------ what-ifs
+
+    def what_if(self, previous: Snapshot | None = None) -> Snapshot:
+        """A snapshot equal to this one whose rows a caller may replace with cloned NodeInfos
+        (a trial placement) without touching this one, as kube clones a NodeInfo for what-ifs.
+
+        Pass the caller's previous what-if back: while this snapshot's layout is the same, only
+        the rows whose NodeInfo changed since are copied again, and its caches (label columns,
+        the pod index) follow those rows instead of being rebuilt."""
+        out = previous if previous is not None and previous is not self else Snapshot()
+        if out.nodes and out.index is self.index and out.layout_version == self.layout_version:
+            for row in np.flatnonzero(
+                np.fromiter(map(operator.is_not, self.nodes, out.nodes), bool, len(self))
+            ):
+                out.set_node(int(row), self.nodes[int(row)])
+            return out
+        out.nodes = list(self.nodes)
+        out.index = self.index
+        out.resources = self.resources
+        out.col = self.col
+        out.allocatable = self.allocatable.copy()
+        out.requested = self.requested.copy()
+        out.nonzero_requested = self.nonzero_requested.copy()
+        out.unschedulable = self.unschedulable.copy()
+        out.affinity_pods = self.affinity_pods.copy()
+        out.anti_affinity_pods = self.anti_affinity_pods.copy()
+        out.layout_version = self.layout_version
+        out.generation = self.generation
+        out.cache = {}
+        out._dirty_affinity()
+        return out
 
     @classmethod
     def of(cls, nodes: list[NodeInfo]) -> Snapshot:

@@ -169,7 +169,7 @@ class KubeAPI:
         *,
         subresource: str = "",
     ) -> JsonObj:
-        """Merge-patch one object (or its subresource) of any kind: PodGroup status, PV claimRef..."""
+        """Merge-patch one object (or its subresource) of any kind: a CRD's status, PV claimRef..."""
         where = resource.where(namespace=namespace) if resource.namespaced else resource
         path = f"{where.path}/{quote(name, safe='')}" + (f"/{subresource}" if subresource else "")
         label = f"{resource.plural}/{subresource}" if subresource else resource.plural

@@ -75,10 +75,12 @@ def _load_default(cfg: Any) -> None:
         k8s_config.load_incluster_config(client_configuration=cfg)
         return
     except ConfigException as in_cluster_error:
-        path = os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
+        path = os.path.expanduser((os.environ.get("KUBECONFIG") or "~/.kube/config").split(os.pathsep)[0])
         if not os.path.exists(path):
             raise KubeConfigError(
-                f"not running in a cluster ({in_cluster_error}) and no kubeconfig: pass --kubeconfig or --master"
+                f"not running in a cluster ({in_cluster_error}) and no kubeconfig at {path}: set "
+                "clientConnection.kubeconfig in the --config file (--kubeconfig only without --config), "
+                "or pass --master"
             ) from in_cluster_error
         log.info("Not in a cluster, using the default kubeconfig path=%s", path)
         k8s_config.load_kube_config(config_file=path, client_configuration=cfg, persist_config=False)

@@ -85,7 +85,14 @@ class MetricsHub:
             if src is None:
                 poller = self._poller(args)
                 src = self._sources[args] = MetricSource(args, poller, self.clock.wall, len(self._sources))
+                self._note_policies()
             return src
+
+    def _note_policies(self) -> None:
+        """Tell each poller the stalePolicies of the sources it serves (lock held)."""
+        for poller in self._pollers.values():
+            policies = {s.args.stale_policy for s in self._sources.values() if s.poller is poller}
+            poller.stale_policies = tuple(sorted(policies))
 
     def new_generation(self) -> int:
         """Start a generation of plugins (a config reload builds new ones); returns its number."""
@@ -103,6 +110,7 @@ class MetricsHub:
             for args in [a for a, gen in self._asked.items() if gen < generation]:
                 del self._asked[args]
                 self._sources.pop(args, None)
+            self._note_policies()
             used = {src.poller.conn for src in self._sources.values()}
             gone = [p for conn, p in self._pollers.items() if conn not in used]
             for p in gone:

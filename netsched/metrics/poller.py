@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from netsched.clock import Clock
-from netsched.metrics.args import ConnectionKey
+from netsched.metrics.args import FAIL_CLOSED, FAIL_OPEN, ConnectionKey
 from netsched.metrics.cache import BadResponse, MetricsTable, Series, parse_vector
 from netsched.metrics.client import QueryClient, QueryError, retrying
 from netsched.metrics.instruments import Instruments
@@ -81,6 +81,9 @@ class Poller:
         self.directory: NodeResolver | None = None
         self.fallback = False
         self._fallback_since = 0.0
+        # The stalePolicy of each source polled through this connection (MetricsHub keeps it):
+        # what an outage does, and so what its log line says, depends on them.
+        self.stale_policies: tuple[str, ...] = ()
         self._failing: dict[QueryKey, tuple[str, bool]] = {}  # query -> (reason, was it logged)
         self._logged_check: tuple[str, ...] | None = None
         self._check_lock = threading.Lock()  # polls and node relists both run the check
@@ -192,11 +195,24 @@ class Poller:
         self._ins.fallback.labels(self.name).set(1 if down else 0)
         if down:
             self._fallback_since = self._clock.now()
-            log.warning(
-                "Prometheus unreachable, metrics plugins score by requests until it answers source=%s err=%r",
-                self.name,
-                str(why),
-            )
+            if FAIL_CLOSED in self.stale_policies:
+                # In fallback nothing is fresh: failClosed's load filter (LoadThreshold) rejects every
+                # node, so its pods stay pending; scorers still use requests.
+                log.warning(
+                    "Prometheus unreachable, stalePolicy failClosed: load filters reject every node, pods "
+                    "wait until it answers; metrics plugins score by requests source=%s err=%r stalePolicies=%s",
+                    self.name,
+                    str(why),
+                    ",".join(self.stale_policies),
+                )
+            else:
+                log.warning(
+                    "Prometheus unreachable, metrics plugins score by requests until it answers "
+                    "source=%s err=%r stalePolicies=%s",
+                    self.name,
+                    str(why),
+                    ",".join(self.stale_policies) or FAIL_OPEN,
+                )
         else:
             log.info(
                 "Prometheus answers again, metrics plugins use measured load source=%s down_for=%.0fs",

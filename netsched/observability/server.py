@@ -35,7 +35,7 @@ import socket
 import ssl
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -45,14 +45,14 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder, gzip_accepted
 
 from netsched.observability.auth import DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_TTL, Decision
+from netsched.observability.health import PING, Check, answer, evaluate
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 10259
 TEXT = "text/plain; charset=utf-8"
 
-# health() -> (healthy, message); ready() -> (ready, details such as {"role": "standby"}).
-HealthCheck = Callable[[], tuple[bool, str]]
+# ready() -> (ready, details such as {"role": "standby"}); health checks: netsched.observability.health.
 ReadyCheck = Callable[[], tuple[bool, Mapping[str, Any]]]
 # A debug endpoint gets the parsed query string and returns (status, content type, body).
 DebugHandler = Callable[[dict[str, list[str]]], tuple[int, str, bytes]]
@@ -91,10 +91,6 @@ class SecureServing:
     unauthorized_cache_ttl: float = DEFAULT_TTL
 
 
-def always_healthy() -> tuple[bool, str]:
-    return True, "ok"
-
-
 def parse_bind_address(value: str, default_port: int = DEFAULT_PORT) -> tuple[str, int]:
     """ "host:port", "host", ":port" or "[v6]:port" -> (host, port); an empty host is 127.0.0.1."""
     host, port = value.strip(), default_port
@@ -130,7 +126,7 @@ class ObservabilityServer:
         port: int = DEFAULT_PORT,
         *,
         registry: CollectorRegistry,
-        health: HealthCheck = always_healthy,
+        checks: Sequence[Check] = (PING,),
         ready: ReadyCheck | None = None,
         debug_handlers: Mapping[str, DebugHandler] | None = None,
         tls: ssl.SSLContext | None = None,
@@ -140,9 +136,9 @@ class ObservabilityServer:
         self.tls = tls
         self.auth = auth
         self.registry = registry
-        self.health = health
+        self.checks = tuple(checks)
         # Without a readiness check, ready means alive (a process with nothing to sync).
-        self.ready: ReadyCheck = ready or (lambda: (health()[0], {}))
+        self.ready: ReadyCheck = ready or (lambda: (all(r is None for _, r, _ in evaluate(self.checks)), {}))
         self.debug_handlers = dict(debug_handlers or {})
         for path in self.debug_handlers:
             if not path.startswith("/debug/"):
@@ -221,8 +217,9 @@ class ObservabilityServer:
         if path == "/metrics":
             return self.metrics(accept, accept_encoding)
         if path in ("/healthz", "/livez"):
-            ok, message = self.health()
-            return Reply(200, TEXT, b"ok\n") if ok else Reply(500, TEXT, f"unhealthy: {message}\n".encode())
+            verbose = "verbose" in query
+            status, body = answer(path[1:], self.checks, verbose=verbose, exclude=query.get("exclude", ()))
+            return Reply(status, TEXT, body.encode(), (("X-Content-Type-Options", "nosniff"),))
         if path == "/readyz":
             ok, details = self.ready()
             reason = details.get("reason")
@@ -299,7 +296,7 @@ class _Handler(BaseHTTPRequestHandler):
                     return
             reply = endpoints.respond(
                 split.path,
-                parse_qs(split.query),
+                parse_qs(split.query, keep_blank_values=True),  # "?verbose" has no value
                 accept=self.headers.get("Accept"),
                 accept_encoding=self.headers.get("Accept-Encoding"),
             )

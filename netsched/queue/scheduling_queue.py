@@ -22,9 +22,9 @@ says it may help, and an event that changed nothing any plugin reads (a node
 heartbeat: ActionType 0) moves nothing.  Off, every event moves every parked
 pod, as before hints existed.  A plain string event ("NodeAdd") is a wildcard.
 
-A QueueSort key may read more than the pod (Coscheduling sorts by the
-PodGroup's creation time): the events its plugin names (sort_key_events)
-re-sort the active pods they concern, so a pod queued before its PodGroup was
+A QueueSort key may read more than the pod (an object the pod refers to, such
+as its group's creation time): the events its plugin names (sort_key_events)
+re-sort the active pods they concern, so a pod queued before that object was
 known does not keep the key it got without it.
 
 Every entry into activeQ runs the pod's PreEnqueue plugins (kube's
@@ -549,7 +549,7 @@ class SchedulingQueue:
 
     def _resort_active(self, event: ClusterEvent, old: Any, new: Any) -> None:
         """Sort again the active pods whose place the event may change (the QueueSort plugin's
-        sort_key_events): a pod queued before its PodGroup was known sorted by its own time."""
+        sort_key_events): a pod queued before the object its key reads was known sorted by its own time."""
         if is_wildcard(event):
             return
         regs = [r for r in self._sort_events if r.event.match(event)]

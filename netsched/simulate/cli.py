@@ -35,7 +35,7 @@ from netsched.simulate.configs import (
 )
 from netsched.simulate.engine import Run, simulate
 from netsched.simulate.progress import ProgressBar, wanted
-from netsched.simulate.report import Report, lower_bounds
+from netsched.simulate.report import Report, configured_thresholds, lower_bounds
 from netsched.simulate.scenario import Scenario, load_scenario
 
 
@@ -88,6 +88,13 @@ class _Source:
 def main(argv: Sequence[str], plugins: Sequence[PluginFactory] = ()) -> int:
     opts = parser().parse_args(list(argv))
     logutil.setup(opts.verbosity)
+    if opts.chart:
+        from netsched.simulate.chart import ChartUnavailable, require_matplotlib
+
+        try:  # before minutes of simulation, not after
+            require_matplotlib()
+        except ChartUnavailable as e:
+            return _fail(str(e))
     if opts.verbosity < 2:
         # A simulated outage or an unplaceable pod is part of the report, not a log line.
         logging.getLogger().setLevel(logging.ERROR)
@@ -124,7 +131,9 @@ def main(argv: Sequence[str], plugins: Sequence[PluginFactory] = ()) -> int:
         label = "default" if flag == "default" else Path(flag).stem
         runs.append(_run(scenario, compare_cfg, registry, label, "", opts))
         labels.append(compare_label)
-    report = Report(scenario, runs, labels, lower_bounds(scenario))
+    report = Report(
+        scenario, runs, labels, lower_bounds(scenario), configured_thresholds(cfg, runs[0].profile)
+    )
     status = 0
     if opts.chart:
         status = _chart(report, opts.chart)

@@ -198,6 +198,9 @@ def simulate(
     _drain(cluster, run, model, polls, move_to, now, cfg)
 
     run.after = model.loads(scenario.end)
+    # The scheduler writes pod conditions off its thread: the last ones must land before the
+    # unscheduled pods' reasons are read from them.
+    cluster.scheduler.shutdown()
     keys = [_key(p) for p in pods]
     wanted = set(keys)
     run.placements = {k: v for k, v in cluster.placements.items() if k in wanted}

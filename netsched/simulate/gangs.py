@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from netsched.framework.fields import ErrorList, Fields, join
-from netsched.gangs import (
+from netsched.plugins.gangs import (
     LEGACY_POD_GROUP_LABEL,
     POD_GROUP_LABEL,
     PODGROUP_API_VERSION,
@@ -38,10 +38,10 @@ from netsched.gangs import (
     GroupError,
     parse_group,
 )
-from netsched.gangs import PODGROUPS_KEY as PODGROUPS_KEY  # the engine adds PodGroups under it
+from netsched.plugins.gangs import PODGROUPS_KEY as PODGROUPS_KEY  # the engine adds PodGroups under it
 from netsched.simulate.generators import Names, _items, _pod_generator, _string_map, named_object
 
-# The label pods join a gang with, and the topology annotations (netsched.gangs reads the same).
+# The label pods join a gang with, and the topology annotations (netsched.plugins.gangs reads the same).
 GROUP_LABEL = POD_GROUP_LABEL
 LEGACY_GROUP_LABEL = LEGACY_POD_GROUP_LABEL
 # PodGroups are created one second apart in listed order (Coscheduling's queue sort reads it).

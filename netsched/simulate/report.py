@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from netsched.config import SchedulerConfig
+from netsched.framework import names
 from netsched.framework.parse import parse_pod
 from netsched.framework.quantity import CPU, MEMORY
 from netsched.framework.snapshot import FloatArray
@@ -115,12 +117,28 @@ def lower_bounds(scenario: Scenario) -> dict[str, float]:
 # ---------------------------------------------------------------- the report
 
 
+def configured_thresholds(cfg: SchedulerConfig, profile: str) -> dict[str, float]:
+    """Per resource, the utilisation (0..1) above which LoadThreshold filters a node out in
+    `profile` of `cfg`; empty when that profile does not filter with it."""
+    prof = next((p for p in cfg.profiles if p.scheduler_name == profile), None)
+    if prof is None or names.LOAD_THRESHOLD not in prof.names("filter"):
+        return {}
+    args = prof.args(names.LOAD_THRESHOLD)
+    encoded = args.encode() if args is not None else {}
+    # The plugin's args, read by their encoded names: the simulator imports no plugin.
+    fields = {"network": "networkUtilizationPercent", "cpu": "cpuUtilizationPercent"}
+    fields["memory"] = "memoryUtilizationPercent"
+    return {res: float(encoded[key]) / 100 for res, key in fields.items() if key in encoded}
+
+
 @dataclass
 class Report:
     scenario: Scenario
     runs: list[Run]  # the simulated configuration first, then the compared one (if any)
     configs: list[str]  # where each run's configuration came from
     bounds: dict[str, float]
+    # LoadThreshold's limits in the first run's configuration (configured_thresholds), drawn on the chart.
+    thresholds: dict[str, float] = field(default_factory=dict)
 
     def spread(self, run: Run) -> dict[str, Spread]:
         assert run.after is not None

@@ -10,7 +10,6 @@ PreFilter (0: not at all).  `deniedPGExpirationTimeSeconds` is the older
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from netsched.framework import Fields, PluginArgs, join
 
@@ -39,7 +38,7 @@ class CoschedulingArgs(PluginArgs):
         fields.finish()
         return cls(wait, backoff)
 
-    def encode(self) -> dict[str, Any]:
+    def encode(self) -> dict[str, object]:
         return {
             "permitWaitingTimeSeconds": self.permit_waiting_time_seconds,
             "podGroupBackoffSeconds": self.pod_group_backoff_seconds,

@@ -1,7 +1,7 @@
 """Coscheduling: all of a gang's pods start together, or none holds anything.
 
 scheduler-plugins' Coscheduling over PodGroups, as a thin shell over the
-scheduler's gang manager (netsched.gangs: the PodGroups, permitted and
+scheduler's gang manager (netsched.plugins.gangs: the PodGroups, permitted and
 backed-off groups, members waiting at Permit).  Members queue together
 (QueueSort by the group's creation time), are turned away at once when the
 gang cannot start (PreFilter: too few members, minResources beyond the
@@ -15,7 +15,6 @@ freed, so two gangs that each fit only alone never hold half the cluster each.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from netsched.framework import (
     ASSIGNED_POD,
@@ -24,6 +23,7 @@ from netsched.framework import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
     CycleState,
     Diagnosis,
     Handle,
@@ -32,6 +32,7 @@ from netsched.framework import (
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
     QueuedPodInfo,
@@ -42,9 +43,13 @@ from netsched.framework import (
     Status,
 )
 from netsched.framework.names import COSCHEDULING
-from netsched.gangs import (
+from netsched.plugins.coscheduling.args import CoschedulingArgs
+from netsched.plugins.gangs import (
     PODGROUP_KIND,
+    Attempt,
+    GangOutcome,
     GroupError,
+    PermitVerdict,
     PodGroup,
     full_name,
     gangs_of,
@@ -52,10 +57,10 @@ from netsched.gangs import (
     is_own_group,
     spec_changed,
 )
-from netsched.plugins.coscheduling.args import CoschedulingArgs
 
 
 class Coscheduling(
+    PreEnqueuePlugin[CoschedulingArgs],
     QueueSortPlugin[CoschedulingArgs],
     PreFilterPlugin[CoschedulingArgs],
     PostFilterPlugin[CoschedulingArgs],
@@ -67,7 +72,7 @@ class Coscheduling(
 
     def __init__(self, args: CoschedulingArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.gangs = gangs_of(handle, self.name)
+        self.gangs = gangs_of(handle)
         # _member_added's last answer: (the arriving pod, its group, the group's
         # resourceVersion, whether the group has minMember pods with it).
         self._count_memo: tuple[PodInfo, str, str, bool] | None = None
@@ -100,24 +105,24 @@ class Coscheduling(
             ),
         ]
 
-    def _group_added(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+    def _group_added(self, pod: PodInfo, _old: object, new: object) -> QueueingHint:
         return QueueingHint.QUEUE if is_own_group(pod, new) else QueueingHint.SKIP
 
-    def _group_deleted(self, pod: PodInfo, old: Any, _new: Any) -> QueueingHint:
+    def _group_deleted(self, pod: PodInfo, old: object, _new: object) -> QueueingHint:
         return QueueingHint.QUEUE if is_own_group(pod, old) else QueueingHint.SKIP
 
-    def _group_spec_changed(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    def _group_spec_changed(self, pod: PodInfo, old: object, new: object) -> QueueingHint:
         """Only the spec and the topology annotations decide PreFilter; status writes (ours
         included) change nothing."""
         return QueueingHint.QUEUE if is_own_group(pod, new) and spec_changed(old, new) else QueueingHint.SKIP
 
-    def _member_bound(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+    def _member_bound(self, pod: PodInfo, _old: object, new: object) -> QueueingHint:
         group = full_name(pod)
         if group and isinstance(new, PodInfo) and full_name(new) == group:
             return QueueingHint.QUEUE
         return self._backoff_over(pod)
 
-    def _member_added(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+    def _member_added(self, pod: PodInfo, _old: object, new: object) -> QueueingHint:
         """Only the member that brings the group to minMember: one arriving before would send
         every sibling through another attempt that cannot pass."""
         group = full_name(pod)
@@ -143,7 +148,7 @@ class Coscheduling(
         self._count_memo = (new, pg.full_name, pg.resource_version, complete)
         return complete
 
-    def _room_freed(self, pod: PodInfo, _old: Any, _new: Any) -> QueueingHint:
+    def _room_freed(self, pod: PodInfo, _old: object, _new: object) -> QueueingHint:
         try:
             pg = self.group_of(pod)
         except GroupError:
@@ -154,7 +159,7 @@ class Coscheduling(
 
     def _backoff_over(self, pod: PodInfo) -> QueueingHint:
         group = full_name(pod)
-        if group and self.gangs.backed_off.expired(group, self.handle.clock.now()):
+        if group and self.gangs.backed_off.ended(group, self.handle.clock.now()):
             return QueueingHint.QUEUE
         return QueueingHint.SKIP
 
@@ -186,6 +191,17 @@ class Coscheduling(
         clock = self.handle.clock
         return (-pod.priority, first - clock.now() + clock.wall(), pod.key)
 
+    # ------------------------------------------------------------ PreEnqueue
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """A member of a gang known to be short stays out of the active queue (no attempt that
+        cannot pass); the one that completes the count wakes it from Permit."""
+        try:
+            pg = self.group_of(pod)
+        except GroupError:
+            return Status.success()  # PreFilter reports it, with the event
+        return Status.success() if pg is None else self.gangs.gate(pod, pg)
+
     # ------------------------------------------------------------ PreFilter
 
     def pre_filter(
@@ -197,7 +213,9 @@ class Coscheduling(
         try:
             pg = self.group_of(pod)
         except GroupError as e:
-            self.gangs.event_once(self.handle, pod.namespace, name, "Warning", "InvalidPodGroup", str(e))
+            if self.gangs.first_time(pod.namespace, name, str(e)):
+                ref = PodGroup(pod.namespace, name, 0).ref()
+                self.handle.events.event(ref, "Warning", "InvalidPodGroup", "Scheduling", str(e))
             return None, Status.unresolvable(str(e))
         if pg is None:
             return None, Status.unresolvable(f"PodGroup {pod.namespace}/{name} not found")
@@ -208,13 +226,21 @@ class Coscheduling(
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
+        """A member fits nowhere: unless minMember are already placed, release what the gang
+        holds and back it off."""
         try:
             pg = self.group_of(pod)
         except GroupError:
             pg = None
         if pg is None:
             return None, Status.unschedulable("can not find pod group", plugin=self.name)
-        return None, self.gangs.reject_gang(self.handle, pod, pg, self.args.pod_group_backoff_seconds)
+        if self.gangs.runs(pg):
+            return None, Status.unschedulable(plugin=self.name)
+        why = f"optimistic rejection in PostFilter: pod {pod.name} is unschedulable"
+        self._release(pg, why, GangOutcome.REJECTED)
+        self.gangs.back_off(pg, self.args.pod_group_backoff_seconds)
+        msg = f"PodGroup {pg.full_name} gets rejected due to Pod {pod.name} is unschedulable even after PostFilter"
+        return None, Status.unschedulable(msg, plugin=self.name)
 
     # ------------------------------------------------------------ Permit
 
@@ -228,11 +254,23 @@ class Coscheduling(
         if pg is None:
             return Status.unschedulable("PodGroup not found"), 0.0
         timeout = float(pg.schedule_timeout or self.args.permit_waiting_time_seconds)
-        return self.gangs.permit(self.handle, pod, pg, timeout)
+        answer = self.gangs.permit(pod, pg, timeout, self.handle.profile_name)
+        if answer.verdict is PermitVerdict.ALLOW:
+            for wp in self.gangs.waiting(self.handle, pg.full_name):
+                wp.allow(self.name)
+            self._ended(answer.ended, GangOutcome.SCHEDULED)
+            return Status.success(), 0.0
+        self._observe_waiting(self.handle.profile_name)
+        self.handle.activate(answer.siblings)
+        msg = f"waiting for {answer.more} more pod{'s' if answer.more != 1 else ''} of group {pg.name}"
+        self.handle.events.event(pod, "Normal", "WaitingForGang", "Permit", msg)
+        return Status(Code.WAIT, [msg], self.name), timeout
 
     # ------------------------------------------------------------ Reserve / Unreserve
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if group_name(pod):
+            self.gangs.reserved(pod)
         return Status.success()
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
@@ -240,9 +278,8 @@ class Coscheduling(
             pg = self.group_of(pod)
         except GroupError:
             pg = None
-        if pg is None:
-            return
-        self.gangs.release(self.handle, pg, f"rejection in Unreserve: pod {pod.name} was unreserved", "", pod)
+        if pg is not None:
+            self._release(pg, f"rejection in Unreserve: pod {pod.name} was unreserved", None, pod)
 
     # ------------------------------------------------------------ PostBind
 
@@ -250,3 +287,30 @@ class Coscheduling(
         group = full_name(pod)
         if group:
             self.gangs.status.mark(group)
+
+    # ------------------------------------------------------------ acting on the manager's answers
+
+    def _release(
+        self, pg: PodGroup, why: str, outcome: GangOutcome | None, pod: PodInfo | None = None
+    ) -> None:
+        """Reject every waiting member (their bindings then unreserve and forget them); the
+        manager forgets the attempt, and says how it ended for the event and the metrics."""
+        waiting = self.gangs.waiting(self.handle, pg.full_name)
+        for wp in waiting:
+            wp.reject(self.name, why)
+        gone = [wp.pod.uid for wp in waiting] + ([pod.uid] if pod is not None else [])
+        release = self.gangs.release(pg, why, outcome, gone)
+        if release is not None:
+            self.handle.events.event(pg.ref(), "Warning", "GangReleased", "Permit", release.message)
+            self._ended(release.ended, release.outcome)
+
+    def _ended(self, attempt: Attempt | None, outcome: GangOutcome) -> None:
+        metrics = self.gangs.metrics
+        if attempt is None or metrics is None:  # nothing waited: a gang of one, or a late extra member
+            return
+        metrics.gang_outcomes.labels(outcome, attempt.profile).inc()
+        self._observe_waiting(attempt.profile)
+
+    def _observe_waiting(self, profile: str) -> None:
+        if self.gangs.metrics is not None:
+            self.gangs.metrics.gangs_waiting.labels(profile).set(self.gangs.waiting_gangs(profile))

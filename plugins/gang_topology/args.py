@@ -20,11 +20,11 @@ inner; they cannot be combined with `levels`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Self
 
 from netsched.framework import Fields, join, label_key_errors
-from netsched.gangs import HOSTNAME, PREFERRED, REQUIRED, Policy, TopologyRequest
 from netsched.metrics.plugin_api import MetricArgs, PrometheusArgs
+from netsched.plugins.gangs import HOSTNAME, PREFERRED, REQUIRED, Policy, TopologyRequest
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 LINK_HEADROOM, BINPACK = "linkHeadroom", "binpack"
@@ -73,8 +73,8 @@ class GangTopologyArgs(MetricArgs):
         fields.finish()
         return cls(prometheus, levels, required, preferred, pct, choice, weight)
 
-    def encode(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"levels": list(self.levels)}
+    def encode(self) -> dict[str, object]:
+        out: dict[str, object] = {"levels": list(self.levels)}
         if self.default_topology_required:
             out["defaultTopologyRequired"] = self.default_topology_required
         else:

@@ -1,7 +1,7 @@
 """GangTopology: a gang placed whole inside one topology domain, chosen by live link headroom.
 
 PreFilter: when the first member of a gang is scheduled, the gang's placement
-is decided once (netsched/gangs/placement.py): every domain of the gang's level
+is decided once (plugins/gangs/placement.py): every domain of the gang's level
 that can hold the whole gang (its members through the profile's real PreFilter
 and Filter plugins, each counted on its node before the next), the one whose
 links keep the most headroom with the gang's bandwidth added (the fuller one
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -59,23 +58,6 @@ from netsched.framework import (
     Status,
 )
 from netsched.framework.names import COSCHEDULING, GANG_TOPOLOGY
-from netsched.gangs import (
-    PLACED,
-    PLACEMENT_KEY,
-    PODGROUP_KIND,
-    SPREAD,
-    UNSCHEDULABLE,
-    Decision,
-    GroupError,
-    LinkView,
-    PodGroup,
-    decide,
-    derive,
-    gangs_of,
-    group_name,
-    is_own_group,
-    spec_changed,
-)
 from netsched.metrics.plugin_api import (
     LINK_SPEED,
     METRICS_EVENTS,
@@ -90,6 +72,26 @@ from netsched.metrics.plugin_api import (
     to_int_scores,
 )
 from netsched.plugins.gang_topology.args import GangTopologyArgs
+from netsched.plugins.gangs import (
+    PLACED,
+    PLACEMENT_KEY,
+    PODGROUP_KIND,
+    SPREAD,
+    UNSCHEDULABLE,
+    Decision,
+    Gang,
+    GroupError,
+    LinkView,
+    Placement,
+    PodGroup,
+    Scene,
+    decide,
+    derive,
+    gangs_of,
+    group_name,
+    is_own_group,
+    spec_changed,
+)
 
 # The simulation of a gang's members leaves these out: their PreFilters are about the gang.
 GANG_PLUGINS = (COSCHEDULING, GANG_TOPOLOGY)
@@ -105,8 +107,9 @@ class GangTopology(
         super().__init__(args, handle)
         self.source = source_for(handle, self.args.prometheus, self.name)
         self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
-        self.gangs = gangs_of(handle, self.name)
+        self.gangs = gangs_of(handle)
         self.policy = self.args.policy()
+        self._trial: Snapshot | None = None
 
     # ------------------------------------------------------------ queueing hints
 
@@ -130,10 +133,10 @@ class GangTopology(
             ClusterEventWithHint(ClusterEvent(PODGROUP_KIND, ActionType.UPDATE), self._group_spec_changed),
         ]
 
-    def _group_added(self, pod: PodInfo, _old: Any, new: Any) -> QueueingHint:
+    def _group_added(self, pod: PodInfo, _old: object, new: object) -> QueueingHint:
         return QueueingHint.QUEUE if is_own_group(pod, new) else QueueingHint.SKIP
 
-    def _group_spec_changed(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    def _group_spec_changed(self, pod: PodInfo, old: object, new: object) -> QueueingHint:
         """The spec or a topology annotation of the pod's own group; status writes (ours
         included) change nothing PreFilter reads."""
         return QueueingHint.QUEUE if is_own_group(pod, new) and spec_changed(old, new) else QueueingHint.SKIP
@@ -156,6 +159,7 @@ class GangTopology(
         if decision is None:
             return None, Status.skip()
         state.write(PLACEMENT_KEY, decision)
+        state.note("gang", decision.placement)
         placement = decision.placement
         if placement.outcome == UNSCHEDULABLE:
             return None, Status.unresolvable(placement.message())
@@ -179,18 +183,15 @@ class GangTopology(
             return None  # too few members to decide for the gang (Coscheduling turns it away)
         self.gangs.drop_placement(pg.full_name)  # no member placed: an old decision is void
 
-        def feasible(member: PodInfo, rows: IntArray) -> tuple[IntArray, Diagnosis]:
-            return self.handle.filter_rows(member, snapshot, rows, skip=GANG_PLUGINS)
+        # The members are tried on cloned nodes in a what-if of the cycle's snapshot, kept
+        # between decisions so only the rows that changed since are copied again.
+        trial = self._trial = snapshot.what_if(self._trial)
 
-        placement = decide(
-            pg.full_name,
-            request,
-            [pod, *others[: need - 1]],
-            snapshot,
-            feasible,
-            self.policy,
-            self._links(snapshot),
-        )
+        def feasible(member: PodInfo, rows: IntArray) -> tuple[IntArray, Diagnosis]:
+            return self.handle.filter_rows(member, trial, rows, skip=GANG_PLUGINS)
+
+        gang = Gang(pg.full_name, request, (pod, *others[: need - 1]))
+        placement = decide(gang, Scene(snapshot, trial, feasible), self.policy, self._links(snapshot))
         return Decision(placement, True)
 
     def _links(self, snapshot: Snapshot) -> LinkView:
@@ -211,9 +212,13 @@ class GangTopology(
         decision = state.get(PLACEMENT_KEY)
         if isinstance(decision, Decision) and decision.fresh and decision.placement.outcome == UNSCHEDULABLE:
             placement = decision.placement
-            self.gangs.observe_placement(placement, self.handle.profile_name)
+            self._observe(placement)
             ns, _, name = placement.group.partition("/")
-            self.gangs.event_once(self.handle, ns, name, "Warning", "FailedScheduling", placement.message())
+            msg = placement.message()
+            if self.gangs.first_time(ns, name, msg):
+                self.handle.events.event(
+                    PodGroup(ns, name, 0).ref(), "Warning", "FailedScheduling", "Scheduling", msg
+                )
         return None, Status.unschedulable(plugin=self.name)
 
     # ------------------------------------------------------------ Reserve: the decision is kept
@@ -224,10 +229,16 @@ class GangTopology(
         decision = state.get(PLACEMENT_KEY)
         if isinstance(decision, Decision) and decision.placement.outcome in (PLACED, SPREAD):
             if decision.fresh:
-                self.gangs.commit_placement(decision.placement, self.handle.profile_name)
+                if self.gangs.keep_placement(decision.placement):
+                    self._observe(decision.placement)
             elif decision.placement.derived:
                 self.gangs.keep_placement(decision.placement)
         return super().reserve(state, pod, node_name)
+
+    def _observe(self, placement: Placement) -> None:
+        if self.gangs.metrics is not None:
+            labels = (placement.outcome, placement.level, self.handle.profile_name)
+            self.gangs.metrics.gang_placements.labels(*labels).inc()
 
     # ------------------------------------------------------------ Score
 

@@ -702,3 +702,25 @@ def test_written_form_is_kubes() -> None:
     ):
         assert line in text
     assert "percentageOfNodesToScore: 40\n" in text and "  percentageOfNodesToScore: 0\n" in text
+
+
+@pytest.mark.parametrize("text", ["", "\n", "# commented out\n", "---\n"])
+def test_an_empty_file_is_refused_saying_it_is_empty(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_config(path, REGISTRY)
+    assert [str(err) for err in e.value.errors] == [
+        f"{path}: Empty file: it holds no KubeSchedulerConfiguration (kube-scheduler: \"Object 'Kind' is missing\")"
+    ]
+    # YAML text, not a file, still gives the defaults (the simulator and tests rely on it).
+    assert load_config("", REGISTRY).profiles
+
+
+def test_a_configmap_manifest_is_refused_asking_for_its_config_yaml() -> None:
+    deploy = Path(__file__).resolve().parents[2] / "deploy" / "configmap.yaml"
+    with pytest.raises(ConfigError) as e:
+        load_config(deploy, REGISTRY)
+    (err,) = e.value.errors
+    assert str(err).startswith('kind: Invalid value: "ConfigMap": this is a ConfigMap manifest')
+    assert "extract its data's config.yaml" in str(err)

@@ -189,3 +189,15 @@ def test_a_build_failure_on_apply_keeps_the_running_config(rig: Rig) -> None:
     result = reloader.check()
     assert result is not None and result.result == INVALID and "refused its args" in result.problems[0]
     assert reloader.current.profiles[0].score_weights()["ImageLocality"] == 1
+
+
+@pytest.mark.parametrize("text", ["", "# emptied\n"])
+def test_an_emptied_file_is_refused_not_read_as_the_defaults(rig: Rig, text: str) -> None:
+    write(rig.path, text)
+    result = rig.reloader.check()
+    assert result is not None and result.result == INVALID
+    assert result.problems == (
+        f"{rig.path}: Empty file: it holds no KubeSchedulerConfiguration "
+        "(kube-scheduler: \"Object 'Kind' is missing\")",
+    )
+    assert rig.applied == []

@@ -231,7 +231,10 @@ def test_no_flags_outside_a_cluster_without_default_kubeconfig_fails_clearly(
 ) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
-    with pytest.raises(KubeConfigError, match="--kubeconfig or --master"):
+    # Where the kubeconfig goes: with --config, --kubeconfig is ignored (as kube-scheduler).
+    with pytest.raises(
+        KubeConfigError, match="set clientConnection.kubeconfig in the --config file.*--master"
+    ):
         load_configuration()
 
 

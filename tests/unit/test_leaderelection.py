@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from netsched.kube.api import microtime
 from netsched.kube.errors import AlreadyExists, Conflict, ServerError
 from netsched.kube.lease import Lease, LeaseRecord
-from netsched.leaderelection import ElectorConfig, LeaderElector
+from netsched.leaderelection import WATCHDOG_GRACE, ElectorConfig, LeaderElector
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.testing.clock import FakeClock
 
@@ -513,3 +513,24 @@ def test_stop_releases_by_default(store: LeaseStore, clock: StepClock) -> None:
     elector.stop()
     assert not elector._thread.is_alive()
     assert holder(store) == ""
+
+
+def test_the_watchdog_passes_a_renewing_leader_and_a_campaigning_standby(
+    start: Callable[..., tuple[LeaderElector, StoreClient]], clock: StepClock
+) -> None:
+    leader, _ = start("a")
+    standby, _ = start("b")
+    assert leader.is_leader and not standby.is_leader
+    clock.advance(3 * (15 + WATCHDOG_GRACE))  # many renewals and attempts later
+    assert leader.check() is None and standby.check() is None
+    leader.stop(release=False)
+    assert leader.check() is None  # stopped: shutting down, not wedged
+
+
+def test_the_watchdog_fails_an_elector_that_stopped_trying(clock: StepClock, store: LeaseStore) -> None:
+    # Never run: as wedged as an elector gets. Limit: leaseDuration 15 s + the 20 s grace.
+    elector = LeaderElector(config("a"), store.client(), clock=clock)
+    clock.step(15 + WATCHDOG_GRACE)
+    assert elector.check() is None
+    clock.step(1)
+    assert elector.check() == f"no attempt to acquire lease {NS}/{NAME} for 36s (limit 35s)"

@@ -5,7 +5,8 @@ one-line strings, a `<` ... `>` block per line for multi-line ones, numbers and
 booleans bare, `err` right after the message) and component-base/logs/json
 (json_test.go / klog_test.go: ts in milliseconds, caller as dir/file:line, msg,
 v on info and warning lines, the fields in call order, errors without v and with
-err last).
+err last). Python warnings are lines of the stream too, once per cause: urllib3's
+InsecureRequestWarning from real unverified HTTPS requests (insecureSkipVerify).
 """
 
 from __future__ import annotations
@@ -17,15 +18,18 @@ import logging
 import re
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+import requests
 
 from netsched import logutil
 from netsched.logkv import split_format
 from netsched.logutil import JsonFormatter, KlogFormatter, go_quote, parse_vmodule
+from netsched.testing.fakeapi import FakeAPIServer
 
 
 def record(
@@ -234,7 +238,8 @@ def restore_logging() -> Iterator[None]:
     handlers, level = list(root.handlers), root.level
     libraries = {name: logging.getLogger(name).level for name in logutil.LIBRARIES}
     settings = logutil._settings
-    yield
+    with warnings.catch_warnings():  # setup() routes warnings.showwarning: restored here
+        yield
     for h in list(root.handlers):
         root.removeHandler(h)
     for h in handlers:
@@ -358,3 +363,40 @@ def test_parse_vmodule(text: str, patterns: list[tuple[str, int]]) -> None:
 def test_parse_vmodule_errors(text: str, error: str) -> None:
     with pytest.raises(ValueError, match=error):
         parse_vmodule(text)
+
+
+# --- Python warnings: in the stream, once per cause -------------------------------------------
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_unverified_requests_log_one_line_per_host(fmt: str, capfd: pytest.CaptureFixture[str]) -> None:
+    out = io.StringIO()
+    logutil.setup(0, fmt, out)
+    with FakeAPIServer(tls=True) as a, FakeAPIServer(tls=True) as b:
+        a_host = a.url.replace("https://", "").rsplit(":", 1)[0]
+        for server in (a, a, a, b, b):
+            with requests.Session() as s:
+                assert s.get(f"{server.url}/version", verify=False, timeout=10).status_code == 200
+    lines = [line for line in out.getvalue().splitlines() if "Python warning" in line]
+    # Both servers listen on the same host: the cause (category, text, place) is the same.
+    assert len(lines) == 1, lines
+    assert "InsecureRequestWarning" in lines[0] and a_host in lines[0]
+    if fmt == "json":
+        line = json.loads(lines[0])
+        assert line["msg"] == "Python warning; this cause is logged once"
+        assert line["category"] == "InsecureRequestWarning" and line["v"] == 0
+        assert line["caller"].startswith("urllib3/")  # where the warning was raised
+    else:
+        assert lines[0].startswith("W") and '"Python warning; this cause is logged once"' in lines[0]
+    assert "Warning" not in capfd.readouterr().err  # nothing raw on stderr
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_each_cause_once() -> None:
+    out = io.StringIO()
+    logutil.setup(0, "json", out)
+    warnings.simplefilter("always")  # as urllib3 sets it for its security warnings
+    for text in ("first", "second", "first", "second", "first"):
+        warnings.warn(text, UserWarning, stacklevel=1)
+    assert [json.loads(line)["warning"] for line in out.getvalue().splitlines()] == ["first", "second"]

@@ -146,3 +146,39 @@ def test_prune_before_stops_the_pollers_a_reload_no_longer_uses() -> None:
         assert hub.prune_before(gen) == []  # nothing else to drop
     finally:
         hub.stop()
+
+
+@pytest.mark.parametrize(
+    ("policies", "says", "policies_field"),
+    [
+        (("failOpen",), "metrics plugins score by requests until it answers", "failOpen"),
+        (("failClosed",), "stalePolicy failClosed: load filters reject every node, pods wait", "failClosed"),
+        # One failClosed source is enough for pods to wait: the line says so.
+        (("failOpen", "failClosed"), "stalePolicy failClosed", "failClosed,failOpen"),
+    ],
+)
+def test_an_unreachable_prometheus_is_logged_as_what_its_policies_do(
+    caplog: pytest.LogCaptureFixture, policies: tuple[str, ...], says: str, policies_field: str
+) -> None:
+    caplog.set_level(logging.INFO, logger="netsched.metrics")
+    hub, fake = fake_hub()
+    for i, policy in enumerate(policies):  # one connection, one source per policy
+        hub.source(PrometheusArgs(stale_policy=policy, max_sample_age_seconds=60.0 + i)).require(CPU)
+    assert len(hub.pollers) == 1
+    fake.fail_all = QueryError("unreachable", "ConnectionError: refused", transient=True)
+    assert hub.trigger()
+    (line,) = [r.getMessage() for r in caplog.records if "Prometheus unreachable" in r.getMessage()]
+    assert says in line and f"stalePolicies={policies_field}" in line
+    if policies == ("failOpen",):
+        assert "failClosed" not in line and "reject" not in line
+
+
+def test_a_reload_that_drops_the_failclosed_source_changes_the_line() -> None:
+    hub, _fake = fake_hub()
+    hub.source(PrometheusArgs(stale_policy=FAIL_CLOSED))
+    (poller,) = hub.pollers
+    assert poller.stale_policies == ("failClosed",)
+    gen = hub.new_generation()
+    hub.source(PrometheusArgs())
+    hub.prune_before(gen)
+    assert poller.stale_policies == ("failOpen",)

@@ -11,6 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from netsched.observability.health import PING, Check
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.observability.server import ObservabilityServer, parse_bind_address
 
@@ -21,8 +22,8 @@ class State:
         self.synced = False
         self.leader = False
 
-    def health(self) -> tuple[bool, str]:
-        return self.healthy, "scheduling loop stuck"
+    def loop(self) -> str | None:
+        return None if self.healthy else "scheduling loop stuck"
 
     def ready(self) -> tuple[bool, dict[str, object]]:
         role = "leader" if self.leader else "standby"
@@ -55,7 +56,7 @@ def server(state: State, metrics: SchedulerMetrics) -> Iterator[ObservabilitySer
         "127.0.0.1",
         0,
         registry=metrics.registry,
-        health=state.health,
+        checks=[PING, Check("schedulingLoop", state.loop)],
         ready=state.ready,
         debug_handlers={"/debug/explain": explain, "/debug/broken": broken},
     )
@@ -99,6 +100,33 @@ def test_liveness(server: ObservabilityServer, state: State, path: str) -> None:
     state.healthy = False
     status, _, body = get(server, path)
     assert status == 500 and "scheduling loop stuck" in body
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/livez"])
+def test_health_in_kubes_format(server: ObservabilityServer, state: State, path: str) -> None:
+    kind = path[1:]
+    assert get(server, f"{path}?verbose")[::2] == (
+        200,
+        f"[+]ping ok\n[+]schedulingLoop ok\n{kind} check passed\n",
+    )
+    state.healthy = False
+    # A failure lists every check, whether or not verbose was asked for, with the reason.
+    failed = f"[+]ping ok\n[-]schedulingLoop failed: scheduling loop stuck\n{kind} check failed\n"
+    assert get(server, path)[::2] == (500, failed)
+    assert get(server, f"{path}?verbose=1")[::2] == (500, failed)
+    # ?exclude= skips a check, as kube's does.
+    excluded = f"[+]ping ok\n[+]schedulingLoop excluded: ok\n{kind} check passed\n"
+    assert get(server, f"{path}?exclude=schedulingLoop")[::2] == (200, "ok\n")
+    assert get(server, f"{path}?exclude=schedulingLoop&verbose")[::2] == (200, excluded)
+
+
+def test_a_check_that_raises_fails(metrics: SchedulerMetrics) -> None:
+    def broken() -> str | None:
+        raise KeyError("gone")
+
+    with ObservabilityServer("127.0.0.1", 0, registry=metrics.registry, checks=[Check("x", broken)]) as srv:
+        status, _, body = get(srv, "/livez")
+    assert status == 500 and "[-]x failed: check raised KeyError: 'gone'" in body
 
 
 def test_readyz_reports_the_reason_until_caches_sync(server: ObservabilityServer, state: State) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from netsched.app import build_registry
 from netsched.config import ConfigError, load_config
-from netsched.gangs import TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
+from netsched.plugins.gangs import TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
 from netsched.simulate import load_scenario, simulate
 from netsched.simulate.cli import main
 from netsched.simulate.configs import default_profile, example_text, examples

@@ -15,6 +15,7 @@ from netsched.app import build_registry
 from netsched.simulate import Report, Spread, load_scenario, lower_bound, lower_bounds, simulate, water_fill
 from netsched.simulate.configs import default_profile, example_config
 from netsched.simulate.progress import ProgressBar, wanted
+from netsched.simulate.report import configured_thresholds
 
 REGISTRY = build_registry()
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -65,7 +66,8 @@ def report() -> Report:
     s = load_scenario(SMALL)
     ours = simulate(s, example_config(REGISTRY), REGISTRY, label="netsched")
     base = simulate(s, default_profile("netsched", REGISTRY), REGISTRY, label="default")
-    return Report(s, [ours, base], ["config.yaml", "kube's default plugins"], lower_bounds(s))
+    thresholds = configured_thresholds(example_config(REGISTRY), "netsched")
+    return Report(s, [ours, base], ["config.yaml", "kube's default plugins"], lower_bounds(s), thresholds)
 
 
 def test_text_and_json() -> None:
@@ -109,14 +111,65 @@ def test_chart_legend_covers_no_panel() -> None:
     assert len(legends) == 1, legends
     box = legends[0].get_window_extent(renderer)
     assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0 and box.y1 <= fig.bbox.y1
-    assert len(fig.axes) == 3
+    assert len(fig.axes) == 4  # network, cpu, memory, pods placed
     for ax in fig.axes:
         # The axes' window extent is its data area (the patch inside the spines).
         assert not box.overlaps(ax.get_window_extent(renderer)), f"legend over the {ax.get_ylabel()} panel"
         if ax.get_title():
             assert not box.overlaps(ax.title.get_window_extent(renderer)), "legend over the title"
     labels = [t.get_text() for t in legends[0].get_texts()]
-    assert labels == ["before", "after, netsched", "after, default", "lower bound of max"]
+    assert labels == [
+        "before",
+        "after, netsched",
+        "after, default",
+        "lowest possible max (any placement)",
+        "LoadThreshold limit",
+    ]
+
+
+def test_chart_panels_share_one_scale_and_draw_the_thresholds_and_pods_per_node() -> None:
+    pytest.importorskip("matplotlib")
+    from netsched.simulate.chart import LIMIT_LABEL, figure
+
+    r = report()
+    assert r.thresholds == {"network": 0.8, "cpu": 0.65, "memory": 0.95}  # example config.yaml
+    fig = figure(r)
+    *panels, pods = fig.axes
+    # One scale, 0 to 100 % (a full node's bar reaches the top).
+    assert {ax.get_ylim() for ax in panels} == {(0.0, 100.0)}
+    assert max(bar.get_height() for ax in panels for bar in ax.patches) == pytest.approx(100)
+    for ax, res in zip(panels, ("network", "cpu", "memory"), strict=True):
+        limits = [line.get_ydata()[0] for line in ax.get_lines() if line.get_label() == LIMIT_LABEL]
+        assert limits == [pytest.approx(100 * r.thresholds[res])], res
+    # The pods panel: one bar per node and run, as high as the pods the run placed there.
+    heights = [int(bar.get_height()) for bar in pods.patches]
+    n = len(r.scenario.node_names)
+    for j, run in enumerate(r.runs):
+        counts = r.pods_per_node(run)
+        assert heights[j * n : (j + 1) * n] == [counts[name] for name in r.scenario.node_names]
+    assert sum(heights) == sum(len(run.placements) for run in r.runs)
+
+
+def test_no_threshold_without_load_threshold() -> None:
+    assert configured_thresholds(default_profile("netsched", REGISTRY), "netsched") == {}
+    assert configured_thresholds(example_config(REGISTRY), "another-profile") == {}
+
+
+def test_chart_without_matplotlib_fails_before_simulating(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from netsched.simulate import cli
+
+    def simulate_nothing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("simulated although the chart cannot be drawn")
+
+    monkeypatch.setattr(cli, "simulate", simulate_nothing)
+    for module in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
+        monkeypatch.setitem(sys.modules, module, None)  # hidden: importing it fails
+    out = tmp_path / "load.png"
+    assert cli.main(["--chart", str(out)]) == 1
+    assert "--chart needs matplotlib, which is not installed" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_chart_without_matplotlib_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,18 +17,31 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
-from netsched.framework.quantity import to_canonical
-from netsched.framework.selectors import label_key_errors
-from netsched.framework.types import PodInfo
-from netsched.kube.resources import PODGROUPS
+from netsched.framework import (
+    PODGROUPS,
+    ObjectRef,
+    PodInfo,
+    label_key_errors,
+    to_canonical,
+)
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 LEGACY_POD_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"
 TOPOLOGY_REQUIRED = "netsched.io/topology-required"
 TOPOLOGY_PREFERRED = "netsched.io/topology-preferred"
-REQUIRED, PREFERRED = "required", "preferred"
+
+
+class Mode(StrEnum):
+    """How a gang asks for its topology level: only it, or it first and then outward."""
+
+    REQUIRED = "required"
+    PREFERRED = "preferred"
+
+
+REQUIRED, PREFERRED = Mode.REQUIRED, Mode.PREFERRED
 PODGROUPS_KEY = PODGROUPS.key
 PODGROUP_KIND = PODGROUPS.kind  # the resource of its ClusterEvents (queueing hints)
 PODGROUP_API_VERSION = f"{PODGROUPS.group}/{PODGROUPS.version}"
@@ -49,7 +62,7 @@ def full_name(pod: PodInfo) -> str:
     return f"{pod.namespace}/{name}" if name else ""
 
 
-def is_own_group(pod: PodInfo, raw: Any) -> bool:
+def is_own_group(pod: PodInfo, raw: object) -> bool:
     """Whether the PodGroup object `raw` (an event's object) is the one `pod` belongs to."""
     meta = raw.get("metadata") if isinstance(raw, Mapping) else None
     if not isinstance(meta, Mapping):
@@ -58,7 +71,7 @@ def is_own_group(pod: PodInfo, raw: Any) -> bool:
     return bool(group) and f"{meta.get('namespace') or 'default'}/{meta.get('name')}" == group
 
 
-def spec_changed(old: Any, new: Any) -> bool:
+def spec_changed(old: object, new: object) -> bool:
     """Whether a PodGroup update (old and new objects) changed what the gang plugins' PreFilters
     read: the spec or a topology annotation.  Status writes (the scheduler's own included) and
     the rest of the metadata change nothing."""
@@ -67,7 +80,7 @@ def spec_changed(old: Any, new: Any) -> bool:
     return old.get("spec") != new.get("spec") or _topology_annotations(old) != _topology_annotations(new)
 
 
-def _topology_annotations(raw: Mapping[str, Any]) -> tuple[Any, ...]:
+def _topology_annotations(raw: Mapping[str, Any]) -> tuple[object, ...]:
     """The topology annotations as parse_group reads them (_ABSENT: not set)."""
     meta = raw.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
@@ -84,7 +97,7 @@ class GroupError(ValueError):
 class TopologyRequest:
     """Where a gang must or should fit whole: one domain of node label `level`."""
 
-    mode: str  # REQUIRED | PREFERRED
+    mode: Mode
     level: str  # a node label key
 
     def __str__(self) -> str:
@@ -107,14 +120,10 @@ class PodGroup:
     def full_name(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    def ref(self) -> PodInfo:
-        """A record the event recorder references as this PodGroup."""
-        return PodInfo(
-            uid=self.uid,
-            namespace=self.namespace,
-            name=self.name,
-            resource_version=self.resource_version,
-            raw={"kind": "PodGroup", "apiVersion": PODGROUP_API_VERSION},
+    def ref(self) -> ObjectRef:
+        """The PodGroup as the object an Event is about."""
+        return ObjectRef(
+            PODGROUP_KIND, PODGROUP_API_VERSION, self.namespace, self.name, self.uid, self.resource_version
         )
 
 
@@ -150,7 +159,7 @@ def parse_group(raw: Mapping[str, Any]) -> PodGroup:
     )
 
 
-def _topology(annotations: Any, where: str) -> TopologyRequest | None:
+def _topology(annotations: object, where: str) -> TopologyRequest | None:
     if not isinstance(annotations, Mapping):
         return None
     asked = [
@@ -173,7 +182,7 @@ def _topology(annotations: Any, where: str) -> TopologyRequest | None:
     return TopologyRequest(mode, level)
 
 
-def _epoch(stamp: Any) -> float:
+def _epoch(stamp: object) -> float:
     if not stamp:
         return 0.0
     try:

@@ -1,36 +1,52 @@
 """Gangs: what the scheduler knows about PodGroups, and where each gang goes.
 
-The face the gang plugins (Coscheduling, GangTopology) import, so neither
-imports the other:
+A shared helper package of the gang plugins (Coscheduling, GangTopology): the
+face they import, so neither imports the other, and nothing else in netsched
+does (the core names no gang: tests/unit/test_import_graph.py).  It imports
+only the plugin faces (netsched.framework, netsched.metrics.plugin_api) and
+plugs into the core through the Handle's generic slots: the manager is a
+shared service (GANGS), the members a pod index, the backoff wake-ups and the
+status writes periodic tasks.
 
 - podgroup.py: PodGroups parsed from the API (scheduler-plugins' CRD plus
   netsched's topology annotations), and which pods belong to which;
-- manager.py: GangManager, one per scheduler, built by the composition root
-  and reached by plugins with `gangs_of(handle)`: permitted and backed-off
+- manager.py: GangManager, one per scheduler, built by the first gang plugin
+  that asks, `gangs_of(handle)`: permitted and backed-off
   groups, members waiting at Permit, placement decisions, PodGroup status;
 - placement.py: one placement decision per gang (the topology domain that
   holds it whole, chosen by live link headroom), built on domains.py (a
   level's domains), links.py (the link load) and simulation.py (the members
   placed in a domain, estimated then through the filters);
-- status.py: the PodGroup status writer, wired by the composition root.
+- status.py: the PodGroup status writer, a periodic task.
 """
 
-from netsched.gangs.domains import HOSTNAME
-from netsched.gangs.links import LinkView
-from netsched.gangs.manager import GangManager, gangs_of
-from netsched.gangs.placement import (
+from netsched.plugins.gangs.domains import HOSTNAME
+from netsched.plugins.gangs.links import LinkView
+from netsched.plugins.gangs.manager import (
+    GANGS,
+    Attempt,
+    GangManager,
+    GangOutcome,
+    PermitAnswer,
+    PermitVerdict,
+    Release,
+    gangs_of,
+)
+from netsched.plugins.gangs.placement import (
     PLACED,
     PLACEMENT_KEY,
     SPREAD,
     UNSCHEDULABLE,
     Decision,
+    Gang,
     Placement,
+    PlacementOutcome,
     Policy,
     decide,
     derive,
     placement_in,
 )
-from netsched.gangs.podgroup import (
+from netsched.plugins.gangs.podgroup import (
     LEGACY_POD_GROUP_LABEL,
     POD_GROUP_LABEL,
     PODGROUP_API_VERSION,
@@ -49,9 +65,17 @@ from netsched.gangs.podgroup import (
     parse_group,
     spec_changed,
 )
-from netsched.gangs.status import PodGroupStatusWriter, StatusUpdate
+from netsched.plugins.gangs.simulation import Scene
+from netsched.plugins.gangs.status import PodGroupStatusWriter, StatusUpdate
 
 __all__ = [
+    "Attempt",
+    "GangOutcome",
+    "PermitAnswer",
+    "PermitVerdict",
+    "Release",
+    "Scene",
+    "GANGS",
     "HOSTNAME",
     "LEGACY_POD_GROUP_LABEL",
     "PLACED",
@@ -68,10 +92,12 @@ __all__ = [
     "TOPOLOGY_REQUIRED",
     "UNSCHEDULABLE",
     "Decision",
+    "Gang",
     "GangManager",
     "GroupError",
     "LinkView",
     "Placement",
+    "PlacementOutcome",
     "PodGroup",
     "PodGroupStatusWriter",
     "Policy",

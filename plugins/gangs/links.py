@@ -15,8 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
-from netsched.framework.types import PodInfo
+from netsched.framework import (
+    BoolArray,
+    FloatArray,
+    IntArray,
+    PodInfo,
+    Snapshot,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,8 @@ When the first member of a gang is scheduled, `decide` looks for every domain
 (nodes sharing one value of a topology level's node label) that can hold the
 whole gang: the members still to place are simulated one after the other
 through the profile's real PreFilter and Filter plugins, each placed member
-counted on its node before the next is filtered (the snapshot rows it touches
-are replaced by copies with the member added, and put back afterwards).  Of
+counted on its node before the next is filtered (on clones of the nodes, in a
+what-if of the cycle's snapshot; the cycle's own is never written).  Of
 the domains that hold the gang, the one whose busiest link would be least
 utilised once the gang's declared bandwidth is added wins; a domain whose
 links would go above the threshold does not hold the gang; equal headroom
@@ -26,7 +26,7 @@ whole domains stay free for the gangs to come (Volcano's binpacking).
 
 Domains are simulated one at a time, best estimate first: the first member's
 filter pass over every node is shared by all domains, each later member is
-filtered over the nodes of the domain being simulated, and the snapshot is put
+filtered over the nodes of the domain being simulated, and the what-if is put
 back after each domain, so only the members planned in that domain count, for
 what a node decides alone (resources, ports, taints, volumes' node limits,
 metrics thresholds) and for pod (anti-)affinity and topology spread alike.
@@ -37,9 +37,11 @@ inner); when no domain of any of them holds the gang, it spreads (placed
 member by member, anywhere).  `kubernetes.io/hostname` is the implicit
 innermost level: every node its own domain.
 
-This module holds the decision and its record; domains.py groups the nodes of
-a level, links.py holds the link load, simulation.py places the members in a
-domain (estimated, then through the filters).
+The decision runs in phases, each result frozen: generation (domains.py: a
+level's candidate domains, those too small marked out), feasibility
+(simulation.py: an Finding per candidate, estimated, then for the best ones
+simulated through the filters), scoring (`rank_of`, the one ranking estimates
+and simulations share).  links.py holds the link load.
 """
 
 from __future__ import annotations
@@ -48,19 +50,37 @@ import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
-from netsched.framework.cycle_state import CycleState
-from netsched.framework.quantity import CPU, MEMORY
-from netsched.framework.snapshot import Snapshot
-from netsched.framework.types import PodInfo
-from netsched.gangs.domains import Domain, domain_of, domain_rows, domains_at
-from netsched.gangs.links import LinkLoad, LinkView
-from netsched.gangs.podgroup import PREFERRED, REQUIRED, TopologyRequest
-from netsched.gangs.simulation import Feasible, Reasons, estimate, simulate
+from netsched.framework import (
+    CPU,
+    MEMORY,
+    CycleState,
+    PodInfo,
+    Snapshot,
+)
+from netsched.plugins.gangs.domains import Domain, domain_of, domain_rows, domains_at
+from netsched.plugins.gangs.links import LinkLoad, LinkView
+from netsched.plugins.gangs.podgroup import PREFERRED, REQUIRED, TopologyRequest
+from netsched.plugins.gangs.simulation import Finding, Reasons, Scene, Trial, estimate, simulate
 
-PLACED, SPREAD, UNSCHEDULABLE = "placed", "spread", "unschedulable"
+
+class PlacementOutcome(StrEnum):
+    """What a decision found: one domain holds the gang; none does and the level is only
+    preferred (members go anywhere); none does and it is required (the gang cannot start)."""
+
+    PLACED = "placed"
+    SPREAD = "spread"
+    UNSCHEDULABLE = "unschedulable"
+
+
+PLACED, SPREAD, UNSCHEDULABLE = (
+    PlacementOutcome.PLACED,
+    PlacementOutcome.SPREAD,
+    PlacementOutcome.UNSCHEDULABLE,
+)
 # Domains kept per level in a decision's record (the best ones, then the nearest misses).
 MAX_VERDICTS_PER_LEVEL = 32
 # Domains named in a FailedScheduling message.
@@ -119,7 +139,7 @@ class Placement:
 
     group: str
     request: TopologyRequest
-    outcome: str  # PLACED | SPREAD | UNSCHEDULABLE
+    outcome: PlacementOutcome
     level: str = ""  # the level of the chosen domain ("" when spread, the asked one when none)
     domain: str = ""  # the chosen domain's label value
     node_names: frozenset[str] | None = None  # None: anywhere
@@ -212,65 +232,115 @@ def placement_in(state: CycleState) -> Decision | None:
     return got if isinstance(got, Decision) else None
 
 
-def decide(
-    group: str,
-    request: TopologyRequest,
-    members: Sequence[PodInfo],
-    snapshot: Snapshot,
-    feasible: Feasible,
-    policy: Policy,
-    links: LinkView | None,
-) -> Placement:
-    """Find the domain for `members` (the gang's members not yet placed; see the module doc).
+@dataclass(frozen=True, slots=True)
+class Gang:
+    """What a decision is for: the group, what it asks, and its members still to place."""
 
-    Per level: the domains too small for the members' requests, or where the first member
-    passes the filters on no node, are out at once; the others are ranked by an estimate
-    (the same greedy placement, on the nodes the first member passes, counting only
-    resources and link load) and simulated through the real filters best first, until no
-    domain left can beat the best simulated one (an estimate never beats its simulation:
-    the real filters only take nodes away).  The snapshot is changed while simulating and
-    restored before returning."""
-    order = sorted(members, key=lambda p: (-p.requests.get(CPU, 0), -p.requests.get(MEMORY, 0), p.key))
-    n = len(snapshot)
-    first_rows, first_diag = feasible(order[0], np.arange(n, dtype=np.int64))
-    first_ok = np.zeros(n, dtype=bool)
-    first_ok[first_rows] = True
-    load = LinkLoad(links, snapshot, policy.max_utilisation, order)
+    group: str
+    request: TopologyRequest
+    members: tuple[PodInfo, ...]
+
+
+def decide(gang: Gang, scene: Scene, policy: Policy, links: LinkView | None) -> Placement:
+    """Find the domain for the gang's members not yet placed (see the module doc).
+
+    Per level, in phases with frozen results: generate the candidate domains (those too
+    small for the members' requests, or where the first member passes the filters on no
+    node, are out at once); check them, first by an estimate (the same greedy placement on
+    the nodes the first member passes, counting only resources and link load), then by
+    simulation through the real filters, best estimate first, until no candidate left can
+    beat the best simulated one (an estimate never beats its simulation: the real filters
+    only take nodes away); score: the one ranking (`rank_of`) orders estimates and
+    simulations alike.  Members are tried on cloned nodes in the scene's what-if, never in
+    its snapshot."""
+    trial = _trial(gang, scene, policy, links)
+    request, snapshot = gang.request, scene.snapshot
     considered: list[DomainVerdict] = []
     skipped: dict[str, int] = {}
-    reasons = Reasons(order, feasible)
     for level in policy.levels_for(request):
-        domains = domains_at(snapshot, level, order)
-        for d in domains:
-            if not d.reason and not first_ok[d.rows].any():
-                d.reason = reasons.miss(0, d, first_diag)
-        alive = [d for d in domains if not d.reason]
-        estimate(alive, order, snapshot, first_ok, load)
-        best: Domain | None = None
-        for d in sorted((d for d in alive if not d.reason), key=lambda d: _rank(d, policy.binpack)):
-            if best is not None and _rank(d, policy.binpack) >= _rank(best, policy.binpack):
-                break
-            simulate(d, order, snapshot, feasible, first_ok, load, reasons)
-            if not d.reason and (best is None or _rank(d, policy.binpack) < _rank(best, policy.binpack)):
-                best = d
-        verdicts = [_verdict(level, d, snapshot) for d in domains]
-        ranked = sorted((v for v in verdicts if v.feasible), key=lambda v: _rank(v, policy.binpack))
+        domains = _candidates(level, trial)
+        findings = _check(domains, trial, policy.binpack)
+        verdicts = [_verdict(level, d, f, snapshot) for d, f in zip(domains, findings, strict=True)]
+        ranked = sorted((v for v in verdicts if v.feasible), key=lambda v: rank(v, policy.binpack))
         kept = (ranked + [v for v in verdicts if not v.feasible])[:MAX_VERDICTS_PER_LEVEL]
         considered += kept
         if len(verdicts) > len(kept):
             skipped[level] = len(verdicts) - len(kept)
+        best = _best(domains, findings, policy.binpack)
         if best is not None:
             names = frozenset(snapshot.nodes[int(r)].name for r in best.rows)
             return Placement(
-                group, request, PLACED, level, best.value, names, tuple(considered), skipped, len(order)
+                gang.group,
+                request,
+                PLACED,
+                level,
+                best.value,
+                names,
+                tuple(considered),
+                skipped,
+                len(trial.order),
             )
         if request.mode == REQUIRED:
             break
+    n = len(trial.order)
     if request.mode == PREFERRED:
-        return Placement(group, request, SPREAD, "", "", None, tuple(considered), skipped, len(order))
+        return Placement(gang.group, request, SPREAD, "", "", None, tuple(considered), skipped, n)
     return Placement(
-        group, request, UNSCHEDULABLE, request.level, "", frozenset(), tuple(considered), skipped, len(order)
+        gang.group, request, UNSCHEDULABLE, request.level, "", frozenset(), tuple(considered), skipped, n
     )
+
+
+def _trial(gang: Gang, scene: Scene, policy: Policy, links: LinkView | None) -> Trial:
+    """The feasibility phase's fixed inputs: the members biggest first, the first one's filter
+    pass over every node (shared by all domains), the link load."""
+    order = tuple(
+        sorted(gang.members, key=lambda p: (-p.requests.get(CPU, 0), -p.requests.get(MEMORY, 0), p.key))
+    )
+    n = len(scene.snapshot)
+    first_rows, first_diag = scene.feasible(order[0], np.arange(n, dtype=np.int64))
+    first_ok = np.zeros(n, dtype=bool)
+    first_ok[first_rows] = True
+    load = LinkLoad(links, scene.snapshot, policy.max_utilisation, order)
+    return Trial(scene, order, first_ok, first_diag, load, Reasons(order, scene.feasible))
+
+
+def _candidates(level: str, trial: Trial) -> list[Domain]:
+    """Generation: the level's domains, those where the first member passes no node marked out."""
+    return [
+        d
+        if d.reason or trial.first_ok[d.rows].any()
+        else dataclasses.replace(d, reason=trial.reasons.miss(0, d, trial.first_diag))
+        for d in domains_at(trial.scene.snapshot, level, trial.order)
+    ]
+
+
+def _check(domains: list[Domain], trial: Trial, binpack: bool) -> list[Finding]:
+    """Feasibility: each candidate's estimate, then simulations best estimate first while one
+    could still beat the best simulated; aligned with `domains`."""
+    alive = [k for k, d in enumerate(domains) if not d.reason]
+    findings = [Finding(reason=d.reason) for d in domains]
+    for k, f in zip(alive, estimate([domains[k] for k in alive], trial), strict=True):
+        findings[k] = f
+    best: tuple[float, float, str] | None = None
+    for k in sorted(
+        (k for k in alive if findings[k].holds), key=lambda k: _key(domains[k], findings[k], binpack)
+    ):
+        if best is not None and _key(domains[k], findings[k], binpack) >= best:
+            break
+        findings[k] = simulate(domains[k], trial)
+        if findings[k].holds and (best is None or _key(domains[k], findings[k], binpack) < best):
+            best = _key(domains[k], findings[k], binpack)
+    return findings
+
+
+def _best(domains: list[Domain], outcomes: list[Finding], binpack: bool) -> Domain | None:
+    """Score: the best simulated candidate that holds the gang (None when none does)."""
+    held = [k for k, o in enumerate(outcomes) if o.simulated and o.holds]
+    return domains[min(held, key=lambda k: _key(domains[k], outcomes[k], binpack))] if held else None
+
+
+def _key(d: Domain, o: Finding, binpack: bool) -> tuple[float, float, str]:
+    return rank_of(o.peak, d.fullness, d.value, binpack)
 
 
 def derive(
@@ -293,18 +363,23 @@ def derive(
     return Placement(group, request, SPREAD, members=len(placed), derived=True)
 
 
-def _verdict(level: str, d: Domain, snapshot: Snapshot) -> DomainVerdict:
-    if d.reason:
+def _verdict(level: str, d: Domain, o: Finding, snapshot: Snapshot) -> DomainVerdict:
+    if not o.holds:
         return DomainVerdict(
-            level, d.value, len(d.rows), False, d.reason, fullness=d.fullness, simulated=d.simulated
+            level, d.value, len(d.rows), False, o.reason, fullness=d.fullness, simulated=o.simulated
         )
-    names = tuple(snapshot.nodes[r].name for r in d.planned)
-    return DomainVerdict(level, d.value, len(d.rows), True, "", d.peak, d.fullness, names, d.simulated)
+    names = tuple(snapshot.nodes[r].name for r in o.planned)
+    return DomainVerdict(level, d.value, len(d.rows), True, "", o.peak, d.fullness, names, o.simulated)
 
 
-def _rank(d: Domain | DomainVerdict, binpack: bool) -> tuple[float, float, str]:
-    """Lower is better: the peak in whole percent, then the fuller domain (binpack: the other
+def rank(v: DomainVerdict, binpack: bool) -> tuple[float, float, str]:
+    return rank_of(v.peak, v.fullness, v.value, binpack)
+
+
+def rank_of(peak: float | None, fullness: float, value: str, binpack: bool) -> tuple[float, float, str]:
+    """The one ranking of candidate domains, for estimates, simulations and the record alike.
+    Lower is better: the peak in whole percent, then the fuller domain (binpack: the other
     way round), then the name."""
-    peak = round(100 * d.peak) if d.peak is not None else 0.0
-    full = -round(100 * d.fullness)
-    return (full, peak, d.value) if binpack else (peak, full, d.value)
+    p = round(100 * peak) if peak is not None else 0.0
+    full = -round(100 * fullness)
+    return (full, p, value) if binpack else (p, full, value)

@@ -10,33 +10,35 @@ the members, the reason, so a domain that cannot win is never simulated.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework.pod_index import label_codes
-from netsched.framework.quantity import CPU, MEMORY, PODS, format_canonical
-from netsched.framework.snapshot import IntArray, Snapshot
-from netsched.framework.types import PodInfo
+from netsched.framework import (
+    CPU,
+    MEMORY,
+    PODS,
+    IntArray,
+    PodInfo,
+    Snapshot,
+    format_canonical,
+    label_codes,
+)
 
 HOSTNAME = "kubernetes.io/hostname"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Domain:
-    """One domain in one decision: its rows and fullness, then what the estimate and the
-    simulation made of it (where each member went, the peak link, or why it cannot hold them)."""
+    """One candidate domain of one decision (the generation phase): its rows, its fullness,
+    and why it is out before any placement is tried ("" when it may hold the gang)."""
 
     code: int
     value: str
     rows: IntArray
     fullness: float
-    planned: list[int] = dataclasses.field(default_factory=list)
     reason: str = ""
-    peak: float | None = None  # estimated, then (once simulated) what the simulation found
-    simulated: bool = False
 
 
 @dataclass(frozen=True, slots=True)

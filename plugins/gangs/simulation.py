@@ -4,53 +4,99 @@ The estimate places the members greedily counting only resources and link
 load (in closed form when they are alike, else a few vector operations per
 member over every domain at once); the decision ranks domains by it.  The
 simulation places them one by one through the profile's real PreFilter and
-Filter plugins, each counted on its node (a copy of its snapshot row) before
+Filter plugins, each counted on a clone of its node in a what-if of the
+cycle's snapshot (Snapshot.what_if: the cycle's own is never written) before
 the next is filtered; the real filters only take nodes away, so an estimate
-never beats its simulation.  Both say why a domain cannot hold the gang.
+never beats its simulation.  Both give a frozen Finding per domain: its peak
+link utilisation, or why it cannot hold the gang.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework.diagnosis import Diagnosis
-from netsched.framework.pod_index import INDEX_KEY, PodIndex
-from netsched.framework.quantity import CPU, PODS
-from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
-from netsched.framework.types import NodeInfo, PodInfo
-from netsched.gangs.domains import Domain, wanted
-from netsched.gangs.links import LinkLoad
+from netsched.framework import (
+    CPU,
+    PODS,
+    BoolArray,
+    Diagnosis,
+    FloatArray,
+    IntArray,
+    PodInfo,
+    Snapshot,
+)
+from netsched.plugins.gangs.domains import Domain, wanted
+from netsched.plugins.gangs.links import LinkLoad
 
 # (member, snapshot rows) -> (rows where the member passes PreFilter and Filter, why the others do not)
 Feasible = Callable[[PodInfo, IntArray], tuple[IntArray, Diagnosis]]
 
 
-def estimate(
-    domains: list[Domain], order: Sequence[PodInfo], snapshot: Snapshot, first_ok: BoolArray, load: LinkLoad
-) -> None:
+@dataclass(frozen=True, slots=True)
+class Scene:
+    """Where a decision tries members: the cycle's snapshot (read, never written), its what-if
+    (Snapshot.what_if: members are counted on cloned nodes there), and the profile's filter
+    pass over the what-if."""
+
+    snapshot: Snapshot
+    what_if: Snapshot
+    feasible: Feasible
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One decision's fixed inputs to the feasibility phase: the scene, the members in
+    placement order, the rows the first member passes (and why not the others), the link
+    load, and the reasons' budget."""
+
+    scene: Scene
+    order: tuple[PodInfo, ...]
+    first_ok: BoolArray
+    first_diag: Diagnosis
+    load: LinkLoad
+    reasons: Reasons
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What a phase found for one domain: the peak link utilisation with the members placed
+    (None: links unknown), or why the domain cannot hold them; the simulation also says where
+    each member went (snapshot rows, in member order)."""
+
+    peak: float | None = None
+    reason: str = ""
+    planned: tuple[int, ...] = ()
+    simulated: bool = False
+
+    @property
+    def holds(self) -> bool:
+        return not self.reason
+
+
+def estimate(domains: Sequence[Domain], trial: Trial) -> list[Finding]:
     """Each domain's estimated peak, or why it cannot hold the members even counting only
-    resources and link load (see _estimate_alike and _estimate_each)."""
+    resources and link load (see _estimate_alike and _estimate_each); aligned with `domains`."""
     if not domains:
-        return
+        return []
+    order, load = trial.order, trial.load
     first = order[0]
     if all(
         p.requests == first.requests and load.bandwidth[p.uid] == load.bandwidth[first.uid] for p in order
     ):
-        _estimate_alike(domains, order, snapshot, first_ok, load)
-    else:
-        _estimate_each(domains, order, snapshot, first_ok, load)
+        return _estimate_alike(domains, trial)
+    return _estimate_each(domains, trial)
 
 
-def _estimate_alike(
-    domains: list[Domain], order: Sequence[PodInfo], snapshot: Snapshot, first_ok: BoolArray, load: LinkLoad
-) -> None:
+def _estimate_alike(domains: Sequence[Domain], trial: Trial) -> list[Finding]:
     """The greedy placement of `m` alike members in closed form: node n can take k = 1..c_n of
     them (c_n by room), the k-th leaving its link at u_n + k x b x s_n; the greedy takes the m
     smallest of these values (each node's are increasing), so the peak is the m-th smallest of
     the domain's values under the threshold."""
+    order, snapshot, first_ok, load = trial.order, trial.scene.snapshot, trial.first_ok, trial.load
     m = len(order)
     rows = np.concatenate([d.rows for d in domains])
     sizes = np.array([len(d.rows) for d in domains])
@@ -78,27 +124,28 @@ def _estimate_alike(
     flat = np.where(valid, after, np.inf).ravel()
     ranked = flat[np.lexsort((flat, flat_dom))]
     mth = np.r_[0, np.cumsum(sizes * m)[:-1]] + m - 1
-    for j, d in enumerate(domains):
+    out = []
+    for j in range(len(domains)):
         if counts[j] >= m:
-            d.peak = float(ranked[mth[j]]) if load.known else None
+            out.append(Finding(float(ranked[mth[j]]) if load.known else None))
             continue
         here = dom == j
         in_room = int(np.where(room[here], fit[here], 0).sum())  # slots by room alone
         with_metrics = int(np.where((room & usable)[here], fit[here], 0).sum())
         if in_room < m:
-            d.reason = _no_node(in_room, m, False, False, load)
+            out.append(Finding(reason=_no_node(in_room, m, False, False, load)))
         elif with_metrics < m:
-            d.reason = _no_node(with_metrics, m, True, False, load)
+            out.append(Finding(reason=_no_node(with_metrics, m, True, False, load)))
         else:
-            d.reason = _no_node(int(counts[j]), m, True, True, load)
+            out.append(Finding(reason=_no_node(int(counts[j]), m, True, True, load)))
+    return out
 
 
-def _estimate_each(
-    domains: list[Domain], order: Sequence[PodInfo], snapshot: Snapshot, first_ok: BoolArray, load: LinkLoad
-) -> None:
+def _estimate_each(domains: Sequence[Domain], trial: Trial) -> list[Finding]:
     """Each domain's greedy placement counting only resources and link load, member by member,
     all domains at once (a few vector operations per member, the domains as segments of one
     row vector).  The rows the first member passes stand for every member's."""
+    order, snapshot, first_ok, load = trial.order, trial.scene.snapshot, trial.first_ok, trial.load
     rows = np.concatenate([d.rows for d in domains])
     sizes = np.array([len(d.rows) for d in domains])
     seg = np.r_[0, np.cumsum(sizes)[:-1]]
@@ -114,6 +161,7 @@ def _estimate_each(
     added = np.zeros(len(rows))
     limit = np.inf if load.limit is None else load.limit + 1e-9
     dead = np.zeros(len(domains), dtype=bool)
+    why = [""] * len(domains)
     top = np.zeros(len(domains))
     for j, member in enumerate(order):
         need = np.array([1 if r == PODS else member.requests.get(r, 0) for r in names])
@@ -126,15 +174,16 @@ def _estimate_each(
         for k in np.flatnonzero(~dead & ~took).tolist():
             dead[k] = True
             roomy = (dom == k) & first_ok[rows] & room
-            domains[k].reason = _no_node(j, len(order), bool(roomy.any()), bool((roomy & usable).any()), load)
+            why[k] = _no_node(j, len(order), bool(roomy.any()), bool((roomy & usable).any()), load)
         hit = np.flatnonzero(fits & (key == best[dom]))
         first = hit[np.r_[True, dom[hit][1:] != dom[hit][:-1]]] if len(hit) else hit
         left[first] -= need
         added[first] += load.bandwidth[member.uid] * scale[first]
         top[dom[first]] = np.maximum(top[dom[first]], u[first] + added[first])
-    for k, d in enumerate(domains):
-        if not dead[k]:
-            d.peak = float(top[k]) if load.known else None
+    return [
+        Finding(reason=why[k]) if dead[k] else Finding(float(top[k]) if load.known else None)
+        for k in range(len(domains))
+    ]
 
 
 def _cpu_share(snapshot: Snapshot, rows: IntArray) -> FloatArray:
@@ -145,42 +194,45 @@ def _cpu_share(snapshot: Snapshot, rows: IntArray) -> FloatArray:
     return out
 
 
-def simulate(
-    d: Domain,
-    order: Sequence[PodInfo],
-    snapshot: Snapshot,
-    feasible: Feasible,
-    first_ok: BoolArray,
-    load: LinkLoad,
-    reasons: Reasons,
-) -> None:
+def simulate(d: Domain, trial: Trial) -> Finding:
     """Place the members one by one in `d` through the real filters, each counted on its node
-    before the next is filtered: `d` ends with one planned row per member and the peak link
-    utilisation that leaves, or with the reason it cannot hold them."""
-    d.simulated = True
-    d.peak = None
+    before the next is filtered: one planned row per member and the peak link utilisation that
+    leaves, or the reason `d` cannot hold them.  Members are counted on cloned NodeInfos in
+    the rows of the what-if, put back to the snapshot's own before returning; the filter pass
+    runs on the what-if, and the snapshot is never written."""
+    live, what_if, feasible = trial.scene.snapshot, trial.scene.what_if, trial.scene.feasible
+    load, reasons = trial.load, trial.reasons
     load.reset()
-    sim = _Scratch(snapshot)
+    planned: list[int] = []
+    touched: set[int] = set()
     try:
-        for j, member in enumerate(order):
+        for j, member in enumerate(trial.order):
             diag: Diagnosis | None = None
-            ok_mask = first_ok
+            ok_mask = trial.first_ok
             if j:
                 ok_rows, diag = feasible(member, d.rows)
-                ok_mask = np.zeros(len(snapshot), dtype=bool)
+                ok_mask = np.zeros(len(what_if), dtype=bool)
                 ok_mask[ok_rows] = True
-            row = _pick(d, member, ok_mask, load, snapshot)
+            row = _pick(d, member, ok_mask, load, what_if)
             if row is None:
-                d.reason = reasons.miss(j, d, diag, ok_mask, load)
-                d.planned.clear()
-                return
-            d.planned.append(row)
+                return Finding(reason=reasons.miss(j, d, diag, ok_mask, load), simulated=True)
+            planned.append(row)
             load.add(row, member)
-            sim.add(row, member)
-        d.peak = load.peak(d.planned)
+            _count(what_if, row, member)
+            touched.add(row)
+        return Finding(load.peak(planned), planned=tuple(planned), simulated=True)
     finally:
-        sim.restore()
+        for row in touched:
+            what_if.set_node(row, live.nodes[row])
         load.reset()
+
+
+def _count(trial: Snapshot, row: int, pod: PodInfo) -> None:
+    """The member counted on a clone of its node in `trial`'s row."""
+    node = trial.nodes[row].clone()
+    node.add_pod(dataclasses.replace(pod, node_name=node.name))
+    if not trial.set_node(row, node):  # pragma: no cover - a member fits no such node
+        raise ValueError(f"member {pod.key} brings a resource node {node.name} does not have")
 
 
 def _pick(d: Domain, member: PodInfo, ok_mask: BoolArray, load: LinkLoad, snapshot: Snapshot) -> int | None:
@@ -242,33 +294,3 @@ def _why(diag: Diagnosis) -> str:
     if diag.pre_filter_msg:
         return diag.pre_filter_msg
     return ", ".join(sorted(f"{n} {r}" for r, n in diag.reasons.items())) or "filtered out"
-
-
-class _Scratch:
-    """Members added to snapshot rows for a simulation, and the rows put back afterwards.
-
-    Each change replaces the row's NodeInfo with a new copy (the pod index and the
-    plugins' per-row caches follow rows by object identity), and restore() puts the
-    original objects back, so the cycle's snapshot ends exactly as it began."""
-
-    def __init__(self, snapshot: Snapshot) -> None:
-        self._snapshot = snapshot
-        self._saved: dict[int, NodeInfo] = {}
-
-    def add(self, row: int, pod: PodInfo) -> None:
-        current = self._snapshot.nodes[row]
-        self._saved.setdefault(row, current)
-        node = current.clone()
-        node.add_pod(dataclasses.replace(pod, node_name=node.name))
-        if not self._snapshot.set_node(row, node):  # pragma: no cover - a member fits no such node
-            raise ValueError(f"member {pod.key} brings a resource node {node.name} does not have")
-
-    def restore(self) -> None:
-        if not self._saved:
-            return
-        for row, node in self._saved.items():
-            self._snapshot.set_node(row, node)
-        self._saved.clear()
-        index = self._snapshot.cache.get(INDEX_KEY)
-        if isinstance(index, PodIndex):
-            index.sync(self._snapshot)  # back to the real rows for the rest of the cycle
