@@ -34,6 +34,7 @@ from netsched.framework.types import PodInfo
 from netsched.framework.waiting import WaitingPodImpl, WaitingPods
 from netsched.kube.resources import OBJECT_KINDS
 from netsched.observability.metrics import SchedulerMetrics
+from netsched.observability.placement import PlacementCollector
 from netsched.profiles import Profiles
 from netsched.queue import HintMap, Nominator, SchedulingQueue
 from netsched.scheduler import Scheduler
@@ -215,6 +216,8 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
         explain_annotations=edges.explain_annotations,
     )
     _requeue_on_object_changes(objects, queue)
+    if metrics is not None:
+        metrics.registry.register(PlacementCollector(lambda: profiles.current, queue.rejections, cache.nodes))
     if edges.bound_inline is not None:
         binder = Binder(cache, edges.bound_inline, scheduler.binding_failed, parallelism=1)
         scheduler.binder = InlineBinder(binder)  # type: ignore[assignment]

@@ -1,90 +1,276 @@
-"""`netsched demo`: the whole scheduler against an in-process fake cluster.
+"""`netsched demo`: what netsched is for, on one machine, in a few seconds.
 
-No Kubernetes needed: it starts the fake API server on 127.0.0.1, creates
-nodes and pending pods, runs the real scheduler over HTTP until every pod is
-placed (or cannot be), and prints where each pod went and what it cost.
-It is the README's "run" command on a machine without a cluster.
+No Kubernetes needed. The same pods are placed twice on the same nodes, some
+of them hot (busy CPU and links): once by kube's default plugins, once by
+netsched's load-aware profile (NetworkTraffic, LoadAware, LoadThreshold)
+reading the nodes' load from Prometheus. Each run is the real scheduler over
+HTTP to the in-process fake API server; the table shows where each profile
+put the pods, and how many landed on hot nodes.
+
+The load comes from a synthetic node_exporter scraped by a real Prometheus
+when the `prometheus` binary is installed (Debian's package), else from an
+in-process fake Prometheus answering the same queries (--prometheus picks).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import random
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from netsched import logutil
 from netsched.flags import HelpFormatter
 from netsched.framework.extension_points import PluginFactory
-from netsched.framework.parse import parse_pod
-from netsched.framework.quantity import to_canonical
+
+if TYPE_CHECKING:  # imported when a run starts: `netsched --help` stays fast
+    from netsched.config import SchedulerConfig
+    from netsched.framework.registry import Registry
 
 log = logging.getLogger(__name__)
 
-DEMO_CONFIG = """\
+KUBE_DEFAULT_PROFILE = "default-scheduler"
+LOAD_AWARE_PROFILE = "netsched"
+LINK = 125_000_000.0  # bytes/s: the synthetic nodes' 1 Gb/s links
+CPUS = 32
+# LoadThreshold's limits in LOAD_AWARE_CONFIG: a node above any of them is hot.
+LIMITS = {"cpu": 0.65, "network": 0.80, "memory": 0.95}
+
+KUBE_DEFAULT_CONFIG = f"""\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: false
 profiles:
-- schedulerName: netsched
+- schedulerName: {KUBE_DEFAULT_PROFILE}
 """
+
+# ${PROMETHEUS} is the synthetic Prometheus' address (a --config may use it too).
+LOAD_AWARE_CONFIG = f"""\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: {LOAD_AWARE_PROFILE}
+  plugins:
+    multiPoint:
+      enabled:
+      - name: NetworkTraffic
+        weight: 3
+      - name: LoadAware
+        weight: 2
+      - name: LoadThreshold
+  pluginConfig:
+  - name: NetworkTraffic
+    args:
+      prometheus: &prometheus
+        prometheusAddress: ${{PROMETHEUS}}
+        pollIntervalSeconds: 1
+        timeoutSeconds: 0.5
+        maxSampleAgeSeconds: 30
+        rateWindow: 4s
+  - name: LoadAware
+    args:
+      prometheus: *prometheus
+  - name: LoadThreshold
+    args:
+      networkUtilizationPercent: {LIMITS["network"] * 100:g}
+      cpuUtilizationPercent: {LIMITS["cpu"] * 100:g}
+      memoryUtilizationPercent: {LIMITS["memory"] * 100:g}
+      prometheus: *prometheus
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    cpu: float
+    network: float  # busier direction over the link speed
+    memory: float
+
+    @property
+    def hot(self) -> bool:
+        return self.cpu > LIMITS["cpu"] or self.network > LIMITS["network"] or self.memory > LIMITS["memory"]
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="netsched demo", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter
     )
-    p.add_argument("--nodes", type=int, default=12, help="fake nodes to create")
-    p.add_argument("--pods", type=int, default=60, help="pending pods to create for netsched")
+    p.add_argument("--nodes", type=int, default=12, help="fake nodes to create (every third one is hot)")
+    p.add_argument("--pods", type=int, default=60, help="pending pods each profile places")
     p.add_argument("--seed", type=int, default=1, help="seed for the pods' sizes and the nodes' load")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for placements")
-    p.add_argument("--config", default="", help="KubeSchedulerConfiguration (default: one netsched profile)")
+    p.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds to wait for each profile's placements"
+    )
+    p.add_argument(
+        "--config",
+        default="",
+        help="KubeSchedulerConfiguration to compare with kube's default profile instead of netsched's "
+        "load-aware one (its first profile places the pods; ${PROMETHEUS} is the synthetic Prometheus)",
+    )
+    p.add_argument(
+        "--prometheus",
+        choices=("auto", "real", "fake"),
+        default="auto",
+        help="real: the prometheus binary scraping a synthetic node_exporter; fake: an in-process "
+        "fake answering the same queries; auto: real when the binary is installed",
+    )
     p.add_argument(
         "-v", "--v", dest="verbosity", type=int, default=0, metavar="Level", help="scheduler log verbosity"
+    )
+    p.add_argument(
+        "--logging-format", choices=logutil.FORMATS, default="text", help="text (klog lines) or json"
     )
     return p
 
 
 def main(argv: Sequence[str], plugins: Sequence[PluginFactory] = ()) -> int:
     opts = parser().parse_args(list(argv))
-    logutil.setup(opts.verbosity)
-    if opts.verbosity < 2:
+    logutil.setup(opts.verbosity, opts.logging_format)
+    if opts.verbosity < 2:  # the tables are the output; the scheduler's own lines need -v 2
         logging.getLogger().setLevel(logging.WARNING)
-    from netsched.app import AppOptions, SchedulerApp, build_registry
+    from netsched.app import build_registry
     from netsched.config import ConfigError, load_config
+
+    rng = random.Random(opts.seed)
+    loads = {f"node-{i:02d}": _load(i, rng) for i in range(opts.nodes)}
+    pods = [
+        (rng.choice(["250m", "500m", "1", "2"]), rng.choice(["256Mi", "512Mi", "1Gi", "2Gi"]))
+        for _ in range(opts.pods)
+    ]
+    registry = build_registry(plugins)
+    template = Path(opts.config).read_text() if opts.config else LOAD_AWARE_CONFIG
+    try:
+        with _prometheus(opts.prometheus, loads) as (url, what):
+            runs = {}
+            for text in (KUBE_DEFAULT_CONFIG, template.replace("${PROMETHEUS}", url)):
+                cfg = load_config(text, registry)
+                cfg.leader_election.leader_elect = False
+                runs[cfg.profiles[0].scheduler_name] = _place(cfg, registry, loads, pods, opts.timeout)
+    except (ConfigError, OSError) as e:
+        print(e, file=sys.stderr)
+        return 1
+    _report(loads, runs, len(pods), what)
+    return 0
+
+
+def _load(i: int, rng: random.Random) -> Load:
+    """Every third node hot (CPU and link above LoadThreshold's limits), the others light."""
+    if i % 3 == 0:
+        return Load(cpu=0.85, network=0.9, memory=0.7)
+    return Load(cpu=round(rng.uniform(0.1, 0.4), 2), network=round(rng.uniform(0.05, 0.3), 2), memory=0.3)
+
+
+@contextlib.contextmanager
+def _prometheus(mode: str, loads: dict[str, Load]) -> Iterator[tuple[str, str]]:
+    """(address, description) of a Prometheus serving `loads`, for the run's duration."""
+    from netsched.fakemetrics import prometheus_binary
+
+    binary = prometheus_binary()
+    if mode == "real" and binary is None:
+        raise OSError("--prometheus real: no prometheus binary found (apt-get install prometheus)")
+    if mode == "fake" or binary is None:
+        with _fake_prometheus(loads) as url:
+            why = "no prometheus binary found" if binary is None else "--prometheus fake"
+            yield url, f"an in-process fake Prometheus ({why})"
+        return
+    with _real_prometheus(binary, loads) as (url, version):
+        yield url, f"Prometheus {version} ({binary}) scraping a synthetic node_exporter"
+
+
+@contextlib.contextmanager
+def _fake_prometheus(loads: dict[str, Load]) -> Iterator[str]:
+    from netsched.fakemetrics import FakePrometheus, FakePrometheusServer
+    from netsched.metrics.args import PrometheusArgs
+    from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX, builtin_query
+
+    fake = FakePrometheus()
+    args = PrometheusArgs(rate_window="4s")  # the queries LOAD_AWARE_CONFIG's args make
+    series = {
+        CPU: {n: v.cpu for n, v in loads.items()},
+        MEMORY: {n: v.memory for n, v in loads.items()},
+        NETWORK_RX: {n: v.network * LINK for n, v in loads.items()},
+        NETWORK_TX: {n: v.network * LINK / 2 for n, v in loads.items()},
+        LINK_SPEED: dict.fromkeys(loads, LINK),
+    }
+    for metric, values in series.items():
+        fake.set(builtin_query(metric, args), values)
+    with FakePrometheusServer(fake) as server:
+        yield server.url
+
+
+@contextlib.contextmanager
+def _real_prometheus(binary: str, loads: dict[str, Load]) -> Iterator[tuple[str, str]]:
+    from netsched.fakemetrics import FakeNode, PrometheusServer, SyntheticExporter
+
+    nodes = [FakeNode(name, f"10.0.0.{i + 1}", cpus=4) for i, name in enumerate(loads)]
+    with SyntheticExporter(nodes) as exporter, tempfile.TemporaryDirectory() as tmp:
+        for name, v in loads.items():
+            exporter.set_load(name, rx=v.network * LINK, tx=v.network * LINK / 2, cpu=v.cpu, memory=v.memory)
+        with PrometheusServer([exporter.target], binary=binary, workdir=tmp) as prom:
+            # rate() over 4s needs a few 1s scrapes, and a window that began before set_load()
+            # mixes the old rates in: wait until every node's CPU rate is the one set.
+            query = '1 - avg by (node) (rate(node_cpu_seconds_total{mode="idle"}[4s]))'
+            deadline = time.monotonic() + 30
+            while not _settled(prom.query(query), loads):
+                if time.monotonic() > deadline:
+                    raise OSError(
+                        f"Prometheus at {prom.url} has no steady CPU rates after 30s:\n{prom.log_tail()}"
+                    )
+                time.sleep(0.2)
+            yield prom.url, _version(binary)
+
+
+def _settled(series: list[dict[str, Any]], loads: dict[str, Load]) -> bool:
+    got = {s["metric"].get("node"): float(s["value"][1]) for s in series}
+    return set(got) == set(loads) and all(abs(got[n] - v.cpu) < 0.02 for n, v in loads.items())
+
+
+def _version(binary: str) -> str:
+    import subprocess
+
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10, check=False)
+    words = (out.stdout or out.stderr).split()
+    return words[2] if len(words) > 2 else "?"
+
+
+def _place(
+    cfg: SchedulerConfig,
+    registry: Registry,
+    loads: dict[str, Load],
+    pods: list[tuple[str, str]],
+    timeout: float,
+) -> dict[str, str]:
+    """Pod name -> node (or "" if unplaced) after one profile placed every pod on fresh nodes."""
+    from netsched.app import AppOptions, SchedulerApp
     from netsched.fakeapi import FakeAPIServer
     from netsched.kube import KubeAPI, build_api_client
     from netsched.objects import make_node, make_pod
 
-    rng = random.Random(opts.seed)
-    registry = build_registry(plugins)
-    try:
-        cfg = load_config(Path(opts.config) if opts.config else DEMO_CONFIG, registry)
-    except ConfigError as e:
-        print(e, file=sys.stderr)
-        return 1
-    cfg.leader_election.leader_elect = False
+    profile = cfg.profiles[0].scheduler_name
     with FakeAPIServer() as server, tempfile.TemporaryDirectory() as tmp:
         kubeconfig = str(Path(tmp) / "kubeconfig")
         server.write_kubeconfig(kubeconfig)
-        sizes = [("4", "8Gi"), ("8", "16Gi"), ("16", "32Gi")]
-        for i in range(opts.nodes):
-            cpu, mem = sizes[i % len(sizes)]
-            server.create(
-                "nodes", make_node(f"node-{i:02d}").capacity(cpu=cpu, memory=mem).zone(f"zone-{i % 3}").obj()
+        for i, name in enumerate(loads):
+            node = (
+                make_node(name)
+                .capacity(cpu=str(CPUS), memory=f"{2 * CPUS}Gi")
+                .address("InternalIP", f"10.0.0.{i + 1}")
             )
-        for i in range(opts.pods):
-            cpu = rng.choice(["250m", "500m", "1", "2"])
-            mem = rng.choice(["256Mi", "512Mi", "1Gi", "2Gi"])
+            server.create("nodes", node.obj())
+        for i, (cpu, mem) in enumerate(pods):
             server.create(
                 "pods",
                 make_pod(f"web-{i:03d}")
-                .scheduler(cfg.profiles[0].scheduler_name)
+                .scheduler(profile)
                 .label("app", "web")
                 .req(cpu=cpu, memory=mem)
                 .obj(),
@@ -93,48 +279,38 @@ def main(argv: Sequence[str], plugins: Sequence[PluginFactory] = ()) -> int:
         app = SchedulerApp(
             cfg, registry, KubeAPI(client), options=AppOptions(metrics_bind_address="127.0.0.1:0")
         )
-        started = time.perf_counter()
         app.start_informers(sync_timeout=30)
-        app.start_background()
+        app.start_background()  # waits for the metric sources' first poll
         app.start_scheduling()
-        deadline = time.monotonic() + opts.timeout
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            pods = server.list("pods", None)
-            bound = sum(1 for p in pods if p["spec"].get("nodeName"))
+            listed = server.list("pods", None)
+            bound = sum(1 for p in listed if p["spec"].get("nodeName"))
             stuck = sum(app.queue.counts().get(q, 0) for q in ("unschedulable", "gated"))
-            if bound + stuck >= len(pods) and app.scheduler.binder.inflight == 0:
+            if bound + stuck >= len(listed) and app.scheduler.binder.inflight == 0:
                 break
             time.sleep(0.05)
-        elapsed = time.perf_counter() - started
         app.shutdown(timeout=5)
-        _report(server.list("nodes", None), server.list("pods", None), elapsed)
-    return 0
+        return {p["metadata"]["name"]: p["spec"].get("nodeName") or "" for p in server.list("pods", None)}
 
 
-def _report(nodes: list[dict], pods: list[dict], elapsed: float) -> None:  # type: ignore[type-arg]
-    by_node: dict[str, list[dict]] = {n["metadata"]["name"]: [] for n in nodes}  # type: ignore[type-arg]
-    pending: list[dict] = []  # type: ignore[type-arg]
-    for p in pods:
-        n = p["spec"].get("nodeName")
-        (by_node.get(n, pending)).append(p)
-    print(f"{'NODE':<10} {'PODS':>4} {'CPU REQ/ALLOC':>16} {'MEM REQ/ALLOC (Gi)':>20}")
-    for node in nodes:
-        name = node["metadata"]["name"]
-        alloc = node["status"]["allocatable"]
-        cpu = sum(_req(p, "cpu") for p in by_node[name])
-        mem = sum(_req(p, "memory") for p in by_node[name])
-        print(
-            f"{name:<10} {len(by_node[name]):>4} {cpu / 1000:>7.2f}/{to_canonical('cpu', alloc['cpu']) / 1000:<8.0f}"
-            f" {mem / 2**30:>9.2f}/{to_canonical('memory', alloc['memory']) / 2**30:<10.0f}"
-        )
-    placed = len(pods) - len(pending)
+def _report(loads: dict[str, Load], runs: dict[str, dict[str, str]], total: int, what: str) -> None:
+    names = list(runs)
     print(
-        f"\nplaced {placed}/{len(pods)} pods on {len(nodes)} nodes in {elapsed:.2f}s (over HTTP to the fake API server)"
+        f"Node load from {what}; hot = above cpu {LIMITS['cpu']:.0%}, network {LIMITS['network']:.0%} or memory {LIMITS['memory']:.0%}"
     )
-    for p in pending:
-        print(f"pending: {p['metadata']['namespace']}/{p['metadata']['name']}")
-
-
-def _req(pod: dict, res: str) -> int:  # type: ignore[type-arg]
-    """The pod's effective request, as the scheduler counts it."""
-    return parse_pod(pod).requests.get(res, 0)
+    print(f"{'NODE':<10} {'CPU':>5} {'NET':>5} {'MEM':>5} {'HOT':>4} " + " ".join(f"{n:>18}" for n in names))
+    per_node = {
+        n: {node: sum(1 for v in placed.values() if v == node) for node in loads}
+        for n, placed in runs.items()
+    }
+    for node, v in loads.items():
+        counts = " ".join(f"{per_node[n][node]:>18}" for n in names)
+        print(
+            f"{node:<10} {v.cpu:>5.0%} {v.network:>5.0%} {v.memory:>5.0%} {'yes' if v.hot else 'no':>4} {counts}"
+        )
+    print()
+    for n, placed in runs.items():
+        on_hot = sum(1 for node in placed.values() if node and loads[node].hot)
+        bound = sum(1 for node in placed.values() if node)
+        print(f"{n}: placed {bound}/{total} pods, {on_hot} on hot nodes")

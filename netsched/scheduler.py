@@ -21,6 +21,7 @@ from netsched.cache import ClusterCache
 from netsched.clock import Clock
 from netsched.explain import Explainer
 from netsched.framework.cluster_events import ASSIGNED_POD_DELETE, ClusterEvent
+from netsched.framework.cycle_state import CycleState
 from netsched.framework.errors import PluginFault
 from netsched.framework.runtime import Framework
 from netsched.framework.seams import ClusterAPI
@@ -29,6 +30,7 @@ from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import PodInfo, QueuedPodInfo
 from netsched.observability.metrics import SchedulerMetrics
+from netsched.observability.placement import PlacementEffects
 from netsched.profiles import Profiles
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,7 @@ class Scheduler:
         self.api = api
         self.clock = clock
         self.metrics = metrics
+        self.effects = PlacementEffects(metrics) if metrics is not None else None
         self.snapshot = Snapshot()
         # Latest version of a pending pod by uid (None once deleted or bound elsewhere).
         self._pending_lookup = pending_lookup
@@ -164,6 +167,8 @@ class Scheduler:
             return True
 
         node = result.node_name
+        if self.effects is not None:
+            self._note_effect(fwk, state, node)
         assumed = self.cache.assume(pod, node)
         st = fwk.run_reserve(state, assumed, node)
         if st.ok:
@@ -177,6 +182,14 @@ class Scheduler:
         self.queue.done(pod.uid)
         self.binder.submit(BindRequest(fwk, state, qp, assumed, node, started, cycle))
         return True
+
+    def _note_effect(self, fwk: Framework, state: CycleState, node: str) -> None:
+        """The chosen node's load against the median, from this cycle's snapshot (before the pod)."""
+        assert self.effects is not None
+        try:
+            self.effects.decided(fwk, state, self.snapshot, node)
+        except Exception:  # a metric must never cost the pod its placement
+            log.exception("Placement metrics failed profile=%s node=%s", fwk.profile_name, node)
 
     def _annotate_explanation(self, pod: PodInfo, node: str) -> None:
         """Opt-in, on the status writer after binding: the top nodes' per-plugin scores as an
@@ -201,6 +214,8 @@ class Scheduler:
             )
             self.metrics.pod_scheduling_attempts.observe(req.queued.attempts)
             self.metrics.placements.labels(node, fwk.profile_name).inc()
+        if self.effects is not None:
+            self.effects.bound(fwk, req.state)
         fwk.events.event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {node}")
         if self.explain_annotations:
             self._writer.submit(self._annotate_explanation, pod, node)

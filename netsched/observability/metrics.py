@@ -14,12 +14,16 @@ from typing import TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from netsched.config.reload import INVALID, RESTART_REQUIRED, SUCCESS, UNCHANGED
+
 M = TypeVar("M", Counter, Gauge)
 
 # kube-scheduler's buckets: exponential from 1 ms.
 _ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
 _EP_BUCKETS = tuple(0.0001 * 2**i for i in range(12))
 _PLUGIN_BUCKETS = tuple(0.00001 * 1.5**i for i in range(20))
+# Chosen-minus-median utilisation, -1..1: finer near 0, where most placements land.
+_MEDIAN_BUCKETS = (-0.5, -0.3, -0.2, -0.1, -0.05, 0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
 
 
 class SchedulerMetrics:
@@ -128,6 +132,22 @@ class SchedulerMetrics:
             registry=r,
         )
 
+        # Placement effects (netsched/observability/placement.py): for profiles with load plugins.
+        self.placement_above_median = Histogram(
+            "netsched_placement_utilisation_above_median",
+            "Bound pods: the chosen node's utilisation (0-1) as last polled minus the median of the "
+            "nodes with fresh samples, per resource. Negative: a cooler node.",
+            ["profile", "resource"],
+            buckets=_MEDIAN_BUCKETS,
+            registry=r,
+        )
+        self.placements_over_threshold = Counter(
+            "netsched_placements_over_threshold",
+            "Pods bound to a node whose utilisation as last polled was above the load threshold, per resource.",
+            ["profile", "resource"],
+            registry=r,
+        )
+
         self.config_reloads = Counter(
             "netsched_config_reloads",
             "Reloads of the --config file, by result (success, invalid, restart_required, unchanged).",
@@ -141,6 +161,8 @@ class SchedulerMetrics:
             registry=r,
         )
         self._config_hash = ""
+        for result in (SUCCESS, INVALID, RESTART_REQUIRED, UNCHANGED):
+            self.config_reloads.labels(result)  # zero series from the start: rate() needs a baseline
         self._plugin_metrics: dict[str, Counter | Gauge] = {}
         self._plugin_lock = threading.Lock()
 

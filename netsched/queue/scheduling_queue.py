@@ -463,6 +463,19 @@ class SchedulingQueue:
                 GATED: [qp.pod for qp in self._gated.values()],
             }
 
+    def rejections(self) -> dict[tuple[str, str], int]:
+        """Queued pods per (plugin that rejected them, schedulerName): kube's
+        scheduler_unschedulable_pods, which counts a pod from its failed attempt to its next pop.
+        Gated pods are not counted (kube reports them as pending_pods{queue="gated"})."""
+        out: dict[tuple[str, str], int] = {}
+        with self._lock:
+            queued = (*self._active.items(), *self._backoff.items(), *self._unschedulable.values())
+            for qp in queued:
+                for plugin in qp.unschedulable_plugins | qp.pending_plugins:
+                    key = (plugin, qp.pod.scheduler_name)
+                    out[key] = out.get(key, 0) + 1
+        return out
+
     def get(self, uid: str) -> QueuedPodInfo | None:
         """The queued entry of the pod, wherever it is (not pods in flight)."""
         with self._lock:

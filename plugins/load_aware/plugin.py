@@ -38,6 +38,7 @@ from netsched.metrics.plugin_api import (
     MEMORY_COL,
     FloatArray,
     MetricScorePlugin,
+    MetricSource,
     fill_stale,
     pod_load,
     ratio,
@@ -68,6 +69,10 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         self.source.require(*self.weights)
 
     # ------------------------------------------------------------ scoring
+
+    def load_reading(self) -> tuple[MetricSource, dict[str, float | None]]:
+        """What the placement metrics compare (netsched.observability.placement): no limits here."""
+        return self.source, dict.fromkeys(self.weights)
 
     def candidate_scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
         return self.scores(pod, snapshot, idx)

@@ -49,6 +49,7 @@ from netsched.metrics.plugin_api import (
     METRICS_EVENTS,
     NETWORK_RX,
     NETWORK_TX,
+    MetricSource,
     network_load,
     resource_usage,
     source_for,
@@ -98,6 +99,11 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
                 self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
             else:
                 self.source.require(c.kind)
+
+    def load_reading(self) -> tuple[MetricSource, dict[str, float | None]]:
+        """The limits (fractions) the placement metrics and the threshold gauges read
+        (netsched.observability.placement)."""
+        return self.source, {c.kind: c.limit for c in self.checks}
 
     # ------------------------------------------------------------ filtering
 

@@ -47,3 +47,49 @@ def test_every_plugin_module_and_readme_is_installed_under_netsched(wheel_names:
     assert not missing, missing
     assert "netsched/plugins/registry.py" in wheel_names
     assert "netsched/plugins/network_traffic/README.md" in wheel_names
+
+
+def test_every_plugin_readme_is_installed_as_package_data(wheel_names: list[str]) -> None:
+    """Args and defaults are documented in each plugin's README: an installed netsched (and the
+    image, which pip-installs it) has them at importlib.resources.files("netsched.plugins")/<folder>."""
+    readmes = {
+        "netsched/plugins/" + p.relative_to(ROOT / "plugins").as_posix()
+        for p in (ROOT / "plugins").glob("*/README.md")
+    }
+    assert "netsched/plugins/load_threshold/README.md" in readmes
+    missing = sorted(readmes - set(wheel_names))
+    assert not missing, missing
+
+
+def test_the_image_build_context_installs_the_readmes_too(tmp_path: Path) -> None:
+    """The Dockerfile pip-installs a copy without .git (pyproject.toml, setup.py, README.md, netsched/,
+    plugins/): package data must not depend on git knowing the files."""
+    import shutil
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(
+        ROOT / "netsched", src / "netsched", symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copytree(ROOT / "plugins", src / "plugins", ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "wheel"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(src)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    (whl,) = out.glob("netsched-*.whl")
+    with zipfile.ZipFile(whl) as z:
+        names = set(z.namelist())
+    assert "netsched/plugins/load_threshold/README.md" in names
+    assert "netsched/plugins/load_aware/README.md" in names
+
+
+def test_plugin_readmes_read_through_importlib_resources() -> None:
+    from importlib.resources import files
+
+    text = (files("netsched.plugins") / "load_threshold" / "README.md").read_text()
+    assert "cpuUtilizationPercent" in text

@@ -246,7 +246,24 @@ def test_deployment_flags_config_and_probes_agree() -> None:
     volumes = {v["name"]: v for v in one("Deployment")["spec"]["template"]["spec"]["volumes"]}
     assert volumes["config"]["configMap"]["name"] == one("ConfigMap")["metadata"]["name"]
     assert "emptyDir" in volumes["tmp"] and mounts["tmp"] == "/tmp"
-    assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
+    assert c["resources"]["requests"]["cpu"] and c["resources"]["limits"]["memory"]
+    # No CPU limit, as kube-scheduler: CFS throttling would stall bursts and lease renewals.
+    assert "cpu" not in c["resources"]["limits"]
+
+
+def test_deployment_is_cluster_critical_and_the_budget_lets_unhealthy_pods_go() -> None:
+    pod = one("Deployment")["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    pdb = one("PodDisruptionBudget")
+    assert pdb["apiVersion"] == "policy/v1"
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels().items()
+
+
+def pod_labels() -> dict[str, str]:
+    labels: dict[str, str] = one("Deployment")["spec"]["template"]["metadata"]["labels"]
+    return labels
 
 
 def test_deployment_is_locked_down() -> None:
@@ -257,7 +274,7 @@ def test_deployment_is_locked_down() -> None:
     assert sc["allowPrivilegeEscalation"] is False
     assert sc["readOnlyRootFilesystem"] is True
     assert sc["capabilities"]["drop"] == ["ALL"]
-    assert "hostNetwork" not in pod and "priorityClassName" not in pod
+    assert "hostNetwork" not in pod
 
 
 def test_service_selects_the_pods_and_exposes_metrics() -> None:
@@ -472,3 +489,77 @@ def test_image_is_pinned_by_the_kustomization() -> None:
     images = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["images"]
     image = next(i for i in images if i["name"] == container()["image"])
     assert image["newTag"] and image["newTag"] != "latest"
+
+
+# --- the overlay example (examples/deploy-overlay) ------------------------------------
+
+OVERLAY = ROOT / "examples" / "deploy-overlay"
+
+
+def render_overlay_in_test() -> list[dict[str, Any]]:
+    """What `kubectl kustomize examples/deploy-overlay` makes, for a machine without kubectl: the
+    base (netsched.testing.kustomize) with the overlay's replacements applied as kustomize applies
+    a replacement with options.delimiter (split the target string, set part `index`, join)."""
+    kustomization = yaml.safe_load((OVERLAY / "kustomization.yaml").read_text())
+    objects: list[dict[str, Any]] = []
+    for entry in kustomization["resources"]:
+        target = OVERLAY / entry
+        objects += load_kustomization(target) if target.is_dir() else documents(target)
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    for rep in kustomization["replacements"]:
+        src = rep["source"]
+        section, key = src["fieldPath"].split(".", 1)
+        value = by_name[(src["kind"], src["name"])][section][key]
+        for target in rep["targets"]:
+            obj = by_name[(target["select"]["kind"], target["select"]["name"])]
+            (path,) = target["fieldPaths"]
+            section, key = path.replace("\\.", ".").split(".", 1)
+            delimiter, index = target["options"]["delimiter"], target["options"]["index"]
+            parts = obj[section][key].split(delimiter)
+            parts[index] = value
+            obj[section][key] = delimiter.join(parts)
+    local = "config.kubernetes.io/local-config"
+    return [o for o in objects if (o["metadata"].get("annotations") or {}).get(local) != "true"]
+
+
+def overlay_renderings() -> list[tuple[str, list[dict[str, Any]]]]:
+    found = [("in-test", render_overlay_in_test())]
+    if shutil.which("kubectl") is not None:
+        found.append(("kubectl kustomize", kubectl_kustomize(OVERLAY)))
+    return found
+
+
+def test_overlay_sets_the_prometheus_address_and_weights_without_copying_the_config() -> None:
+    from netsched.config import load_config
+    from netsched.framework.registry import Registry
+
+    settings = yaml.safe_load((OVERLAY / "settings.yaml").read_text())["data"]
+    registry = Registry(importlib.import_module("netsched.plugins.registry").in_tree_plugins())
+    base = scheduler_config_text()
+    for how, objects in overlay_renderings():
+        (cm,) = [o for o in objects if o["kind"] == "ConfigMap"]
+        assert cm["metadata"]["name"] == one("ConfigMap")["metadata"]["name"], how
+        text = cm["data"]["config.yaml"]
+        cfg = load_config(text, registry)
+        weights = cfg.profiles[0].score_weights()
+        assert weights["NetworkTraffic"] == int(settings["networkTrafficWeight"]), how
+        assert weights["LoadAware"] == int(settings["loadAwareWeight"]), how
+        for name in METRIC_PLUGINS:
+            args = cfg.profiles[0].args(name)
+            assert args is not None, (how, name)
+            assert args.prometheus.prometheus_address == settings["prometheusAddress"], (
+                how,
+                name,
+            )
+        addresses = re.findall(r"prometheusAddress: (.+)", text)
+        assert addresses == [f'"{settings["prometheusAddress"]}"'], how
+        # Only those three values differ from the base: the rest is the base's, not a copy.
+        assert len(text.splitlines()) == len(base.splitlines()), how
+        changed = [(a, b) for a, b in zip(base.splitlines(), text.splitlines(), strict=True) if a != b]
+        assert len(changed) == 3, (how, changed)
+    assert settings["prometheusAddress"] not in base
+
+
+@pytest.mark.parametrize("path", sorted(OVERLAY.glob("*.yaml")), ids=lambda p: p.name)
+def test_overlay_yaml_parses(path: Path) -> None:
+    assert [d for d in yaml.safe_load_all(path.read_text()) if d]

@@ -533,3 +533,24 @@ def test_queue_uses_sort_key_when_the_plugin_has_one_and_less_otherwise() -> Non
             q.add(pod(f"p{i}", priority=i))
         assert [pop_now(q).pod.priority for _ in range(5)] == [4, 3, 2, 1, 0]
         assert (calls["less"] > 0) is uses_less
+
+
+def test_rejections_count_each_rejecting_plugin_until_the_pod_is_popped_again() -> None:
+    """kube's scheduler_unschedulable_pods{plugin,profile}: from the failed attempt to the next pop."""
+    clock = FakeClock()
+    q = new_queue(clock)
+    q.add(pod("a"))
+    q.add(pod("b"))
+    assert q.rejections() == {}  # never attempted: nobody rejected them
+    qp = pop_now(q)
+    qp.unschedulable_plugins = frozenset({"LoadThreshold", "NodeResourcesFit"})
+    assert q.add_unschedulable_if_not_present(qp)
+    q.done(qp.pod.uid)
+    profile = qp.pod.scheduler_name
+    both = {("LoadThreshold", profile): 1, ("NodeResourcesFit", profile): 1}
+    assert q.where(qp.pod.uid) == UNSCHEDULABLE and q.rejections() == both
+    assert q.activate([qp.pod.uid]) == 1
+    assert q.where(qp.pod.uid) == ACTIVE and q.rejections() == both  # queued, not yet retried
+    while q.where(qp.pod.uid) is not None:
+        pop_now(q)
+    assert q.rejections() == {}
