@@ -264,6 +264,11 @@ class Transport:
         else:
             conn.close()
 
+    @property
+    def idle_connections(self) -> int:
+        with self._lock:
+            return len(self._idle)
+
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []

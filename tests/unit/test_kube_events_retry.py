@@ -275,3 +275,52 @@ def test_a_pods_events_in_one_batch_keep_their_order() -> None:
     assert sink.batches == [["a1", "b"], ["a2", "c"]]  # pod 1's second event waits for its first
     notes = [c["note"] for c in sink.created]
     assert notes.index("a1") < notes.index("a2")
+
+
+def test_a_batch_that_fails_transiently_is_retried_together_until_the_server_answers() -> None:
+    sink = BatchSink()
+    down = Transient(0, "ConnectionRefusedError", "connection refused")
+    outage = 3  # attempts at the batch that find the server down
+    original = sink.create_many
+
+    def refusing(api: str, items: list[tuple[str, dict[str, Any]]]) -> list[Exception | None]:
+        if len(sink.batches) < outage:
+            sink.batches.append([body["note"] for _, body in items])
+            return [down] * len(items)
+        return original(api, items)
+
+    sink.create_many = refusing  # type: ignore[method-assign]
+    slept: list[float] = []
+    notes = [f"m{i}" for i in range(5)]
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, sleep=slept.append)
+    rec = b.new_recorder("netsched")
+    rec.event(pod(99), "Normal", "Scheduled", "Binding", "first")
+    assert sink.entered.wait(5)
+    for i, note in enumerate(notes):
+        rec.event(pod(i), "Normal", "Scheduled", "Binding", note)
+    sink.gate.set()
+    assert b.flush(5)
+    b.stop()
+    # One wait per failed attempt at the whole batch, none per event once it answers.
+    assert sink.batches == [notes] * (outage + 1)
+    assert (b.written, b.failed, b.dropped, b.retries) == (6, 0, 0, outage)
+    assert len(slept) == outage and max(slept) <= FAST.max_backoff + FAST.backoff
+
+
+def test_a_batch_still_failing_at_the_shutdown_deadline_is_counted_dropped() -> None:
+    sink = BatchSink()
+    sink.create_many = lambda api, items: [  # type: ignore[method-assign]
+        ServerError(503, "ServiceUnavailable", "down") for _ in items
+    ]
+    drops: list[str] = []
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, on_drop=drops.append)
+    rec = b.new_recorder("netsched")
+    rec.event(pod(99), "Normal", "Scheduled", "Binding", "first")
+    assert sink.entered.wait(5)
+    for i in range(4):
+        rec.event(pod(i), "Normal", "Scheduled", "Binding", f"m{i}")
+    sink.gate.set()
+    assert _wait_until(lambda: b.retries >= 2)
+    assert not b.stop(timeout=0.2)
+    assert [c["note"] for c in sink.created] == ["first"]
+    assert drops == ["shutdown"] * 4 and b.failed == 0
