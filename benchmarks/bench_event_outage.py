@@ -1,7 +1,8 @@
 """Scheduled events around an API server restart and around leader kills: how late, how many lost.
 
     python -m benchmarks.bench_event_outage [--scenario restart|kill|both] [--pods 600]
-        [--hang 8] [--down 2] [--stop-after 5] [--event-delay 0.02] [--src DIR]
+        [--hang 8] [--down 2] [--stop-after 5] [--event-delay 0.02] [--qps 500] [--burst 1000]
+        [--src DIR]
 
 The real `netsched` command runs in child processes against the fake API server
 in this process, which notes when it stored each binding and each Scheduled event.
@@ -50,8 +51,8 @@ CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection:
-  qps: 500
-  burst: 1000
+  qps: {qps}
+  burst: {burst}
 leaderElection:
   leaderElect: {elect}
   leaseDuration: 2s
@@ -119,7 +120,7 @@ def restart(a: argparse.Namespace, tmp: Path) -> None:
         srv.inject_fault("POST", EVENT_WRITES, status=None, delay=a.event_delay, count=-1)
         kubeconfig = srv.write_kubeconfig(tmp / "kubeconfig")
         config = tmp / "config.yaml"
-        config.write_text(CONFIG.format(elect="false"))
+        config.write_text(CONFIG.format(elect="false", qps=a.qps, burst=a.burst))
         replica = Replica(a.src, config, kubeconfig)
         try:
             _wait(lambda: len(bound) >= a.pods // 2, 120, "half the pods bound")
@@ -165,7 +166,7 @@ def kill(a: argparse.Namespace, tmp: Path) -> None:
         fill(srv, 20, [])
         kubeconfig = srv.write_kubeconfig(tmp / "kubeconfig")
         config = tmp / "config.yaml"
-        config.write_text(CONFIG.format(elect="true"))
+        config.write_text(CONFIG.format(elect="true", qps=a.qps, burst=a.burst))
         replicas = [Replica(a.src, config, kubeconfig) for _ in range(2)]
 
         def leader() -> Replica | None:
@@ -174,6 +175,7 @@ def kill(a: argparse.Namespace, tmp: Path) -> None:
             return next((r for r in replicas if holder and r.identity == holder), None)
 
         killed_at: list[int] = []
+        kills: list[float] = []
         try:
             _wait(lambda: leader() is not None, 60, "a leader")
             for p in pods(a.pods):
@@ -184,6 +186,7 @@ def kill(a: argparse.Namespace, tmp: Path) -> None:
                 if victim is None:
                     continue
                 victim.stop(signal.SIGKILL)
+                kills.append(time.monotonic())
                 killed_at.append(len(bound))
                 replicas.append(Replica(a.src, config, kubeconfig))
             _wait(lambda: len(bound) >= a.pods, 180, "every pod bound")
@@ -193,8 +196,17 @@ def kill(a: argparse.Namespace, tmp: Path) -> None:
             for r in replicas:
                 r.stop(signal.SIGTERM if r is last else signal.SIGKILL)
         missing = sorted(set(bound) - set(scheduled))
+        lags = sorted(scheduled[k] - t for k, t in bound.items() if k in scheduled)
         out(f"kill: {len(bound)} bound, leader SIGKILLed at {killed_at} bound pods")
-        out(f"  Scheduled events missing: {len(missing)} {missing[:12]}")
+        out(
+            f"  binding -> Scheduled: p50 {1000 * statistics.median(lags):.0f} ms, "
+            f"p90 {1000 * _pct(lags, 0.9):.0f} ms, max {1000 * _pct(lags, 1.0):.0f} ms"
+        )
+        # How long before the kill that ended its leader each pod missing an event was bound:
+        # ~0 is a binding whose reply the killed process never read (nothing left to write it).
+        ages = sorted(min((k - bound[p] for k in kills if k >= bound[p]), default=-1.0) for p in missing)
+        out(f"  Scheduled events missing: {len(missing)}, bound this long before the kill (ms):")
+        out(f"  {[round(1000 * a) for a in ages]}")
 
 
 def main() -> None:
@@ -207,6 +219,8 @@ def main() -> None:
     )
     p.add_argument("--stop-after", type=float, default=5.0, help="seconds after recovery until SIGTERM")
     p.add_argument("--event-delay", type=float, default=0.02, help="seconds each event write takes")
+    p.add_argument("--qps", type=float, default=500, help="clientConnection.qps (kube's default: 50)")
+    p.add_argument("--burst", type=int, default=1000, help="clientConnection.burst (kube's default: 100)")
     p.add_argument("--src", type=Path, default=REPO, help="the checkout the scheduler runs from")
     a = p.parse_args()
     out(f"scheduler from {a.src}")

@@ -324,3 +324,50 @@ def test_a_batch_still_failing_at_the_shutdown_deadline_is_counted_dropped() -> 
     assert not b.stop(timeout=0.2)
     assert [c["note"] for c in sink.created] == ["first"]
     assert drops == ["shutdown"] * 4 and b.failed == 0
+
+
+# ---------------------------------------------------------------- what a SIGKILL would lose
+
+
+def test_what_is_held_unwritten_is_the_queue_and_at_most_one_batch_taken() -> None:
+    from netsched.kube.events.writer import BATCH
+
+    sink = BatchSink()
+    in_batch = threading.Event()
+    release = threading.Event()
+    original = sink.create_many
+
+    def slow(api: str, items: list[tuple[str, dict[str, Any]]]) -> list[Exception | None]:
+        in_batch.set()
+        release.wait(5)
+        return original(api, items)
+
+    sink.create_many = slow  # type: ignore[method-assign]
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST)
+    rec = b.new_recorder("netsched")
+    rec.event(pod(999), "Normal", "Scheduled", "Binding", "first")
+    assert sink.entered.wait(5)
+    for i in range(BATCH + 8):
+        rec.event(pod(i), "Normal", "Scheduled", "Binding", f"m{i}")
+    assert b.unwritten == 1 + BATCH + 8  # the one being written and all queued
+    sink.gate.set()
+    assert in_batch.wait(5)
+    assert b.unwritten == BATCH + 8 and b.pending == 8  # one batch taken, the rest queued
+    release.set()
+    assert b.flush(5)
+    assert b.unwritten == 0
+    b.stop()
+
+
+def test_stop_counts_what_a_writer_stuck_in_a_request_still_holds() -> None:
+    sink = BatchSink()  # its first create waits for the gate: a request left hanging
+    drops: list[str] = []
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, on_drop=drops.append)
+    rec = b.new_recorder("netsched")
+    rec.event(pod(99), "Normal", "Scheduled", "Binding", "first")
+    assert sink.entered.wait(5)
+    for i in range(3):
+        rec.event(pod(i), "Normal", "Scheduled", "Binding", f"m{i}")
+    assert not b.stop(timeout=0.1)
+    assert drops == ["shutdown"] * 4  # the one in the hanging request and the three queued
+    sink.gate.set()

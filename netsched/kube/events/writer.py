@@ -210,6 +210,7 @@ class Writer:
         self.series = SeriesCache(max_series, owner.dedup_window)
         self.last_sweep = owner.clock.wall()
         self.retrying = owner._retrying()
+        self.in_flight = 0  # occurrences taken off the queue and not yet written, failed or dropped
         self.thread = threading.Thread(target=self._run, name=f"event-writer-{index}", daemon=True)
 
     def _run(self) -> None:
@@ -249,7 +250,9 @@ class Writer:
                         held = nxt
                         break
                     batch.append(nxt)
+                self.in_flight = len(batch)
                 self._guarded(self._record_all, batch)
+                self.in_flight = 0
             if o.clock.wall() - self.last_sweep >= o.series_interval:
                 self._guarded(self._sweep, False)
 
