@@ -144,7 +144,8 @@ def test_a_pipelined_batch_to_a_wedged_server_fails_every_lane_and_empties_the_p
     server.outage("hang")
     results = t.request_many([("GET", "/version", {}, None)] * 4, (1, 0.3), lanes=4)
     assert all(isinstance(r, TimeoutError) for r in results)
-    assert server.held_requests == 4 and t.idle_connections == 0
+    assert t.idle_connections == 0
+    server.wait_for(lambda: server.held_requests == 4)  # every lane reached the server
     t.close()
 
 
