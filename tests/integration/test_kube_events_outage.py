@@ -3,19 +3,18 @@ one retry wait of the server answering (issue 29 item 8).
 
 The fake API server goes down as a restarted kube-apiserver does: wedged first (SIGTERM: requests
 accepted and never answered), then killed (connections reset, connects refused), then back on the
-same port. The bounds are counts from the writer's own state (retry waits, their lengths), never
-wall-clock time: after recovery at most the one attempt already under way fails, and every wait
-is at most the configured cap plus its jitter, so events flow again within one capped wait (and
-one write timeout) of the server answering.
+same port (test_kube_events_faults puts the real process through it). The bounds are counts from
+the writer's own state (retry waits, their lengths), never wall-clock time: after recovery at
+most the one attempt already under way fails, and every wait is at most the configured cap plus
+its jitter, so events flow again within one capped wait (and one write timeout) of the server
+answering.
 """
 
 from __future__ import annotations
 
 import http.client
-import signal
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -24,8 +23,7 @@ from netsched.kube import EventBroadcaster, KubeClient
 from netsched.kube.events import EventRetry, KubeEventSink
 from netsched.kube.kubeconfig import derived_client
 from netsched.kube.transport import Transport
-from netsched.testing.builders import make_node, make_pod
-from netsched.testing.cli import start_netsched
+from netsched.testing.builders import make_pod
 from netsched.testing.fakeapi import FakeAPIServer
 
 pytestmark = pytest.mark.integration
@@ -170,50 +168,3 @@ def test_an_outage_refuses_connections_and_recovery_serves_the_same_objects_on_t
 def test_an_unknown_outage_mode_is_refused(server: FakeAPIServer) -> None:
     with pytest.raises(ValueError, match="outage mode"):
         server.outage("flaky")
-
-
-# ---------------------------------------------------------------- the real process
-
-EVENT_WRITES = r"^/apis/events\.k8s\.io/v1/namespaces/[^/]+/events"
-CONFIG = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: netsched
-"""
-
-
-def test_sigterm_as_a_restarted_api_server_comes_back_writes_every_scheduled_event(
-    server: FakeAPIServer, tmp_path: Path
-) -> None:
-    pods = 150
-    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-    cfg = tmp_path / "config.yaml"
-    cfg.write_text(CONFIG)
-    for i in range(4):
-        server.create("nodes", make_node(f"n{i}").capacity(cpu="64", pods="110").obj())
-    for i in range(pods):
-        server.create("pods", make_pod(f"p{i:03d}").scheduler("netsched").req(cpu="100m").obj())
-    # Event writes take 10 ms each: events trail the bindings, so the restart comes mid-backlog.
-    server.inject_fault("POST", EVENT_WRITES, status=None, delay=0.01, count=-1)
-    proc = start_netsched(cfg, kubeconfig)
-
-    def bound() -> set[str]:
-        return {p["metadata"]["name"] for p in server.list("pods") if p["spec"].get("nodeName")}
-
-    try:
-        server.wait_for(lambda: len(bound()) >= pods // 3, timeout=60)
-        server.outage("hang")  # SIGTERM to the API server: wedged
-        server.wait_for(lambda: server.held_requests > 0, timeout=30)
-        server.outage("refuse")  # SIGKILL: connections reset
-        server.recover()
-        proc.send_signal(signal.SIGTERM)  # the scheduler stops as soon as the server is back
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, out
-    assert "unwritten at shutdown" not in out
-    assert bound() and scheduled(server) == bound()

@@ -240,6 +240,18 @@ def _queued_behind_a_slow_write(sink: BatchSink, events: list[tuple[int, str, st
     return b
 
 
+def _busy_writer(sink: BatchSink, queued: int, **kwargs: Any) -> EventBroadcaster:
+    """A broadcaster whose writer is busy with a first event ("first", waiting for sink.gate)
+    while `queued` more (notes m0, m1, ...) wait behind it."""
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, **kwargs)
+    rec = b.new_recorder("netsched")
+    rec.event(pod(999), "Normal", "Scheduled", "Binding", "first")
+    assert sink.entered.wait(5)
+    for i in range(queued):
+        rec.event(pod(i), "Normal", "Scheduled", "Binding", f"m{i}")
+    return b
+
+
 def test_events_queued_together_are_created_in_one_batch() -> None:
     sink = BatchSink()
     b = _queued_behind_a_slow_write(sink, [(i, "Scheduled", f"m{i}") for i in range(5)])
@@ -292,12 +304,7 @@ def test_a_batch_that_fails_transiently_is_retried_together_until_the_server_ans
     sink.create_many = refusing  # type: ignore[method-assign]
     slept: list[float] = []
     notes = [f"m{i}" for i in range(5)]
-    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, sleep=slept.append)
-    rec = b.new_recorder("netsched")
-    rec.event(pod(99), "Normal", "Scheduled", "Binding", "first")
-    assert sink.entered.wait(5)
-    for i, note in enumerate(notes):
-        rec.event(pod(i), "Normal", "Scheduled", "Binding", note)
+    b = _busy_writer(sink, len(notes), sleep=slept.append)
     sink.gate.set()
     assert b.flush(5)
     b.stop()
@@ -313,12 +320,7 @@ def test_a_batch_still_failing_at_the_shutdown_deadline_is_counted_dropped() -> 
         ServerError(503, "ServiceUnavailable", "down") for _ in items
     ]
     drops: list[str] = []
-    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, on_drop=drops.append)
-    rec = b.new_recorder("netsched")
-    rec.event(pod(99), "Normal", "Scheduled", "Binding", "first")
-    assert sink.entered.wait(5)
-    for i in range(4):
-        rec.event(pod(i), "Normal", "Scheduled", "Binding", f"m{i}")
+    b = _busy_writer(sink, 4, on_drop=drops.append)
     sink.gate.set()
     assert _wait_until(lambda: b.retries >= 2)
     assert not b.stop(timeout=0.2)
@@ -343,12 +345,7 @@ def test_what_is_held_unwritten_is_the_queue_and_at_most_one_batch_taken() -> No
         return original(api, items)
 
     sink.create_many = slow  # type: ignore[method-assign]
-    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST)
-    rec = b.new_recorder("netsched")
-    rec.event(pod(999), "Normal", "Scheduled", "Binding", "first")
-    assert sink.entered.wait(5)
-    for i in range(BATCH + 8):
-        rec.event(pod(i), "Normal", "Scheduled", "Binding", f"m{i}")
+    b = _busy_writer(sink, BATCH + 8)
     assert b.unwritten == 1 + BATCH + 8  # the one being written and all queued
     sink.gate.set()
     assert in_batch.wait(5)
@@ -362,12 +359,7 @@ def test_what_is_held_unwritten_is_the_queue_and_at_most_one_batch_taken() -> No
 def test_stop_counts_what_a_writer_stuck_in_a_request_still_holds() -> None:
     sink = BatchSink()  # its first create waits for the gate: a request left hanging
     drops: list[str] = []
-    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, on_drop=drops.append)
-    rec = b.new_recorder("netsched")
-    rec.event(pod(99), "Normal", "Scheduled", "Binding", "first")
-    assert sink.entered.wait(5)
-    for i in range(3):
-        rec.event(pod(i), "Normal", "Scheduled", "Binding", f"m{i}")
+    b = _busy_writer(sink, 3, on_drop=drops.append)
     assert not b.stop(timeout=0.1)
     assert drops == ["shutdown"] * 4  # the one in the hanging request and the three queued
     sink.gate.set()
