@@ -182,9 +182,10 @@ class KubeClient:
     ) -> list[Reply | ApiError]:
         """One attempt at each (path, body) request, pipelined over up to `lanes` connections
         where the transport serves this cluster (Transport.request_many; one after another
-        otherwise); each counts against the rate limit; `timeout` as for `request`.  One result per item, in order: its Reply, or its ApiError (a transient one
-        when the connection failed before its reply: the server may still have acted on it, so
-        use this only for requests a repeat cannot harm).  Nothing is retried here, except that the
+        otherwise); each counts against the rate limit; `timeout` as for `request`.  One result
+        per item, in order: its Reply, or its ApiError (a transient one when the connection
+        failed before its reply: the server may still have acted on it, so use this only for
+        requests a repeat cannot harm).  Nothing is retried here, except that the
         requests refused (401) with credentials that can change are sent once more, read afresh.
         """
         if self.transport is None:

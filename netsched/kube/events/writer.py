@@ -50,9 +50,9 @@ class EventRetry:
     `max_retry_after`). There is no attempt limit: only shutdown ends it.
 
     The cap is how long events can stay stuck after the API server answers again (plus one
-    write's timeout, sink.TIMEOUT, when the last attempt hung on a dead connection): client-go
-    sleeps 10 s, which kept a backlog waiting that long after a restart. A writer retries one
-    batch at a time, so 2 s costs a down server one attempt per writer every 2 s."""
+    write's timeout, sink.TIMEOUT, when the last attempt hung on a dead connection). client-go
+    sleeps 10 s; with that cap a backlog waited up to 10 s after a restart. A writer retries
+    one batch (up to BATCH creates) at a time, so 2 s costs a down server that every 2 s."""
 
     backoff: float = 0.1
     max_backoff: float = 2.0
