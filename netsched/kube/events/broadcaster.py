@@ -12,8 +12,10 @@ including what a writer stuck in a request still holds.
 
 SIGKILL (or an OOM kill) loses what the process holds unwritten (`unwritten`),
 as it does for kube-scheduler's broadcaster: the queue, and the batch a writer
-has taken (pipelined creates the API server has not read yet go with the
-killed process's connections). With the server answering, an event waits for
+has taken (pipelined creates the API server has not read yet can go with the
+killed process's connections, which the kernel resets). Scheduled events are
+never aggregated; a repeat of FailedScheduling counts on its series and is
+patched within series_interval, so a kill loses at most that count. With the server answering, an event waits for
 at most the batch being written (up to writer.BATCH creates pipelined over
 sink.LANES connections) and then its own, plus any client-side rate-limit
 wait once events outrun clientConnection's burst: the loss is the binding
