@@ -38,7 +38,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import config, fill, out, peak_rss_mib, pods, thread_cpu
+from benchmarks.common import config, fill, out, peak_rss_mib, pods, server_timestamps, thread_cpu
 
 
 def _serve(
@@ -47,7 +47,7 @@ def _serve(
     from netsched.testing.fakeapi import FakeAPIServer
 
     with FakeAPIServer(watch_timeout=300, tls=realistic, realistic=realistic) as srv:
-        bound, scheduled = _timestamps(srv)
+        bound, scheduled = server_timestamps(srv)
         fill(srv, n_nodes, pods(n_pods))
         srv.write_kubeconfig(kubeconfig)
         srv.clear_requests()
@@ -92,32 +92,6 @@ class _ThreadProfiles:
                 stats.add(prof)
         stats.dump_stats(path)
         return stats
-
-
-def _timestamps(srv: Any) -> tuple[dict[str, float], dict[str, float]]:
-    """Note, server side, when each pod was bound and when its Scheduled event was stored."""
-    store = srv.store
-    bound: dict[str, float] = {}
-    scheduled: dict[str, float] = {}
-    lock = threading.Lock()
-    bind, create = store.bind, store.create
-
-    def timed_bind(namespace: str, name: str, node: str, **kw: Any) -> Any:
-        out = bind(namespace, name, node, **kw)
-        with lock:
-            bound[f"{namespace}/{name}"] = time.monotonic()
-        return out
-
-    def timed_create(rt: Any, namespace: str | None, body: Any) -> Any:
-        out = create(rt, namespace, body)
-        if body.get("reason") == "Scheduled":
-            ref = body.get("regarding") or body.get("involvedObject") or {}
-            with lock:
-                scheduled.setdefault(f"{ref.get('namespace')}/{ref.get('name')}", time.monotonic())
-        return out
-
-    store.bind, store.create = timed_bind, timed_create
-    return bound, scheduled
 
 
 def run(

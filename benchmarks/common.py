@@ -10,6 +10,7 @@ import re
 import resource
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -140,3 +141,29 @@ def fill(srv: Any, n_nodes: int, pending: Sequence[dict[str, Any]], existing: in
         srv.create("pods", p)
     for p in pending:
         srv.create("pods", p)
+
+
+def server_timestamps(srv: Any) -> tuple[dict[str, float], dict[str, float]]:
+    """Note, server side, when each pod was bound and when its Scheduled event was stored."""
+    store = srv.store
+    bound: dict[str, float] = {}
+    scheduled: dict[str, float] = {}
+    lock = threading.Lock()
+    bind, create = store.bind, store.create
+
+    def timed_bind(namespace: str, name: str, node: str, **kw: Any) -> Any:
+        out = bind(namespace, name, node, **kw)
+        with lock:
+            bound[f"{namespace}/{name}"] = time.monotonic()
+        return out
+
+    def timed_create(rt: Any, namespace: str | None, body: Any) -> Any:
+        out = create(rt, namespace, body)
+        if body.get("reason") == "Scheduled":
+            ref = body.get("regarding") or body.get("involvedObject") or {}
+            with lock:
+                scheduled.setdefault(f"{ref.get('namespace')}/{ref.get('name')}", time.monotonic())
+        return out
+
+    store.bind, store.create = timed_bind, timed_create
+    return bound, scheduled

@@ -11,7 +11,8 @@ from hooks: add_token(token, user, groups) and allow(user, path, verb).
 
 Tests drive it over HTTP through the official client or netsched.kube, and reach
 into it through plain thread-safe hooks: create/get/list/update/patch/delete/bind
-objects, compact() the history, inject_fault() to fail requests, and inspect
+objects, compact() the history, inject_fault() to fail requests, outage() and
+recover() to take the whole server down and back on the same port, and inspect
 `requests` (RBAC-style tuples) to check a ClusterRole covers what was used.
 
 Resource names for the hooks: a bare plural for the core group ("pods", "nodes",
@@ -34,6 +35,7 @@ import copy
 import json
 import re
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -96,6 +98,9 @@ class FakeAPIServer:
         self._tokens: dict[str, JsonObj] = {}
         self._authenticate = False  # require_authentication()
         self._grants: set[tuple[str, str, str]] = set()  # (user or "group:NAME", path, verb)
+        self._hanging = False  # a "hang" outage: requests are held, unanswered
+        self._release = threading.Event()  # set to close the connections of held requests
+        self.held_requests = 0  # requests caught by "hang" outages
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -103,39 +108,102 @@ class FakeAPIServer:
         """Bind and serve in a daemon thread; returns self so `FakeAPIServer().start()` chains."""
         if self._httpd is not None:
             raise RuntimeError("FakeAPIServer already started")
-        context = None
         if self.tls:
             self._cert = serving_cert(alternate_names=[self._address[0]])
-            context = self._cert.context()
-        self._httpd = HTTPServer(self._address, self, context)
+        self._serve()
+        return self
+
+    def _serve(self) -> None:
+        self._httpd = HTTPServer(self._address, self, self._cert.context() if self._cert else None)
+        # Bound once: an outage ends by serving again on the same port (recover()).
+        self._address = (self._address[0], int(self._httpd.server_address[1]))
         # A short poll interval keeps stop() fast; idle cost is negligible.
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fakeapi", daemon=True
         )
         self._thread.start()
-        return self
 
     def stop(self) -> None:
         """Stop serving, end open watches and drop kept-alive connections."""
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
+        self._release_held()
+        if self._httpd is None:
+            self._forget_cert()
             return
         self.store.close_watchers()
         with self._streams_cond:  # each open watch ends with its final chunk, as a clean end
             self._streams_cond.wait_for(lambda: self._open_streams == 0, timeout=2.0)
+        self._close(reset=False)
+        self._forget_cert()
+
+    def _close(self, *, reset: bool) -> None:
+        """Stop accepting and end every open connection (`reset`: with a TCP RST, as the kernel
+        ends a killed process's connections that still hold unread data)."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
         httpd.shutdown()
         with self._lock:
             connections = list(self._connections)
         for conn in connections:
             # Without this, a pooled client connection would keep being served after stop().
             with contextlib.suppress(OSError):
+                if reset:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 conn.shutdown(socket.SHUT_RDWR)
         httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+    def _forget_cert(self) -> None:
         if self._cert is not None:
             self._cert.close()
             self._cert = None
+
+    # --- outages -------------------------------------------------------------
+
+    def outage(self, mode: str = "refuse") -> None:
+        """Make the server unreachable until recover(), keeping its objects, port and certificate.
+
+        "refuse": as a killed process on the same host: open connections are reset and
+        connects refused. "hang": as a wedged server, or one behind a network partition:
+        connections stay open and new ones are accepted, but no request is answered; a
+        request caught in it is never answered (a half-open connection: only the client's
+        read timeout ends it), unless a "refuse" outage or stop() comes first and closes it.
+        Watch streams already open are not held.
+        """
+        if mode == "hang":
+            with self._lock:
+                self._hanging = True
+        elif mode == "refuse":
+            with self._lock:
+                self._hanging = False
+            self._release_held()
+            self._close(reset=True)
+        else:
+            raise ValueError(f"outage mode must be 'refuse' or 'hang', not {mode!r}")
+
+    def recover(self) -> None:
+        """End an outage: answer requests again, on the same port after a "refuse" outage."""
+        with self._lock:
+            self._hanging = False
+        if self._httpd is None:
+            self._serve()
+
+    def held(self) -> bool:
+        """Called by the handler for every request: during a "hang" outage, wait without answering
+        until the connection is to be closed (True); False at once otherwise."""
+        with self._lock:
+            if not self._hanging:
+                return False
+            release = self._release
+            self.held_requests += 1
+        release.wait()
+        return True
+
+    def _release_held(self) -> None:
+        with self._lock:
+            release, self._release = self._release, threading.Event()
+        release.set()
 
     def __enter__(self) -> FakeAPIServer:
         return self.start()
@@ -147,9 +215,9 @@ class FakeAPIServer:
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
+        if self._thread is None:
             raise RuntimeError("FakeAPIServer not started")
-        return int(self._httpd.server_address[1])
+        return self._address[1]
 
     @property
     def url(self) -> str:

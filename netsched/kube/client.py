@@ -178,23 +178,28 @@ class KubeClient:
         *,
         content_type: str = JSON,
         lanes: int = 1,
+        timeout: Any = None,
     ) -> list[Reply | ApiError]:
         """One attempt at each (path, body) request, pipelined over up to `lanes` connections
         where the transport serves this cluster (Transport.request_many; one after another
-        otherwise); each counts against the rate limit.  One result per item, in order: its Reply, or its ApiError (a transient one
-        when the connection failed before its reply: the server may still have acted on it, so
-        use this only for requests a repeat cannot harm).  Nothing is retried here, except that the
+        otherwise); each counts against the rate limit; `timeout` as for `request`.  One result
+        per item, in order: its Reply, or its ApiError (a transient one when the connection
+        failed before its reply: the server may still have acted on it, so use this only for
+        requests a repeat cannot harm).  Nothing is retried here, except that the
         requests refused (401) with credentials that can change are sent once more, read afresh.
         """
         if self.transport is None:
             out: list[Reply | ApiError] = []
             for path, body in items:
                 try:
-                    out.append(self.request(verb, resource, method, path, body=body, retry=False))
+                    out.append(
+                        self.request(verb, resource, method, path, body=body, retry=False, timeout=timeout)
+                    )
                 except ApiError as e:
                     out.append(e)
             return out
-        results = self._pipeline(self.transport, verb, resource, method, items, content_type, lanes)
+        limits = _connect_read(self.timeout if timeout is None else timeout)
+        results = self._pipeline(self.transport, verb, resource, method, items, content_type, lanes, limits)
         refused = [i for i, r in enumerate(results) if isinstance(r, Unauthorized)]
         if refused and self.credentials.invalidate():
             # A token rotated or expired since it was read: those requests once more, read afresh
@@ -202,7 +207,7 @@ class KubeClient:
             again = [items[i] for i in refused]
             for i, r in zip(
                 refused,
-                self._pipeline(self.transport, verb, resource, method, again, content_type, lanes),
+                self._pipeline(self.transport, verb, resource, method, again, content_type, lanes, limits),
                 strict=True,
             ):
                 results[i] = r
@@ -217,6 +222,7 @@ class KubeClient:
         items: Sequence[tuple[str, Any]],
         content_type: str,
         lanes: int,
+        timeout: tuple[float | None, float | None],
     ) -> list[Reply | ApiError]:
         requests = []
         for path, body in items:
@@ -224,7 +230,7 @@ class KubeClient:
             target, headers, data = self._prepare(path, (), body, content_type)
             requests.append((method, target, headers, data))
         results: list[Reply | ApiError] = []
-        for r in transport.request_many(requests, _connect_read(self.timeout), lanes):
+        for r in transport.request_many(requests, timeout, lanes):
             if isinstance(r, Exception):
                 results.append(from_exception(r))
             elif 200 <= r.status <= 299:

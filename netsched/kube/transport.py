@@ -27,6 +27,14 @@ net/http does for a server-closed idle connection.  Idle connections are
 checked before reuse (readable means the server closed it) and dropped after
 IDLE_SECONDS, so a connection a NAT or load balancer forgot silently does not
 cost a request its whole read timeout.
+
+A request that fails on its connection (timed out, refused, reset) empties
+the idle pool: those connections lead to the same server, and when it died
+or hangs each one would cost the next requests another read timeout (a
+server that vanished without closing them, behind a partition or a node
+that died, leaves them looking idle and healthy).  A pipelined batch's
+replies share one read deadline: its lanes are read one after another, so a
+hung server would otherwise cost the batch one timeout per lane.
 """
 
 from __future__ import annotations
@@ -164,16 +172,20 @@ class Transport:
         """Send one request and read the whole reply; `timeout` is (connect, read) seconds."""
         message = self._message(method, path, headers, body)
         conn = self._take()
-        if conn is not None:
+        try:
+            if conn is not None:
+                try:
+                    return self._exchange(conn, message, timeout[1], method)
+                except _Closed:
+                    pass  # closed while idle: once more on a new connection
+            conn = self._connect(timeout[0])
             try:
                 return self._exchange(conn, message, timeout[1], method)
-            except _Closed:
-                pass  # closed while idle: once more on a new connection
-        conn = self._connect(timeout[0])
-        try:
-            return self._exchange(conn, message, timeout[1], method)
-        except _Closed as e:
-            raise http.client.RemoteDisconnected(str(e)) from None
+            except _Closed as e:
+                raise http.client.RemoteDisconnected(str(e)) from None
+        except (OSError, http.client.HTTPException):
+            self.close()  # the server failed this connection: do not trust its others
+            raise
 
     def request_many(
         self,
@@ -213,17 +225,27 @@ class Transport:
                     results[i] = e
                 continue
             sent.append((conn, rows))
+        deadline = None if timeout[1] is None else time.monotonic() + timeout[1]
         for conn, rows in sent:
-            self._read_replies(conn, [(i, requests[i][0]) for i in rows], results)
+            self._read_replies(conn, [(i, requests[i][0]) for i in rows], results, deadline)
+        if any(isinstance(r, OSError | http.client.HTTPException) for r in results):
+            self.close()  # as in `request`: the server failed a connection, do not trust its others
         return [r if r is not None else http.client.RemoteDisconnected("no reply") for r in results]
 
     def _read_replies(
-        self, conn: _Conn, rows: list[tuple[int, str]], results: list[Response | Exception | None]
+        self,
+        conn: _Conn,
+        rows: list[tuple[int, str]],
+        results: list[Response | Exception | None],
+        deadline: float | None,
     ) -> None:
-        """The replies to a pipelined write, in order; those never read get the error that ended it."""
+        """The replies to a pipelined write, in order, by `deadline` (monotonic; None: none);
+        those never read get the error that ended it."""
         done = 0
         try:
             for i, method in rows:
+                if deadline is not None:
+                    conn.sock.settimeout(max(0.0, deadline - time.monotonic()) or 1e-3)
                 line = conn.reader.readline(_MAX_LINE + 1)
                 if not line:
                     raise http.client.RemoteDisconnected("server closed the connection")
@@ -241,6 +263,11 @@ class Transport:
             self._give_back(conn)
         else:
             conn.close()
+
+    @property
+    def idle_connections(self) -> int:
+        with self._lock:
+            return len(self._idle)
 
     def close(self) -> None:
         with self._lock:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -108,8 +109,11 @@ profiles:
 """
 
 
-def test_sigterm_during_a_burst_writes_every_pending_event(server: FakeAPIServer, tmp_path: Path) -> None:
-    pods = 300
+def scheduling_a_burst(
+    server: FakeAPIServer, tmp_path: Path, pods: int, event_delay: float
+) -> tuple[subprocess.Popen[str], Callable[[], set[str]]]:
+    """The real netsched process scheduling `pods` pods, each event write taking `event_delay`
+    seconds (events trail the bindings, as on a busy API server); and the pods bound so far."""
     kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
     cfg = tmp_path / "config.yaml"
     cfg.write_text(CONFIG)
@@ -117,13 +121,18 @@ def test_sigterm_during_a_burst_writes_every_pending_event(server: FakeAPIServer
         server.create("nodes", make_node(f"n{i}").capacity(cpu="64", pods="110").obj())
     for i in range(pods):
         server.create("pods", make_pod(f"p{i:03d}").scheduler("netsched").req(cpu="100m").obj())
-    # Each event write takes 50 ms: events fall far behind bindings, as on a busy API server.
-    server.inject_fault("POST", EVENT_WRITES, status=None, delay=0.05, count=-1)
-    proc = start_netsched(cfg, kubeconfig)
+    server.inject_fault("POST", EVENT_WRITES, status=None, delay=event_delay, count=-1)
 
     def bound() -> set[str]:
         return {p["metadata"]["name"] for p in server.list("pods") if p["spec"].get("nodeName")}
 
+    return start_netsched(cfg, kubeconfig), bound
+
+
+def test_sigterm_during_a_burst_writes_every_pending_event(server: FakeAPIServer, tmp_path: Path) -> None:
+    pods = 300
+    # Each event write takes 50 ms: events fall far behind bindings, as on a busy API server.
+    proc, bound = scheduling_a_burst(server, tmp_path, pods, event_delay=0.05)
     try:
         server.wait_for(lambda: len(bound()) >= pods // 3, timeout=60)
         proc.send_signal(signal.SIGTERM)
@@ -134,4 +143,27 @@ def test_sigterm_during_a_burst_writes_every_pending_event(server: FakeAPIServer
             proc.kill()
     assert proc.returncode == 0, out
     assert pending_at_sigterm > 0  # the burst was still being reported when SIGTERM came
+    assert bound() and scheduled(server) == bound()
+
+
+def test_sigterm_as_a_restarted_api_server_comes_back_writes_every_scheduled_event(
+    server: FakeAPIServer, tmp_path: Path
+) -> None:
+    """Issue 29 item 8a, in the real process: the API server restarts mid-backlog (wedged, then
+    killed, then back on the same port) and the scheduler is stopped as soon as it answers."""
+    pods = 150
+    proc, bound = scheduling_a_burst(server, tmp_path, pods, event_delay=0.01)
+    try:
+        server.wait_for(lambda: len(bound()) >= pods // 3, timeout=60)
+        server.outage("hang")  # SIGTERM to the API server: wedged
+        server.wait_for(lambda: server.held_requests > 0, timeout=30)
+        server.outage("refuse")  # SIGKILL: connections reset
+        server.recover()
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "unwritten at shutdown" not in out
     assert bound() and scheduled(server) == bound()

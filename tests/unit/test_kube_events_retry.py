@@ -240,6 +240,18 @@ def _queued_behind_a_slow_write(sink: BatchSink, events: list[tuple[int, str, st
     return b
 
 
+def _busy_writer(sink: BatchSink, queued: int, **kwargs: Any) -> EventBroadcaster:
+    """A broadcaster whose writer is busy with a first event ("first", waiting for sink.gate)
+    while `queued` more (notes m0, m1, ...) wait behind it."""
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, **kwargs)
+    rec = b.new_recorder("netsched")
+    rec.event(pod(999), "Normal", "Scheduled", "Binding", "first")
+    assert sink.entered.wait(5)
+    for i in range(queued):
+        rec.event(pod(i), "Normal", "Scheduled", "Binding", f"m{i}")
+    return b
+
+
 def test_events_queued_together_are_created_in_one_batch() -> None:
     sink = BatchSink()
     b = _queued_behind_a_slow_write(sink, [(i, "Scheduled", f"m{i}") for i in range(5)])
@@ -275,3 +287,79 @@ def test_a_pods_events_in_one_batch_keep_their_order() -> None:
     assert sink.batches == [["a1", "b"], ["a2", "c"]]  # pod 1's second event waits for its first
     notes = [c["note"] for c in sink.created]
     assert notes.index("a1") < notes.index("a2")
+
+
+def test_a_batch_that_fails_transiently_is_retried_together_until_the_server_answers() -> None:
+    sink = BatchSink()
+    down = Transient(0, "ConnectionRefusedError", "connection refused")
+    outage = 3  # attempts at the batch that find the server down
+    original = sink.create_many
+
+    def refusing(api: str, items: list[tuple[str, dict[str, Any]]]) -> list[Exception | None]:
+        if len(sink.batches) < outage:
+            sink.batches.append([body["note"] for _, body in items])
+            return [down] * len(items)
+        return original(api, items)
+
+    sink.create_many = refusing  # type: ignore[method-assign]
+    slept: list[float] = []
+    notes = [f"m{i}" for i in range(5)]
+    b = _busy_writer(sink, len(notes), sleep=slept.append)
+    sink.gate.set()
+    assert b.flush(5)
+    b.stop()
+    # One wait per failed attempt at the whole batch, none per event once it answers.
+    assert sink.batches == [notes] * (outage + 1)
+    assert (b.written, b.failed, b.dropped, b.retries) == (6, 0, 0, outage)
+    assert len(slept) == outage and max(slept) <= FAST.max_backoff + FAST.backoff
+
+
+def test_a_batch_still_failing_at_the_shutdown_deadline_is_counted_dropped() -> None:
+    sink = BatchSink()
+    sink.create_many = lambda api, items: [  # type: ignore[method-assign]
+        ServerError(503, "ServiceUnavailable", "down") for _ in items
+    ]
+    drops: list[str] = []
+    b = _busy_writer(sink, 4, on_drop=drops.append)
+    sink.gate.set()
+    assert _wait_until(lambda: b.retries >= 2)
+    assert not b.stop(timeout=0.2)
+    assert [c["note"] for c in sink.created] == ["first"]
+    assert drops == ["shutdown"] * 4 and b.failed == 0
+
+
+# ---------------------------------------------------------------- what a SIGKILL would lose
+
+
+def test_what_is_held_unwritten_is_the_queue_and_at_most_one_batch_taken() -> None:
+    from netsched.kube.events.writer import BATCH
+
+    sink = BatchSink()
+    in_batch = threading.Event()
+    release = threading.Event()
+    original = sink.create_many
+
+    def slow(api: str, items: list[tuple[str, dict[str, Any]]]) -> list[Exception | None]:
+        in_batch.set()
+        release.wait(5)
+        return original(api, items)
+
+    sink.create_many = slow  # type: ignore[method-assign]
+    b = _busy_writer(sink, BATCH + 8)
+    assert b.unwritten == 1 + BATCH + 8  # the one being written and all queued
+    sink.gate.set()
+    assert in_batch.wait(5)
+    assert b.unwritten == BATCH + 8 and b.pending == 8  # one batch taken, the rest queued
+    release.set()
+    assert b.flush(5)
+    assert b.unwritten == 0
+    b.stop()
+
+
+def test_stop_counts_what_a_writer_stuck_in_a_request_still_holds() -> None:
+    sink = BatchSink()  # its first create waits for the gate: a request left hanging
+    drops: list[str] = []
+    b = _busy_writer(sink, 3, on_drop=drops.append)
+    assert not b.stop(timeout=0.1)
+    assert drops == ["shutdown"] * 4  # the one in the hanging request and the three queued
+    sink.gate.set()

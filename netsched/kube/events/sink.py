@@ -18,6 +18,11 @@ from netsched.kube.client import JsonObj, KubeClient
 EVENTS_V1 = "events.k8s.io/v1"
 CORE_V1 = "v1"
 LANES = 4  # connections a batch of new events is pipelined over
+# (connect, read) seconds for one event write. The API server answers a create in
+# milliseconds; the client's default (30 s) would hold every event queued behind a request
+# left hanging on a connection to a server that died for that long. A write that timed
+# out is sent again under the same name: at worst it meets AlreadyExists.
+TIMEOUT = (3.0, 5.0)
 
 
 class EventSink(Protocol):
@@ -36,25 +41,41 @@ class EventSink(Protocol):
 class KubeEventSink:
     """EventSink over the API server: one attempt per call (the broadcaster owns the retries)."""
 
-    def __init__(self, client: KubeClient) -> None:
+    def __init__(self, client: KubeClient, timeout: tuple[float, float] = TIMEOUT) -> None:
         self._client = client
+        self.timeout = timeout
 
     def create(self, api: str, namespace: str, body: JsonObj) -> None:
         self._client.request(
-            "create", _resource(api), "POST", _events_path(api, namespace), body=body, retry=False
+            "create",
+            _resource(api),
+            "POST",
+            _events_path(api, namespace),
+            body=body,
+            retry=False,
+            timeout=self.timeout,
         )
 
     def create_many(self, api: str, items: list[tuple[str, JsonObj]]) -> list[Exception | None]:
         """One attempt at each (namespace, body) create, pipelined over LANES connections; per item
         None or its error.  Safe to repeat: each event has a name of its own (AlreadyExists)."""
         paths = [(_events_path(api, namespace), body) for namespace, body in items]
-        replies = self._client.request_many("create", _resource(api), "POST", paths, lanes=LANES)
+        replies = self._client.request_many(
+            "create", _resource(api), "POST", paths, lanes=LANES, timeout=self.timeout
+        )
         return [r if isinstance(r, Exception) else None for r in replies]
 
     def patch(self, api: str, namespace: str, name: str, body: JsonObj) -> None:
         path = f"{_events_path(api, namespace)}/{quote(name, safe='')}"
         self._client.request(
-            "patch", _resource(api), "PATCH", path, body=body, content_type=MERGE_PATCH, retry=False
+            "patch",
+            _resource(api),
+            "PATCH",
+            path,
+            body=body,
+            content_type=MERGE_PATCH,
+            retry=False,
+            timeout=self.timeout,
         )
 
 

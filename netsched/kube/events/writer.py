@@ -6,6 +6,8 @@ events together, pipelined over the sink's connections: a burst costs one
 wake-up and one round trip, not one each. A write that fails for a transient
 reason (429, 5xx, reset, timeout) is retried with backoff (a server's
 Retry-After wins) until it succeeds or shutdown gives up (`Delivery.abandon`);
+the members of a batch that failed so are retried together, so a backlog
+built up in an outage drains a batch per round trip once the server answers;
 permanent failures (403, 422, a deleted namespace) are counted and skipped.
 A pod's events are written in order: one writer owns each pod, and a batch
 never holds two new events of one pod.
@@ -44,11 +46,16 @@ _IDLE_WAKE = 0.5  # seconds a writer waits for work before checking for due seri
 @dataclass(frozen=True, slots=True)
 class EventRetry:
     """Backoff between attempts at a transiently failing write: from `backoff`, doubling, with up to
-    `backoff` of jitter, capped at `max_backoff` (client-go waits 10 s); a server's Retry-After wins
-    when longer (capped at `max_retry_after`). There is no attempt limit: only shutdown ends it."""
+    `backoff` of jitter, capped at `max_backoff`; a server's Retry-After wins when longer (capped at
+    `max_retry_after`). There is no attempt limit: only shutdown ends it.
+
+    The cap is how long events can stay stuck after the API server answers again (plus one
+    write's timeout, sink.TIMEOUT, when the last attempt hung on a dead connection). client-go
+    sleeps 10 s; with that cap a backlog waited up to 10 s after a restart. A writer retries
+    one batch (up to BATCH creates) at a time, so 2 s costs a down server that every 2 s."""
 
     backoff: float = 0.1
-    max_backoff: float = 10.0
+    max_backoff: float = 2.0
     max_retry_after: float = 30.0
 
 
@@ -203,6 +210,7 @@ class Writer:
         self.series = SeriesCache(max_series, owner.dedup_window)
         self.last_sweep = owner.clock.wall()
         self.retrying = owner._retrying()
+        self.in_flight = 0  # occurrences taken off the queue and not yet written, failed or dropped
         self.thread = threading.Thread(target=self._run, name=f"event-writer-{index}", daemon=True)
 
     def _run(self) -> None:
@@ -242,7 +250,9 @@ class Writer:
                         held = nxt
                         break
                     batch.append(nxt)
+                self.in_flight = len(batch)
                 self._guarded(self._record_all, batch)
+                self.in_flight = 0
             if o.clock.wall() - self.last_sweep >= o.series_interval:
                 self._guarded(self._sweep, False)
 
@@ -298,24 +308,64 @@ class Writer:
             self._write_series(occ.key, series)
 
     def _create_all(self, occs: list[Occurrence]) -> None:
-        """Create new events: one attempt at all of them together (the sink pipelines them), then
-        each that failed goes the single-event way (retries included)."""
+        """Create new events together (the sink pipelines them); those that fail transiently are
+        tried again together, with the policy's waits, until written or abandoned at shutdown.
+
+        Together, so that after an outage a batch drains in one round trip as soon as the server
+        answers, not one backoff wait and one request per event."""
         o = self.owner
         if len(occs) < 2 or o._abandon.is_set():
             for occ in occs:
                 self.series.remember(occ, self._create(occ))
             return
         api = o.api
-        names = [self._name(occ) for occ in occs]
-        errors = o.sink.create_many(
-            api, [(occ.namespace, o._body(api, n, occ)) for occ, n in zip(occs, names, strict=True)]
-        )
-        for occ, name, err in zip(occs, names, errors, strict=True):
+        pending = [(occ, self._name(occ)) for occ in occs]
+
+        def attempt() -> None:
+            nonlocal pending
+            failed = self._try_many(api, pending)
+            pending = [(occ, name) for occ, name, _ in failed]
+            if failed:
+                raise failed[0][2]
+
+        try:
+            attempt()
+        except Exception as e:
+            if not is_transient(e):
+                raise  # the sink itself failed, not one of its writes: the writer logs it
+            try:
+                retry_after_first(self.retrying, e, attempt)
+            except Exception:
+                if not o._abandon.is_set():
+                    raise
+                for _ in pending:  # only shutdown ends the retries of transient failures
+                    o._drop("shutdown")
+
+    def _try_many(
+        self, api: str, pending: list[tuple[Occurrence, str]]
+    ) -> list[tuple[Occurrence, str, Exception]]:
+        """One attempt at each (occurrence, name) create, together: the written and the permanently
+        failed are done with; what failed transiently is returned with its error."""
+        o = self.owner
+        bodies = [(occ.namespace, o._body(api, name, occ)) for occ, name in pending]
+        errors = o.sink.create_many(api, bodies) if len(bodies) > 1 else [self._try_one(api, *bodies[0])]
+        again: list[tuple[Occurrence, str, Exception]] = []
+        for (occ, name), err in zip(pending, errors, strict=True):
             if err is None or isinstance(err, AlreadyExists):
                 o._written(occ)
                 self.series.remember(occ, EventSeries.first(api, name, occ))
-            else:
+            elif is_transient(err):
+                again.append((occ, name, err))
+            else:  # permanent, or the API group not served: the single-event way decides
                 self.series.remember(occ, self._create(occ, name, api, err))
+        return again
+
+    def _try_one(self, api: str, namespace: str, body: JsonObj) -> Exception | None:
+        try:
+            self.owner.sink.create(api, namespace, body)
+        except Exception as e:
+            return e
+        return None
 
     def _name(self, occ: Occurrence) -> str:
         return f"{occ.name}.{self.owner._unique_ns(occ.wall):x}"
