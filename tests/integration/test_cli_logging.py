@@ -15,13 +15,23 @@ from typing import Any
 
 import pytest
 
-from netsched.demo import DEMO_CONFIG
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.cli import start_netsched
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
+
+
+# One profile named netsched with kube's default plugins (nothing to poll), no leader election.
+CONFIG = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: netsched
+"""
 
 
 def _bound(server: FakeAPIServer, name: str) -> str:
@@ -31,7 +41,7 @@ def _bound(server: FakeAPIServer, name: str) -> str:
 def _run(server: FakeAPIServer, tmp_path: Path, *flags: str) -> str:
     """Start netsched with flags, wait for pod p0 to be bound, stop it with SIGTERM; its output."""
     cfg = tmp_path / "config.yaml"
-    cfg.write_text(DEMO_CONFIG)  # one netsched profile, no leader election
+    cfg.write_text(CONFIG)
     kubeconfig = tmp_path / "kubeconfig"
     server.write_kubeconfig(kubeconfig)
     server.create("nodes", make_node("n2").obj())

@@ -345,6 +345,7 @@ LOAD = {
 }
 NODES = {name: f"10.0.0.{i}" for i, name in enumerate(LOAD, start=1)}
 LINK = 125e6  # the exporter's link speed, bytes/s
+RATE_WINDOW = 4  # seconds: the pollers' rateWindow, four of PrometheusServer's 1 s scrapes
 # The API client tries a request this many times; a binding fault that outlasts them fails the bind.
 RETRY = RetrySettings(max_attempts=3, backoff=0.1, max_backoff=0.5)
 
@@ -378,7 +379,7 @@ profiles:
         pollIntervalSeconds: 1
         timeoutSeconds: 0.5
         maxSampleAgeSeconds: 5
-        rateWindow: 4s
+        rateWindow: {rate_window}s
         estimation:
           coverMarginSeconds: 2
   - name: LoadAware
@@ -400,7 +401,7 @@ profiles:
         pollIntervalSeconds: 1
         timeoutSeconds: 0.5
         maxSampleAgeSeconds: 5
-        rateWindow: 4s
+        rateWindow: {rate_window}s
   - name: LoadAware
     args:
       prometheus: *dead
@@ -531,7 +532,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         config_path = workdir / "config.yaml"
         config_path.write_text(
             CONFIG.format(
-                live_profile=LIVE_PROFILE, dead_profile=DEAD_PROFILE, live_url=prom.url, dead_url=dead_url
+                live_profile=LIVE_PROFILE,
+                dead_profile=DEAD_PROFILE,
+                live_url=prom.url,
+                dead_url=dead_url,
+                rate_window=RATE_WINDOW,
             )
         )
         cfg = load_config(config_path.read_text(), registry)
@@ -556,7 +561,16 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             assert app.start_informers(sync_timeout=10)
             start = time.time()
             prom.start()
-            app.start_background()  # the pollers' first query finds Prometheus up
+            # rate() over a window the series does not fill yet reads low: Prometheus extrapolates
+            # at most half a scrape past the first sample but divides by the whole window (0.4-0.7
+            # of the load set for the first scrapes). The pollers start once every node's counters
+            # (all scraped together) have a sample a rate window old: each value they poll, and the
+            # netsched_node_* gauges the dashboards show, is then the load the test set.
+            prom.wait_for(
+                f'count(node_network_receive_bytes_total{{device="eth0"}} offset {RATE_WINDOW}s) == {len(NODES)}',
+                timeout=15,
+            )
+            app.start_background()  # the pollers' first query finds Prometheus up, its rates whole
             # A standby replica first (scraped with netsched_leader 0), then it campaigns and leads.
             prom.wait_for("netsched_leader == 0", timeout=15)
             feeder.start()
