@@ -242,6 +242,7 @@ def exported_families(scheduler_app: Any) -> set[str]:
         dead_profile=DEAD_PROFILE,
         live_url="http://127.0.0.1:9",
         dead_url="http://127.0.0.1:9",
+        rate_window=RATE_WINDOW,
     )
     return {family.name for c in (cfg, GANG_CONFIG) for family in scheduler_app(c).metrics_registry.collect()}
 
