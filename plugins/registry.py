@@ -29,6 +29,7 @@ def in_tree_plugins() -> list[PluginFactory]:
     from netsched.plugins.priority_sort import PrioritySort
     from netsched.plugins.scheduling_gates import SchedulingGates
     from netsched.plugins.taint_toleration import TaintToleration
+    from netsched.plugins.traffic_affinity import TrafficAffinity
     from netsched.plugins.volume_binding import CheckCSIStorageCapacity, VolumeBinding
     from netsched.plugins.volume_restrictions import VolumeRestrictions
     from netsched.plugins.volume_zone import VolumeZone
@@ -56,6 +57,7 @@ def in_tree_plugins() -> list[PluginFactory]:
         NetworkTraffic,
         LoadAware,
         LoadThreshold,
+        TrafficAffinity,  # co-locates workloads that talk (the measured traffic graph)
         # Gang scheduling over PodGroups (scheduler-plugins' Coscheduling).
         Coscheduling,
         GangTopology,

@@ -5,7 +5,8 @@ started and a rate window has passed, and the poller samples every few
 seconds.  Without correction every pod of a burst lands on the node that
 looked idle at the last poll.  So each reservation adds the pod's expected
 load to its node (Koordinator's estimator: max(request, limit) x factor for
-CPU and memory; the bandwidth annotations, or a default, for network) until a
+CPU and memory; the bandwidth annotations, else a plugin's bandwidth hint (the
+pod's measured traffic leaving the node), else a default, for network) until a
 sample taken after `reservation time + coverMarginSeconds` covers it, or
 `maxLifetimeSeconds` passes.  Coverage is judged per resource group, against
 that group's own sample timestamps.
@@ -61,6 +62,14 @@ def pod_bandwidth(pod: PodInfo, default: float) -> tuple[float, float]:
     )
 
 
+def _annotated(pod: PodInfo) -> bool:
+    return INGRESS_BANDWIDTH in pod.annotations or EGRESS_BANDWIDTH in pod.annotations
+
+
+# (pod, node) -> (rx, tx) bytes/s the pod will add to the node's link, or None when unknown.
+BandwidthHint = Callable[[PodInfo, str], "tuple[float, float] | None"]
+
+
 def pod_load(pod: PodInfo, args: EstimationArgs) -> FloatArray:
     """[cpu millicores, memory bytes, rx bytes/s, tx bytes/s] expected of the pod."""
     cpu = max(pod.nonzero_cpu, pod.limits.get(CPU, 0)) * args.cpu_factor
@@ -104,6 +113,9 @@ class Estimator:
         self._index: dict[str, int] | None = None  # the snapshot.index `_rows` is aligned with
         self._rows: FloatArray = np.zeros((0, COLUMNS))
         self._synced_version = -1
+        # Set by a plugin that knows a pod's traffic better than the default (TrafficAffinity:
+        # its workload's measured per-pod traffic that leaves the node); None: not known.
+        self.bandwidth_hint: BandwidthHint | None = None
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -113,6 +125,11 @@ class Estimator:
     def add(self, pod: PodInfo, node: str, at: float | None = None) -> None:
         """Count `pod` on `node` from `at` (wall seconds); idempotent per pod uid."""
         load = pod_load(pod, self.args)
+        hint = self.bandwidth_hint
+        if hint is not None and not _annotated(pod):
+            got = hint(pod, node)
+            if got is not None:
+                load[RX_COL], load[TX_COL] = got
         with self._lock:
             old = self._pods.get(pod.uid)
             if old is not None:

@@ -16,6 +16,8 @@ change without touching a plugin.  What is here:
   fill_stale, ratio, to_int_scores, over FloatArray columns), so every metric
   plugin reads a node's load the same way; METRICS_EVENTS, the events that can
   change a metric plugin's verdict;
+- the traffic graph between workloads (TrafficArgs, the `traffic:` block; TrafficGraph,
+  read fresh through a GraphReader from the TRAFFIC_PAIRS series);
 - the estimator's view of one pod (pod_load, and the CPU_COL / MEMORY_COL of what
   it returns).
 
@@ -29,6 +31,7 @@ from netsched.metrics.estimation import CPU_COL, MEMORY_COL, pod_load
 from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
 from netsched.metrics.scoring import MetricArgs, MetricScorePlugin, QueryScorePlugin
 from netsched.metrics.source import MetricSource
+from netsched.metrics.traffic import PAIR_LABEL, TRAFFIC_PAIRS, GraphReader, TrafficArgs, TrafficGraph
 from netsched.metrics.utilisation import (
     METRICS_EVENTS,
     NetworkLoad,
@@ -55,6 +58,11 @@ __all__ = [
     "MetricArgs",
     "MetricScorePlugin",
     "MetricSource",
+    "GraphReader",
+    "PAIR_LABEL",
+    "TRAFFIC_PAIRS",
+    "TrafficArgs",
+    "TrafficGraph",
     "NetworkLoad",
     "PrometheusArgs",
     "QueryScorePlugin",

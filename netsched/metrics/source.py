@@ -23,6 +23,7 @@ import numpy as np
 from netsched.framework.snapshot import BoolArray, FloatArray, Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics.args import PrometheusArgs
+from netsched.metrics.cache import Series
 from netsched.metrics.estimation import Coverage, Estimates, Estimator, pod_bandwidth
 from netsched.metrics.mapping import NodeResolver, align
 from netsched.metrics.poller import Poller
@@ -58,12 +59,16 @@ class MetricSource:
         """Poll a custom instant query returning one series per node ($by, $window are substituted)."""
         self._bind(name, render(promql, self.args))
 
-    def _bind(self, name: str, promql: str) -> None:
+    def require_keyed_query(self, name: str, promql: str, key_label: str) -> None:
+        """Poll a query whose series are keyed by `key_label`, not by node (read with `series`)."""
+        self._bind(name, render(promql, self.args), key_label)
+
+    def _bind(self, name: str, promql: str, key_label: str = "") -> None:
         with self._lock:
             old = self._keys.get(name)
-            if old is not None and old.promql != promql:
+            if old is not None and (old.promql, old.key_label) != (promql, key_label):
                 raise ValueError(f"metric {name!r} is already bound to another query: {old.promql}")
-            key = QueryKey(name, promql)
+            key = QueryKey(name, promql, key_label)
             self._keys[name] = key
         self.poller.require(key)
 
@@ -117,6 +122,10 @@ class MetricSource:
         """(value, usable) per row: usable = has a sample no older than maxSampleAgeSeconds."""
         vals, age = self.values(metric, snapshot)
         return vals, age <= self.max_age  # NaN age compares False
+
+    def series(self, metric: str) -> Series | None:
+        """The last answer to `metric`'s query as polled (None before its first answer)."""
+        return self.poller.table.series.get(self._key(metric))
 
     def _aligned(self, key: QueryKey, snapshot: Snapshot) -> tuple[FloatArray, FloatArray]:
         table = self.poller.table

@@ -1,0 +1,135 @@
+"""The traffic cost of each candidate node, as vector operations over the node table.
+
+The pod's workload has edges (peer workload -> bytes/s).  Each edge's rate is
+shared equally among the peer workload's placed pods (bound and assumed),
+which puts a weight w[row] on every row holding peers.  The distance from a
+candidate c to a peer's row is 0 on the same node, distances[i] when the
+innermost listed level they share is the i-th from inside, distances[-1] when
+they share none.  With A_L(c) = the weight inside c's domain of level L
+(A_node(c) = w[c]):
+
+    cost(c) = sum over levels L (inner to outer) of d_L x (A_L(c) - A_inner_of_L(c))
+              + d_none x (W - A_outermost(c))
+
+Per pod this is one pass over the peers' rows plus one bincount per level:
+the work grows with the peers and the levels, never with nodes x peers.
+Levels are assumed nested (a rack inside one zone); a node without a level's
+label shares that level with nobody.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import compress
+
+import numpy as np
+
+from netsched.framework import FloatArray, IntArray, NodeInfo, Snapshot, workload_key
+
+
+@dataclass(frozen=True, slots=True)
+class PeerWeights:
+    """Where the pod's peers sit: weight per snapshot row and the edges that had placed peers."""
+
+    rows: FloatArray  # bytes/s of the pod's edges carried by each row's peers
+    total: float
+    placed: Mapping[str, int]  # peer workload -> placed pods (edges with none are left out)
+
+
+class WorkloadIndex:
+    """Placed pods (bound and assumed) per workload and row, kept current with the snapshot.
+
+    The cache swaps in a new NodeInfo object for every node that changed, so a
+    cycle re-reads only the rows whose object changed (one identity check per
+    row at C speed); a new layout rebuilds it.  Terminating pods are left out:
+    their traffic is leaving with them.
+    """
+
+    def __init__(self, label: str) -> None:
+        self._label = label
+        self._snapshot: Snapshot | None = None
+        self._layout = -1
+        self._row_nodes: list[NodeInfo] = []
+        self._row_workloads: list[dict[str, int]] = []
+        self.rows: dict[str, dict[int, int]] = {}  # workload -> row -> pods
+
+    def sync(self, snapshot: Snapshot) -> None:
+        nodes = snapshot.nodes
+        if (
+            self._snapshot is not snapshot
+            or self._layout != snapshot.layout_version
+            or len(nodes) != len(self._row_nodes)
+        ):
+            self._snapshot, self._layout = snapshot, snapshot.layout_version
+            self._row_nodes = list(nodes)
+            self._row_workloads = [{} for _ in nodes]
+            self.rows = {}
+            changed: Iterable[int] = range(len(nodes))
+        else:
+            changed = list(compress(range(len(nodes)), map(operator.is_not, nodes, self._row_nodes)))
+        for row in changed:
+            self._reindex(row, nodes[row])
+
+    def _reindex(self, row: int, node: NodeInfo) -> None:
+        for wl in self._row_workloads[row]:
+            per_row = self.rows[wl]
+            del per_row[row]
+            if not per_row:
+                del self.rows[wl]
+        counts: dict[str, int] = {}
+        for pod in node.pods.values():
+            if not pod.deleting:
+                wl = workload_key(pod, self._label)
+                counts[wl] = counts.get(wl, 0) + 1
+        for wl, k in counts.items():
+            self.rows.setdefault(wl, {})[row] = k
+        self._row_workloads[row] = counts
+        self._row_nodes[row] = node
+
+    def placed(self, workload: str) -> int:
+        return sum(self.rows.get(workload, {}).values())
+
+
+def peer_weights(index: WorkloadIndex, edges: Mapping[str, float], n_rows: int) -> PeerWeights:
+    w = np.zeros(n_rows, dtype=np.float64)
+    placed: dict[str, int] = {}
+    for peer, rate in edges.items():
+        rows = index.rows.get(peer)
+        if not rows:
+            continue
+        n = sum(rows.values())
+        placed[peer] = n
+        share = rate / n
+        for r, k in rows.items():
+            w[r] += k * share
+    return PeerWeights(w, float(w.sum()), placed)
+
+
+def traffic_costs(
+    peers: PeerWeights, idx: IntArray, levels: Sequence[IntArray], distances: Sequence[float]
+) -> FloatArray:
+    """Cost of candidate rows `idx`; `levels` are label codes per row, innermost level first."""
+    inside = peers.rows[idx]
+    cost = np.zeros(len(idx), dtype=np.float64)
+    for codes, d in zip(levels, distances, strict=False):
+        valid = codes >= 0
+        size = int(codes.max()) + 1 if len(codes) else 0
+        sums = np.bincount(codes[valid], weights=peers.rows[valid], minlength=size + 1)
+        # codes -1 read the trailing slot, which stays 0: no domain, nothing shared.
+        here = np.maximum(sums[codes[idx]], inside)
+        cost += d * (here - inside)
+        inside = here
+    cost += distances[-1] * np.maximum(peers.total - inside, 0.0)
+    return cost
+
+
+def invert(costs: FloatArray, max_score: int) -> IntArray:
+    """Min-max inverted scores: the cheapest candidate max_score, the dearest 0, all equal max_score."""
+    if not len(costs):
+        return np.zeros(0, dtype=np.int64)
+    lo, hi = float(costs.min()), float(costs.max())
+    if hi - lo <= 1e-9 * max(hi, 1.0):
+        return np.full(len(costs), max_score, dtype=np.int64)
+    return np.rint(max_score * (hi - costs) / (hi - lo)).astype(np.int64)

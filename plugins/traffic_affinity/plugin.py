@@ -1,0 +1,177 @@
+"""TrafficAffinity: place a pod next to the pods its workload talks to.
+
+PreScore: the pod's workload edges (measured, else declared), each edge's
+rate shared among the peer workload's placed pods, and every candidate's
+cost = sum of rate x distance to each peer's node (cost.py).  A pod with no
+known edge, or whose peers are not placed yet, makes the plugin Skip: its
+score is then left out and the profile places exactly as without it.
+
+Score: the cost in bytes/s x distance (what /debug/explain shows as the raw
+score).  NormalizeScore: min-max inverted, the cheapest candidate 100.
+
+Reserve/Unreserve are not needed: the peers are read from the snapshot, which
+holds assumed pods.  Link headroom stays with LoadThreshold and NetworkTraffic; this
+plugin only tells them how much of a new pod's traffic leaves its node (the
+estimator's bandwidth hint: the workload's measured per-pod traffic minus the
+part exchanged with peers on the same node).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from netsched.framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    IntArray,
+    NodeInfo,
+    PodInfo,
+    PreScorePlugin,
+    ScorePlugin,
+    Snapshot,
+    Status,
+    label_codes,
+    names,
+    workload_key,
+)
+from netsched.metrics.plugin_api import (
+    PAIR_LABEL,
+    TRAFFIC_PAIRS,
+    GraphReader,
+    TrafficGraph,
+    source_for,
+)
+from netsched.plugins.traffic_affinity.args import TrafficAffinityArgs
+from netsched.plugins.traffic_affinity.cost import (
+    PeerWeights,
+    WorkloadIndex,
+    invert,
+    peer_weights,
+    traffic_costs,
+)
+from netsched.plugins.traffic_affinity.declared import DeclaredEdgesError, declared_edges
+
+MEASURED, DECLARED = "measured", "declared"
+_REPORTED_MAX = 4096  # pods whose malformed annotation was reported (an Event once per pod)
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficCosts:
+    """One pod's costs over the snapshot rows of its cycle, and what they came from."""
+
+    index: Mapping[str, int]
+    rows: IntArray  # cost per snapshot row (candidates only)
+    workload: str
+    origin: str  # MEASURED or DECLARED
+    edges: Mapping[str, float]
+    peers: PeerWeights
+
+
+class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAffinityArgs]):
+    name = names.TRAFFIC_AFFINITY
+
+    def __init__(self, args: TrafficAffinityArgs | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.source = source_for(handle, self.args.prometheus, self.name)
+        self.source.require_keyed_query(TRAFFIC_PAIRS, self.args.traffic.promql(), PAIR_LABEL)
+        self._reader = GraphReader(self.source.max_age)
+        self._placed = WorkloadIndex(self.args.workload_label)
+        self._lock = threading.Lock()  # explain and the estimator's hint read from other threads
+        self._reported: set[str] = set()
+        self.source.estimator.bandwidth_hint = self.pod_bandwidth
+
+    @property
+    def _key(self) -> str:
+        return f"{self.name}/costs"
+
+    # ------------------------------------------------------------ edges
+
+    def graph(self) -> TrafficGraph:
+        """The measured graph, empty while stale or never polled."""
+        with self._lock:
+            return self._reader.read(self.source.series(TRAFFIC_PAIRS), self.handle.clock.wall())
+
+    def edges(self, pod: PodInfo) -> tuple[str, str, Mapping[str, float]]:
+        """(workload, origin, peer -> bytes/s): measured edges win over declared ones."""
+        workload = workload_key(pod, self.args.workload_label)
+        measured = self.graph().of(workload)
+        if measured:
+            return workload, MEASURED, measured
+        try:
+            return workload, DECLARED, declared_edges(pod)
+        except DeclaredEdgesError as e:
+            self._report(pod, str(e))
+            return workload, DECLARED, {}
+
+    def _report(self, pod: PodInfo, message: str) -> None:
+        if pod.uid in self._reported:
+            return
+        if len(self._reported) >= _REPORTED_MAX:
+            self._reported.clear()
+        self._reported.add(pod.uid)
+        self.handle.events.event(pod, "Warning", "InvalidTrafficPeers", "Scheduling", message)
+
+    # ------------------------------------------------------------ scoring
+
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
+        got = self.costs(state, pod, snapshot, idx)
+        if got is None:
+            return Status.skip()
+        state.write(self._key, got)
+        return Status.success()
+
+    def costs(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
+    ) -> TrafficCosts | None:
+        """The pod's costs over rows `idx`, or None when nothing is known (the plugin is inert)."""
+        workload, origin, edges = self.edges(pod)
+        if not edges:
+            return None
+        with self._lock:
+            self._placed.sync(snapshot)
+            peers = peer_weights(self._placed, edges, len(snapshot))
+        if peers.total <= 0:
+            return None
+        levels = [label_codes(snapshot, key).codes for key in reversed(self.args.levels)]
+        cost = traffic_costs(peers, idx, levels, self.args.level_distances)
+        rows = np.zeros(len(snapshot), dtype=np.int64)
+        rows[idx] = np.rint(cost).astype(np.int64)
+        return TrafficCosts(snapshot.index, rows, workload, origin, edges, peers)
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        got: TrafficCosts = state.read(self._key)
+        return got.rows[idx]
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        got: TrafficCosts = state.read(self._key)
+        row = got.index.get(node.name)
+        return int(got.rows[row]) if row is not None else int(got.rows.max(initial=0))
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
+        scores[:] = invert(scores.astype(np.float64), MAX_NODE_SCORE)
+
+    # ------------------------------------------------------------ link-load estimate
+
+    def pod_bandwidth(self, pod: PodInfo, node_name: str) -> tuple[float, float] | None:
+        """(rx, tx) bytes/s of a just-placed pod whose workload's traffic is measured: its
+        workload's per-pod traffic, less the part exchanged with peers on `node_name`
+        (pod-to-pod traffic on one node never reaches the NIC).  None: not measured."""
+        workload = workload_key(pod, self.args.workload_label)
+        edges = self.graph().of(workload)
+        if not edges:
+            return None
+        snapshot = self.handle.snapshot()
+        row = snapshot.index.get(node_name)
+        with self._lock:
+            self._placed.sync(snapshot)
+            own = self._placed.placed(workload)
+            peers = peer_weights(self._placed, edges, len(snapshot))
+        per_pod = sum(edges.values()) / max(own, 1)
+        local = float(peers.rows[row]) / max(own, 1) if row is not None else 0.0
+        leaving = max(per_pod - local, 0.0)
+        return leaving / 2, leaving / 2  # an edge's rate counts both directions together
