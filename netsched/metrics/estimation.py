@@ -179,7 +179,13 @@ class Estimator:
     # ------------------------------------------------------------ reading
 
     def totals(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> Estimates:
-        """Estimated load per row of `snapshot`.
+        """Estimated load per row of `snapshot` (copies; see rows())."""
+        rows = self.rows(snapshot, version, coverage).copy()
+        return Estimates(rows[:, CPU_COL], rows[:, MEMORY_COL], rows[:, RX_COL], rows[:, TX_COL])
+
+    def rows(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> FloatArray:
+        """Estimated load per row of `snapshot`: (rows, COLUMNS), live (reserve and unreserve
+        update it in place) and read-only; no per-node work unless a new sample came.
 
         `version` identifies the metrics table; when it changed since the last
         call, `coverage()` supplies sample timestamps and covered estimates end.
@@ -192,8 +198,9 @@ class Estimator:
                     self._expire_covered(snapshot, coverage())
             if self._index is not snapshot.index:
                 self._align(snapshot)
-            rows = self._rows.copy()
-        return Estimates(rows[:, CPU_COL], rows[:, MEMORY_COL], rows[:, RX_COL], rows[:, TX_COL])
+            view = self._rows.view()
+        view.flags.writeable = False
+        return view
 
     def _align(self, snapshot: Snapshot) -> None:
         self._index = snapshot.index

@@ -23,12 +23,21 @@ import numpy as np
 from netsched.framework.snapshot import BoolArray, FloatArray, Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics.args import PrometheusArgs
-from netsched.metrics.cache import Series
-from netsched.metrics.estimation import Coverage, Estimates, Estimator, pod_bandwidth
+from netsched.metrics.cache import MetricsTable, Series
+from netsched.metrics.estimation import (
+    CPU_COL,
+    MEMORY_COL,
+    RX_COL,
+    TX_COL,
+    Estimates,
+    Estimator,
+    pod_bandwidth,
+)
 from netsched.metrics.mapping import NodeResolver, align
 from netsched.metrics.poller import Poller
-from netsched.metrics.queries import CPU, MEMORY, NETWORK_RX, NETWORK_TX, QueryKey, builtin_query, render
+from netsched.metrics.queries import QueryKey, builtin_query, render
 from netsched.metrics.selfcheck import SelfCheckReport
+from netsched.metrics.view import LoadView
 
 _RESOLVER = "netsched.metrics/resolver"
 
@@ -43,6 +52,7 @@ class MetricSource:
         self.estimator = Estimator(args.estimation, wall)
         self._aligned_key = f"netsched.metrics/aligned/{poller.name}"
         self._bandwidth_key = f"netsched.metrics/pod-bandwidth/{poller.name}/{view}"
+        self._view_key = f"netsched.metrics/view/{poller.name}/{view}"
 
     @property
     def name(self) -> str:
@@ -127,8 +137,30 @@ class MetricSource:
         """The last answer to `metric`'s query as polled (None before its first answer)."""
         return self.poller.table.series.get(self._key(metric))
 
-    def _aligned(self, key: QueryKey, snapshot: Snapshot) -> tuple[FloatArray, FloatArray]:
+    def requires(self, metric: str) -> bool:
+        return metric in self._keys
+
+    def wall(self) -> float:
+        return self._wall()
+
+    def view(self, snapshot: Snapshot) -> LoadView:
+        """The shared LoadView of `snapshot` as of the current table (see view.py): built once
+        per poll, fallback change and node layout, kept in the snapshot's cache."""
         table = self.poller.table
+        measured = not self.in_fallback
+        v: LoadView | None = snapshot.cache.get(self._view_key)
+        if v is None or not v.current(table, measured, snapshot):
+            v = snapshot.cache[self._view_key] = LoadView(self, snapshot, table, measured)
+        return v
+
+    def aligned(self, metric: str, snapshot: Snapshot, table: MetricsTable) -> tuple[FloatArray, FloatArray]:
+        """(value, sample timestamp) of `metric` in `table` per snapshot row; read-only."""
+        return self._aligned(self._key(metric), snapshot, table)
+
+    def _aligned(
+        self, key: QueryKey, snapshot: Snapshot, table: MetricsTable | None = None
+    ) -> tuple[FloatArray, FloatArray]:
+        table = self.poller.table if table is None else table
         entry: Any = snapshot.cache.get(self._aligned_key)
         if entry is None or entry[0] is not table:
             entry = (table, {})
@@ -156,19 +188,9 @@ class MetricSource:
         self.estimator.remove(pod.uid)
 
     def estimates(self, snapshot: Snapshot) -> Estimates:
-        """Load of pods reserved since their node's latest samples, per snapshot row."""
-        return self.estimator.totals(snapshot, self.poller.table.version, lambda: self._coverage(snapshot))
-
-    def _coverage(self, snapshot: Snapshot) -> Coverage:
-        n = len(snapshot)
-
-        def ts(metric: str) -> FloatArray:
-            key = self._keys.get(metric)
-            return self._aligned(key, snapshot)[1] if key is not None else np.full(n, np.nan)
-
-        # A network estimate ends when both directions have been sampled after it.
-        network = np.fmin(ts(NETWORK_RX), ts(NETWORK_TX))
-        return ts(CPU), ts(MEMORY), network
+        """Load of pods reserved since their node's latest samples, per snapshot row (copies)."""
+        rows = self.view(snapshot).estimates()
+        return Estimates(*(rows[:, c].copy() for c in (CPU_COL, MEMORY_COL, RX_COL, TX_COL)))
 
     def requested_bandwidth(self, snapshot: Snapshot) -> tuple[FloatArray, FloatArray]:
         """(rx, tx) bytes/s per row from the bandwidth annotations of the pods on each node.

@@ -73,7 +73,7 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
 
     def scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
         """Scores of snapshot rows `idx` for `pod` (see the module docstring)."""
-        usage = resource_usage(self.source, snapshot, tuple(self.weights))
+        usage = resource_usage(self.source, snapshot, tuple(self.weights), idx)
         incoming = pod_load(pod, self.source.args.estimation)
         total = np.zeros(len(idx))
         for res, weight in self.weights.items():
@@ -84,9 +84,9 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
                 pod_amount = float(incoming[CPU_COL] if res == CPU else incoming[MEMORY_COL])
             else:
                 pod_amount = float(pod.nonzero_cpu if res == CPU else pod.nonzero_memory)
-            u = use.utilisation[idx] + ratio(np.full(len(idx), pod_amount), alloc)
+            u = use.utilisation + ratio(np.full(len(idx), pod_amount), alloc)
             u = np.nan_to_num(u, nan=0.0)  # stale rows are replaced below
-            total += weight * fill_stale(self._curve(u), use.fresh[idx], self.source.fail_closed)
+            total += weight * fill_stale(self._curve(u), use.fresh, self.source.fail_closed)
         return to_int_scores(total / sum(self.weights.values()))
 
     def _curve(self, u: FloatArray) -> FloatArray:

@@ -103,7 +103,9 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
-        codes = self._bits(state, snapshot)[idx]
+        # Only the rows of this chunk: the verdict describes the node, not the pod, but the
+        # estimates change with every reservation, so nothing is reused across cycles.
+        codes = self.reason_bits(snapshot, idx)
         rejected = codes != 0
         if not rejected.any():
             return []
@@ -121,7 +123,7 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         return Status(CODE, list(self._reasons(bits)), self.name) if bits else Status.success()
 
     def _bits(self, state: CycleState, snapshot: Snapshot) -> IntArray:
-        """reason_bits for every row, once per cycle (preemption calls filter() node by node)."""
+        """reason_bits for every row, once per cycle: preemption calls filter() node by node."""
         cached = state.get(_STATE)
         if cached is not None and cached[0] is snapshot.index:
             bits: IntArray = cached[1]
@@ -135,14 +137,14 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         out = np.zeros(len(idx), dtype=np.int64)
         fail_closed = self.source.fail_closed
         resources = tuple(c.kind for c in self.checks if c.kind != NETWORK)
-        usage = resource_usage(self.source, snapshot, resources) if resources else {}
+        usage = resource_usage(self.source, snapshot, resources, idx) if resources else {}
         for i, c in enumerate(self.checks):
             if c.kind == NETWORK:
-                net = network_load(self.source, snapshot)
-                u, fresh = net.utilisation()[idx], net.fresh[idx] & net.measured
+                net = network_load(self.source, snapshot, idx)
+                u, fresh = net.utilisation(), net.fresh & net.measured
             else:
                 use = usage[c.kind]
-                u, fresh = use.utilisation[idx], use.fresh[idx] & use.measured
+                u, fresh = use.utilisation, use.fresh & use.measured
             over = fresh & (u > c.limit)  # NaN (no link speed) compares False
             out |= over.astype(np.int64) << (2 * i)
             if fail_closed:
