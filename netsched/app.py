@@ -130,7 +130,8 @@ class SchedulerApp:
         self.queue = parts.queue
         self.handlers = parts.handlers
         self.scheduler = parts.scheduler
-        self.gangs = parts.gangs
+        self.shared = parts.shared
+        self.periodic = parts.periodic
         self._build_frameworks = parts.build_frameworks
         self._swap_lock = threading.Lock()
         self.reflectors: list[Reflector] = []
@@ -254,7 +255,11 @@ class SchedulerApp:
             target=self.queue.run_flush_loop, args=(self.stop_event,), name="queue-flush", daemon=True
         )
         house = threading.Thread(target=self._housekeeping, name="housekeeping", daemon=True)
-        for t in (flush, house):
+        # The plugins' periodic work (Handle.every): one loop, ended by the stop event.
+        periodic = threading.Thread(
+            target=self.periodic.run, args=(self.stop_event,), name="periodic-tasks", daemon=True
+        )
+        for t in (flush, house, periodic):
             t.start()
             self._threads.append(t)
         self.hub.start()
@@ -271,7 +276,6 @@ class SchedulerApp:
                     polls_seen = polls
                     self.queue.move_all_to_active_or_backoff(METRICS_POLLED_EVENT)
                 self.cache.cleanup_expired()
-                self.gangs.wake_backed_off()  # a gang whose podGroupBackoffSeconds are over
                 self.cache.notify_node_listeners()
                 self.metrics.cache_nodes.set(len(self.cache.node_names()))
                 self.metrics.cache_assumed_pods.set(self.cache.assumed_count())
@@ -325,7 +329,14 @@ class SchedulerApp:
         self.stop_event.set()
         self.queue.close()
         self.scheduler.shutdown(timeout)
-        self.gangs.status.flush(min(timeout, 5.0))  # the PodGroup statuses the last bindings changed
+        # The plugins' periodic loop runs each task a last time (statuses the last bindings
+        # changed) and ends; when it never started, that last run happens here.
+        self.periodic.stop()
+        periodic = next((t for t in self._threads if t.name == "periodic-tasks"), None)
+        if periodic is not None:
+            periodic.join(min(timeout, 5.0))
+        else:
+            self.periodic.run_all()
         for r in self.reflectors:
             r.stop()
         self.hub.stop()

@@ -25,12 +25,13 @@ from netsched.eventhandlers import EventHandlers
 from netsched.framework.cluster_events import UNSCHEDULED_POD, ActionType, ClusterEvent
 from netsched.framework.extension_points import PluginFactory
 from netsched.framework.handle import Services
+from netsched.framework.periodic import PeriodicTasks
 from netsched.framework.runtime import Framework
-from netsched.framework.seams import ClusterAPI, EventRecorder
+from netsched.framework.seams import ClusterAPI, EventRecorder, PodIndexer
+from netsched.framework.shared import SharedServices
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
 from netsched.framework.waiting import WaitingPodImpl, WaitingPods
-from netsched.gangs import GangManager, PodGroupStatusWriter
 from netsched.kube.resources import OBJECT_KINDS
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.profiles import Profiles
@@ -71,7 +72,11 @@ class Parts:
     handlers: EventHandlers
     scheduler: Scheduler
     nominator: Nominator
-    gangs: GangManager  # the gang manager every profile's gang plugins share
+    # What plugin families plug in, one of each per process (every profile, every reload):
+    # their shared services (Handle.shared) and their periodic work (Handle.every), which the
+    # process runs on its loop (SchedulerApp) or between steps (InMemoryCluster).
+    shared: SharedServices
+    periodic: PeriodicTasks
     # New frameworks for a reloaded config, sharing this assembly's edges, recorders,
     # nominator, objects and waiting pods (hot reload stages them in `profiles`).
     build_frameworks: Callable[[SchedulerConfig], dict[str, Framework]] | None = None
@@ -139,18 +144,11 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
     def activate(pending: Iterable[PodInfo]) -> int:
         return queue.activate(pending)
 
-    # One gang manager for every profile and every reload; its PodGroup status writer writes
-    # inline when the API's writes are synchronous (in-memory: deterministic simulations).
-    status = PodGroupStatusWriter(edges.api, inline=edges.api.synchronous)
-
-    def members(ns: str, group: str) -> list[PodInfo]:
-        return handlers.pods_in_group(ns, group) if pod_lister else []
-
-    gangs = GangManager(edges.clock, objects, members, activate, status, edges.metrics)
+    family = _Family(SharedServices(), PeriodicTasks(edges.clock), _PodIndexes())
 
     def build_frameworks(new: SchedulerConfig) -> dict[str, Framework]:
         built = _frameworks(
-            new, registry, edges, nominator, recorders, objects, waiting, stopping, pods, activate, gangs
+            new, registry, edges, nominator, recorders, objects, waiting, stopping, pods, activate, family
         )
         if edges.shadow_of is not None:
             built = {edges.shadow_of: next(iter(built.values()))}
@@ -203,6 +201,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
         unscheduled_pod_events=unscheduled_pod_events,
     )
     pod_lister.append(handlers.pods_in_namespace)
+    family.indexes.serve_from(handlers)
     scheduler = Scheduler(
         profiles=profiles,
         queue=queue,
@@ -219,7 +218,51 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
     if edges.bound_inline is not None:
         binder = Binder(cache, edges.bound_inline, scheduler.binding_failed, parallelism=1)
         scheduler.binder = InlineBinder(binder)  # type: ignore[assignment]
-    return Parts(cache, queue, profiles, recorders, handlers, scheduler, nominator, gangs, build_frameworks)
+    return Parts(
+        cache,
+        queue,
+        profiles,
+        recorders,
+        handlers,
+        scheduler,
+        nominator,
+        family.shared,
+        family.periodic,
+        build_frameworks,
+    )
+
+
+@dataclass
+class _Family:
+    """The generic slots plugin families plug into, one of each per process."""
+
+    shared: SharedServices
+    periodic: PeriodicTasks
+    indexes: _PodIndexes
+
+
+class _PodIndexes:
+    """Handle.add_pod_index for plugins built before the event handlers exist (the queue needs
+    the frameworks, the handlers the queue): kept, and handed to the handlers once they do."""
+
+    def __init__(self) -> None:
+        self._handlers: PodIndexer | None = None
+        self._early: list[tuple[str, Callable[[PodInfo], str]]] = []
+
+    def serve_from(self, handlers: PodIndexer) -> None:
+        self._handlers = handlers
+        for name, key in self._early:
+            handlers.add_pod_index(name, key)
+        self._early.clear()
+
+    def add_pod_index(self, name: str, key: Callable[[PodInfo], str]) -> None:
+        if self._handlers is None:
+            self._early.append((name, key))
+        else:
+            self._handlers.add_pod_index(name, key)
+
+    def pods_by_index(self, name: str, value: str) -> list[PodInfo]:
+        return self._handlers.pods_by_index(name, value) if self._handlers is not None else []
 
 
 def _frameworks(
@@ -233,7 +276,7 @@ def _frameworks(
     stopping: threading.Event,
     pods: Callable[[str], list[PodInfo]],
     activate: Callable[[Iterable[PodInfo]], int],
-    gangs: GangManager,
+    family: _Family,
 ) -> dict[str, Framework]:
     """One framework per profile; all share one waiting-pods map (Permit is process-wide) and
     one shutdown event, with the frameworks of earlier and later reloads."""
@@ -251,11 +294,14 @@ def _frameworks(
             nominated_node_names=nominator.node_names,
             objects=objects,
             observe=edges.metrics,
+            plugin_metrics=edges.metrics,
             waiting_pods=waiting,
             stopping=stopping,
             pods=pods,
             activate=activate,
-            gangs=gangs,
+            shared=family.shared,
+            periodic=family.periodic,
+            pod_indexes=family.indexes,
         )
         out[profile.scheduler_name] = Framework(profile, registry, services)
     return out

@@ -9,8 +9,8 @@ changed, a pod leaving a node) go to the queue as ClusterEvents with the
 object before and after, for the plugins' queueing hints; a node update is
 classified by what changed (kube's nodeSchedulingPropertiesChange), so a
 heartbeat carries no action and moves nothing.  A new pending pod is an
-event too (UnscheduledPodAdd: it may complete a gang's member count) while a
-plugin registers it, as kube sends it only with gang scheduling on.  The queue
+event too (UnscheduledPodAdd: it may complete what a plugin waits for) while a
+plugin registers it, as kube sends it only when a plugin asks for it.  The queue
 keeps the nominator (preemption's nominated pods) in step itself.
 """
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol
 
 from netsched.cache import ClusterCache
-from netsched.cache.pod_table import PodTable
+from netsched.cache.pod_table import IndexKey, PodTable
 from netsched.framework.cluster_events import (
     ASSIGNED_POD_DELETE,
     NODE,
@@ -146,13 +146,18 @@ class EventHandlers:
             pending = [p for p in self._pending.in_namespace(namespace) if p.uid not in uids]
         return pending + assigned
 
-    def pods_in_group(self, namespace: str, group: str) -> list[PodInfo]:
-        """pods_in_namespace for the members of PodGroup namespace/group only (an index: the
-        gang manager asks on every PreFilter and Permit of a member)."""
-        assigned = self.cache.pods_in_group(namespace, group)
+    def add_pod_index(self, name: str, key: IndexKey) -> None:
+        """Index pending and assigned pods by `key` under `name` (a plugin's Handle.add_pod_index)."""
+        self.cache.add_pod_index(name, key)
+        with self._lock:
+            self._pending.add_index(name, key)
+
+    def pods_by_index(self, name: str, value: str) -> list[PodInfo]:
+        """pods_in_namespace for the pods whose key under index `name` is `value` only."""
+        assigned = self.cache.pods_by_index(name, value)
         uids = {p.uid for p in assigned}
         with self._lock:
-            pending = [p for p in self._pending.in_group(namespace, group) if p.uid not in uids]
+            pending = [p for p in self._pending.by_index(name, value) if p.uid not in uids]
         return pending + assigned
 
     def pending_count(self) -> int:

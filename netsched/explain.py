@@ -3,9 +3,8 @@
 Operators' most common question about a load-aware scheduler is "why that
 node?" (the load score is one of several, each weighted).  `explain` runs
 the profile's real plugins for one pod against a snapshot, without
-reserving anything, and returns a table: for a gang member, the gang's
-placement decision (the domains considered, why each holds the gang or not,
-their link headroom, the chosen one); for each node, each filter's verdict,
+reserving anything, and returns a table: the sections plugins noted for the
+whole pod (CycleState.note: a group's placement decision, say); for each node, each filter's verdict,
 then for feasible nodes each score plugin's raw, normalised and weighted
 score (the runtime's one score loop, with its breakdown), the total and the
 winner.  `Explainer` does it on framework replicas and
@@ -24,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from netsched.framework.cycle_state import Explainable
 from netsched.framework.errors import PluginFault
 from netsched.framework.extension_points import PluginScores
 from netsched.framework.runtime import Framework
@@ -31,7 +31,6 @@ from netsched.framework.search import prioritize
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
-from netsched.gangs import Placement, placement_in
 
 
 @dataclass
@@ -53,7 +52,9 @@ class Explanation:
     winner: str = ""
     weights: dict[str, int] = field(default_factory=dict)
     message: str = ""
-    gang: Placement | None = None  # the placement decision that steered this gang member
+    # Sections plugins added (CycleState.note): a decision taken for the whole pod, such as
+    # the domain a group's placement chose.
+    notes: dict[str, Explainable] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,7 +64,7 @@ class Explanation:
             "message": self.message,
             "weights": self.weights,
             "preFilter": self.pre_filter,
-            "gang": self.gang.to_dict() if self.gang is not None else None,
+            **{section: note.to_dict() for section, note in self.notes.items()},
             "nodes": [
                 {
                     "node": n.node,
@@ -96,8 +97,8 @@ class Explanation:
         lines = [f"pod {self.pod} (profile {self.profile}): winner {self.winner or '-'}"]
         if self.message:
             lines.append(self.message)
-        if self.gang is not None:
-            lines += self.gang.lines()
+        for note in self.notes.values():
+            lines += note.lines()
         lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
         lines.append("cells: raw/normalised -> weighted")
@@ -142,8 +143,7 @@ def explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     fwk.set_snapshot(snapshot)
     state = fwk.new_cycle_state()
     pre, st = fwk.run_pre_filter(state, pod, snapshot)
-    decision = placement_in(state)
-    out.gang = decision.placement if decision is not None else None
+    out.notes = state.notes()
     for pf in fwk.pre_filter_plugins:
         out.pre_filter[pf.name] = "skip" if pf.name in state.skip_filter_plugins else "passed"
     if not st.ok:

@@ -24,7 +24,7 @@ from netsched.config import SchedulerConfig
 from netsched.fakeapi.patch import merge_patch
 from netsched.framework.extension_points import PluginFactory
 from netsched.framework.runtime import Framework
-from netsched.framework.types import NodeInfo, PodInfo
+from netsched.framework.types import NodeInfo, ObjectRef, PodInfo
 from netsched.kube.errors import NotFound
 from netsched.kube.resources import Resource
 from netsched.observability.metrics import SchedulerMetrics
@@ -108,9 +108,9 @@ class MemoryEvents:
     keep: bool = False
     events: list[tuple[str, str, str, str]] = field(default_factory=list)
 
-    def event(self, pod: PodInfo, type_: str, reason: str, action: str, message: str) -> None:
+    def event(self, obj: PodInfo | ObjectRef, type_: str, reason: str, action: str, message: str) -> None:
         if self.keep:
-            self.events.append((pod.key, type_, reason, message))
+            self.events.append((obj.key, type_, reason, message))
 
 
 class InMemoryCluster:
@@ -148,7 +148,8 @@ class InMemoryCluster:
         self.queue = parts.queue
         self.handlers = parts.handlers
         self.scheduler = parts.scheduler
-        self.gangs = parts.gangs
+        self.shared = parts.shared
+        self.periodic = parts.periodic
         self.placements: dict[str, str] = {}
         self.on_bound: list[Callable[[PodInfo, str], None]] = []
         self._lock = threading.Lock()
@@ -219,7 +220,7 @@ class InMemoryCluster:
     def schedule_pending(self, limit: int | None = None) -> int:
         """Schedule until the active queue is empty (or limit attempts); returns attempts made."""
         n = 0
-        self.gangs.wake_backed_off()  # gangs whose backoff ended (production: housekeeping)
+        self.periodic.run_due()  # the plugins' periodic work that is due (production: its loop)
         self.scheduler.binder.drain()  # pods held at Permit whose wait ended (time moved)
         while limit is None or n < limit:
             if not self.scheduler.schedule_one(timeout=0):

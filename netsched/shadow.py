@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from netsched.framework.seams import ClusterAPI
-from netsched.framework.types import PodInfo
+from netsched.framework.types import ObjectRef, PodInfo
 from netsched.kube.resources import Resource
 from netsched.observability.metrics import SchedulerMetrics
 
@@ -33,9 +33,9 @@ SHADOW_ANNOTATION = "netsched.io/shadow-node"
 class NullEvents:
     """Events are not recorded in shadow mode: the pods belong to another scheduler."""
 
-    def event(self, pod: PodInfo, type_: str, reason: str, action: str, message: str) -> None:
+    def event(self, obj: PodInfo | ObjectRef, type_: str, reason: str, action: str, message: str) -> None:
         if reason == "FailedScheduling":
-            log.info("Shadow: would not place pod pod=%s reason=%r", pod.key, message)
+            log.info("Shadow: would not place pod pod=%s reason=%r", obj.key, message)
 
 
 class DryRunAPI:

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from netsched.cache.pod_table import PodTable
+from netsched.cache.pod_table import IndexKey, PodTable
 from netsched.clock import Clock
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import NodeInfo, PodInfo
@@ -201,10 +201,15 @@ class ClusterCache:
         with self._lock:
             return self._pods.in_namespace(namespace)
 
-    def pods_in_group(self, namespace: str, group: str) -> list[PodInfo]:
-        """Assigned pods (bound or assumed) labelled as members of PodGroup namespace/group."""
+    def add_pod_index(self, name: str, key: IndexKey) -> None:
+        """Index the assigned pods by `key` under `name` (netsched.cache.pod_table)."""
         with self._lock:
-            return self._pods.in_group(namespace, group)
+            self._pods.add_index(name, key)
+
+    def pods_by_index(self, name: str, value: str) -> list[PodInfo]:
+        """Assigned pods (bound or assumed) whose key under index `name` is `value`."""
+        with self._lock:
+            return self._pods.by_index(name, value)
 
     def pod_count(self) -> int:
         with self._lock:

@@ -1,39 +1,56 @@
-"""Pods by uid, also indexed by namespace and by gang (PodGroup).
+"""Pods by uid, also indexed by namespace and by the indexes plugins register.
 
 The cache's assigned pods and the event handlers' pending pods are both read
-per namespace (Handle.list_pods) and per gang (the gang manager counts a
-gang's members on every PreFilter and Permit, and each status write); a scan
-of every pod of the cluster, or of a namespace, per call would grow with it,
-the indexes do not.  Only the methods below exist, so every change goes
+per namespace (Handle.list_pods) and per registered index (Handle.pods_by_index:
+a plugin family's key over pods, such as a group label or a workload); a
+scan of every pod of the cluster, or of a namespace, per call would grow with
+it, the indexes do not.  Only the methods below exist, so every change goes
 through the indexes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, KeysView, ValuesView
+from collections.abc import Callable, Iterator, KeysView, ValuesView
 from typing import TypeVar
 
 from netsched.framework.types import PodInfo
-from netsched.gangs.podgroup import group_name
+
+# A registered index's key over pods: "" leaves the pod out of that index.
+IndexKey = Callable[[PodInfo], str]
 
 
 class PodTable:
-    __slots__ = ("_by_group", "_by_ns", "_by_uid")
+    __slots__ = ("_by_ns", "_by_uid", "_index_keys", "_indexes")
 
     def __init__(self) -> None:
         self._by_uid: dict[str, PodInfo] = {}
         self._by_ns: dict[str, dict[str, PodInfo]] = {}
-        self._by_group: dict[tuple[str, str], dict[str, PodInfo]] = {}
+        self._index_keys: dict[str, IndexKey] = {}
+        self._indexes: dict[str, dict[str, dict[str, PodInfo]]] = {}
+
+    def add_index(self, name: str, key: IndexKey) -> None:
+        """Keep the pods indexed by `key` under `name` from now on, the pods already here
+        included; registering a name again keeps the first key (one per plugin family)."""
+        if name in self._index_keys:
+            return
+        self._index_keys[name] = key
+        index: dict[str, dict[str, PodInfo]] = {}
+        for uid, pod in self._by_uid.items():
+            value = key(pod)
+            if value:
+                index.setdefault(value, {})[uid] = pod
+        self._indexes[name] = index
 
     def __setitem__(self, uid: str, pod: PodInfo) -> None:
         old = self._by_uid.get(uid)
-        if old is not None and (old.namespace != pod.namespace or group_name(old) != group_name(pod)):
+        if old is not None:
             self._unindex(uid, old)
         self._by_uid[uid] = pod
         self._by_ns.setdefault(pod.namespace, {})[uid] = pod
-        group = group_name(pod)
-        if group:
-            self._by_group.setdefault((pod.namespace, group), {})[uid] = pod
+        for name, key in self._index_keys.items():
+            value = key(pod)
+            if value:
+                self._indexes[name].setdefault(value, {})[uid] = pod
 
     def pop(self, uid: str, default: None = None) -> PodInfo | None:
         """Remove and return the pod (None when absent)."""
@@ -44,7 +61,8 @@ class PodTable:
 
     def _unindex(self, uid: str, pod: PodInfo) -> None:
         _drop(self._by_ns, pod.namespace, uid)
-        _drop(self._by_group, (pod.namespace, group_name(pod)), uid)
+        for name, key in self._index_keys.items():
+            _drop(self._indexes[name], key(pod), uid)
 
     def get(self, uid: str) -> PodInfo | None:
         return self._by_uid.get(uid)
@@ -52,9 +70,9 @@ class PodTable:
     def in_namespace(self, namespace: str) -> list[PodInfo]:
         return list(self._by_ns.get(namespace, {}).values())
 
-    def in_group(self, namespace: str, group: str) -> list[PodInfo]:
-        """The pods labelled as members of PodGroup namespace/group."""
-        return list(self._by_group.get((namespace, group), {}).values())
+    def by_index(self, name: str, value: str) -> list[PodInfo]:
+        """The pods whose key under index `name` is `value` (none when no such index)."""
+        return list(self._indexes.get(name, {}).get(value, {}).values())
 
     def values(self) -> ValuesView[PodInfo]:
         return self._by_uid.values()

@@ -44,7 +44,7 @@ from netsched.framework.cluster_events import (
     QueueingHint,
     QueueingHintFn,
 )
-from netsched.framework.cycle_state import CycleState
+from netsched.framework.cycle_state import CycleState, Explainable
 from netsched.framework.diagnosis import Diagnosis, Rejection
 from netsched.framework.errors import FrameworkBuildError, PluginArgsError, PluginError, PluginFault
 from netsched.framework.extension_points import (
@@ -88,7 +88,18 @@ from netsched.framework.quantity import (
     to_canonical,
 )
 from netsched.framework.registry import Registry, RegistryError, with_plugin
-from netsched.framework.seams import ClusterAPI, EventRecorder, Handle, MetricsProvider, WaitingPod
+from netsched.framework.seams import (
+    ClusterAPI,
+    EventRecorder,
+    Handle,
+    LabelledCounter,
+    LabelledGauge,
+    MetricsProvider,
+    ObjectReader,
+    PluginMetrics,
+    PodIndexer,
+    WaitingPod,
+)
 from netsched.framework.selectors import (
     DNS1123_SUBDOMAIN,
     QUALIFIED_NAME_PART,
@@ -102,9 +113,10 @@ from netsched.framework.selectors import (
     WeightedPodAffinityTerm,
     label_key_errors,
 )
+from netsched.framework.shared import ServiceKey
 from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.framework.status import Code, Status
-from netsched.framework.types import HostPort, NodeInfo, PodInfo, QueuedPodInfo, Taint, Toleration
+from netsched.framework.types import HostPort, NodeInfo, ObjectRef, PodInfo, QueuedPodInfo, Taint, Toleration
 from netsched.framework.workload import workload_key, workload_name
 
 # What handle.api raises, and the keys of the kinds a plugin patches through it.
@@ -220,4 +232,12 @@ __all__ = [
     "label_key_errors",
     "DNS1123_SUBDOMAIN",
     "QUALIFIED_NAME_PART",
+    "Explainable",
+    "LabelledCounter",
+    "LabelledGauge",
+    "ObjectReader",
+    "ObjectRef",
+    "PluginMetrics",
+    "PodIndexer",
+    "ServiceKey",
 ]

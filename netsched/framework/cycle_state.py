@@ -8,14 +8,23 @@ Filter/Score to read for every node.  Preemption clones the state to try
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Protocol
+
+
+class Explainable(Protocol):
+    """What a plugin can add to a pod's explanation (netsched explain): its own section."""
+
+    def to_dict(self) -> dict[str, object]: ...
+
+    def lines(self) -> list[str]: ...
 
 
 class CycleState:
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "record_plugin_metrics")
+    __slots__ = ("_data", "_notes", "skip_filter_plugins", "skip_score_plugins", "record_plugin_metrics")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
+        self._notes: dict[str, Explainable] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
         self.record_plugin_metrics = False
@@ -36,12 +45,20 @@ class CycleState:
     def delete(self, key: str) -> None:
         self._data.pop(key, None)
 
+    def note(self, section: str, what: Explainable) -> None:
+        """Add `section` to the pod's explanation (a decision a plugin took for the whole pod)."""
+        self._notes[section] = what
+
+    def notes(self) -> dict[str, Explainable]:
+        return dict(self._notes)
+
     def clone(self) -> CycleState:
         """Values with a clone() method are cloned; others are shallow-copied."""
         out = CycleState()
         for k, v in self._data.items():
             cl = getattr(v, "clone", None)
             out._data[k] = cl() if callable(cl) else copy.copy(v)
+        out._notes = dict(self._notes)
         out.skip_filter_plugins = set(self.skip_filter_plugins)
         out.skip_score_plugins = set(self.skip_score_plugins)
         out.record_plugin_metrics = self.record_plugin_metrics

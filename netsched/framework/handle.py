@@ -1,7 +1,9 @@
 """The Handle: what a profile's plugins can reach of the scheduler, and where it comes from.
 
 `Services` is what the composition root hands every profile (the API, events,
-clock, metrics hub, waiting pods, nominated pods, watched objects);
+clock, metrics hub, waiting pods, nominated pods, watched objects, and the
+generic slots plugin families plug into: shared services, pod indexes,
+periodic tasks);
 `FrameworkHandle` serves it to plugins together with the snapshot of the
 cycle in progress.  The runtime's Framework is a FrameworkHandle, so a plugin
 holds its own profile's handle.
@@ -12,18 +14,23 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from netsched.clock import Clock
+from netsched.framework.errors import PluginError
 from netsched.framework.extension_points import PluginArgs
+from netsched.framework.periodic import PeriodicTasks
 from netsched.framework.seams import (
     ClusterAPI,
     EventRecorder,
     MetricsProvider,
     ObjectReader,
+    PluginMetrics,
+    PodIndexer,
     RuntimeMetrics,
     WaitingPod,
 )
+from netsched.framework.shared import ServiceKey, SharedServices
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
 from netsched.framework.waiting import WaitingPods
@@ -31,6 +38,8 @@ from netsched.framework.waiting import WaitingPods
 # Resource keys (netsched.kube.resources.Resource.key) of the kinds the Handle reads itself.
 PDBS_KEY = "policy/poddisruptionbudgets"
 NAMESPACES_KEY = "namespaces"
+
+T = TypeVar("T")
 
 
 class ProfileLike(Protocol):
@@ -69,9 +78,13 @@ class Services:
     # the binding cycle's context). Framework.cancel_binding_waits sets it; assemble gives every
     # profile, before and after a reload, the same one.
     stopping: threading.Event = field(default_factory=threading.Event)
-    # The scheduler's gang manager (netsched.gangs.GangManager): gang state the Coscheduling
-    # and GangTopology plugins share; typed loosely so the framework does not import it.
-    gangs: object | None = None
+    # What plugin families share per process (Handle.shared), their periodic work
+    # (Handle.every) and their pod indexes (Handle.add_pod_index): one of each per process,
+    # the same for every profile and every reload.
+    shared: SharedServices = field(default_factory=SharedServices)
+    periodic: PeriodicTasks | None = None
+    plugin_metrics: PluginMetrics | None = None
+    pod_indexes: PodIndexer = field(default_factory=lambda: _NoPodIndexes())
 
 
 class FrameworkHandle:
@@ -102,9 +115,28 @@ class FrameworkHandle:
     def metrics(self) -> MetricsProvider | None:
         return self._services.metrics
 
+    def shared(self, key: ServiceKey[T], build: Callable[[], T]) -> T:
+        return self._services.shared.get(key, build)
+
     @property
-    def gangs(self) -> object | None:
-        return self._services.gangs
+    def plugin_metrics(self) -> PluginMetrics | None:
+        return self._services.plugin_metrics
+
+    def every(self, name: str, seconds: float, run: Callable[[], object]) -> None:
+        periodic = self._services.periodic
+        if periodic is None:
+            raise PluginError(f"periodic task {name}: this scheduler runs no periodic tasks")
+        periodic.every(name, seconds, run)
+
+    def run_soon(self, name: str) -> None:
+        if self._services.periodic is not None:
+            self._services.periodic.soon(name)
+
+    def add_pod_index(self, name: str, key: Callable[[PodInfo], str]) -> None:
+        self._services.pod_indexes.add_pod_index(name, key)
+
+    def pods_by_index(self, name: str, value: str) -> list[PodInfo]:
+        return self._services.pod_indexes.pods_by_index(name, value)
 
     @property
     def observe(self) -> RuntimeMetrics | None:
@@ -162,6 +194,16 @@ class FrameworkHandle:
         """The namespace's labels, None when it is not known (InterPodAffinity's namespaceSelector)."""
         ns = self._services.objects.get(NAMESPACES_KEY, "", namespace)
         return None if ns is None else (ns.get("metadata") or {}).get("labels") or {}
+
+
+class _NoPodIndexes:
+    """No pods: every index reads as empty."""
+
+    def add_pod_index(self, name: str, key: Callable[[PodInfo], str]) -> None:
+        return None
+
+    def pods_by_index(self, name: str, value: str) -> list[PodInfo]:
+        return []
 
 
 class _NoObjects:

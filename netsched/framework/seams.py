@@ -2,8 +2,9 @@
 
 A plugin reaches the scheduler only through its Handle, and the cluster only
 through what the Handle serves: ClusterAPI (every call to the cluster),
-EventRecorder, ObjectReader (watched objects) and MetricsProvider (the
-measured-load cache); the runtime records its own metrics through
+EventRecorder, ObjectReader (watched objects), MetricsProvider (the
+measured-load cache), and the slots a plugin family plugs its own state into
+(shared services, pod indexes, periodic tasks); the runtime records its own metrics through
 RuntimeMetrics.  They are Protocols, so the framework says what it needs
 without importing kube/, metrics/ or observability/, which implement them (the
 composition root wires the implementations in through handle.Services).  A
@@ -14,17 +15,20 @@ seam says everything its users may ask of it: nobody probes one with getattr
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from netsched.clock import Clock
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.diagnosis import Diagnosis
+from netsched.framework.shared import ServiceKey
 from netsched.framework.snapshot import IntArray, Snapshot
 from netsched.framework.status import Status
-from netsched.framework.types import NodeInfo, PodInfo
+from netsched.framework.types import NodeInfo, ObjectRef, PodInfo
 
 if TYPE_CHECKING:
     from netsched.kube.resources import Resource
+
+T = TypeVar("T")
 
 
 class MetricsProvider(Protocol):
@@ -66,6 +70,31 @@ class RuntimeMetrics(Protocol):
     def preemption_victims(self) -> _Observer: ...
 
 
+class _Incremented(Protocol):
+    def inc(self, amount: float = 1) -> None: ...
+
+
+class _Set(Protocol):
+    def set(self, value: float) -> None: ...
+
+
+class LabelledCounter(Protocol):
+    def labels(self, *values: str) -> _Incremented: ...
+
+
+class LabelledGauge(Protocol):
+    def labels(self, *values: str) -> _Set: ...
+
+
+class PluginMetrics(Protocol):
+    """Metrics a plugin family declares in the scheduler's registry (what it counts is its own
+    business: the core names none of them).  Asking again for a name returns the same metric."""
+
+    def counter(self, name: str, doc: str, labels: Sequence[str]) -> LabelledCounter: ...
+
+    def gauge(self, name: str, doc: str, labels: Sequence[str]) -> LabelledGauge: ...
+
+
 class WaitingPod(Protocol):
     @property
     def pod(self) -> PodInfo: ...
@@ -81,8 +110,9 @@ class WaitingPod(Protocol):
 
 
 class EventRecorder(Protocol):
-    def event(self, pod: PodInfo, type_: str, reason: str, action: str, message: str) -> None:
-        """Record a Kubernetes Event about pod (type_ Normal|Warning). Never raises."""
+    def event(self, obj: PodInfo | ObjectRef, type_: str, reason: str, action: str, message: str) -> None:
+        """Record a Kubernetes Event about a pod, or another object by its reference (type_
+        Normal|Warning). Never raises."""
         ...
 
 
@@ -164,10 +194,34 @@ class Handle(Protocol):
         """The process-wide metrics hub (netsched.metrics), shared by all profiles."""
         ...
 
+    def shared(self, key: ServiceKey[T], build: Callable[[], T]) -> T:
+        """The service a plugin family shares in this process under `key` (across profiles and
+        reloads), built by `build` the first time any plugin asks (netsched.framework.shared)."""
+        ...
+
     @property
-    def gangs(self) -> object | None:
-        """The scheduler's gang manager (netsched.gangs.GangManager, reached with
-        netsched.gangs.gangs_of), shared by all profiles; None when none was wired."""
+    def plugin_metrics(self) -> PluginMetrics | None:
+        """The scheduler's registry for the plugins' own metrics; None when not observed."""
+        ...
+
+    def every(self, name: str, seconds: float, run: Callable[[], object]) -> None:
+        """Run `run` every `seconds` on the process's periodic loop (injected clock; ends with
+        the process, after one last run); a name registered again keeps its first task.
+        PluginError when this scheduler runs no periodic tasks."""
+        ...
+
+    def run_soon(self, name: str) -> None:
+        """Run periodic task `name` at the loop's next turn (work was just marked for it)."""
+        ...
+
+    def add_pod_index(self, name: str, key: Callable[[PodInfo], str]) -> None:
+        """Keep pending and assigned pods indexed by `key` ("" leaves a pod out) under `name`,
+        from now on and for the pods already known; a name registered again keeps its first key."""
+        ...
+
+    def pods_by_index(self, name: str, value: str) -> list[PodInfo]:
+        """Pods whose key under index `name` is `value`: pending ones of this scheduler and
+        assigned ones (bound or assumed; an assigned copy replaces the pending record)."""
         ...
 
     def filter_rows(
@@ -175,7 +229,7 @@ class Handle(Protocol):
     ) -> tuple[IntArray, Diagnosis]:
         """The rows of `snapshot` where `pod` passes this profile's PreFilter and Filter plugins
         (those named in `skip` left out), and why the others do not: "what if" questions (a
-        gang's placement decision) on a snapshot the caller may have changed. Nothing is reserved."""
+        group's placement decision) on a snapshot the caller may have changed. Nothing is reserved."""
         ...
 
     def snapshot(self) -> Snapshot:
@@ -208,12 +262,12 @@ class Handle(Protocol):
 
     @property
     def objects(self) -> ObjectReader:
-        """Watched objects of the kinds besides pods and nodes (PVCs, PodGroups, ...)."""
+        """Watched objects of the kinds besides pods and nodes (PVCs, PDBs, ...)."""
         ...
 
     def activate(self, pods: Iterable[PodInfo]) -> int:
         """Move these pending pods from backoff or unschedulable to the active queue now (kube's
-        PodsToActivate: a gang member waiting at Permit wakes its siblings); how many moved."""
+        PodsToActivate: a pod waiting at Permit wakes the pods it waits for); how many moved."""
         ...
 
     def list_pods(self, namespace: str, where: Callable[[PodInfo], bool] | None = None) -> list[PodInfo]:
@@ -228,6 +282,14 @@ class Handle(Protocol):
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """The namespace's labels, or None when it is unknown (namespaceSelector)."""
         ...
+
+
+class PodIndexer(Protocol):
+    """Pod indexes plugins register (netsched.eventhandlers.EventHandlers implements it)."""
+
+    def add_pod_index(self, name: str, key: Callable[[PodInfo], str]) -> None: ...
+
+    def pods_by_index(self, name: str, value: str) -> list[PodInfo]: ...
 
 
 class ObjectReader(Protocol):

@@ -59,6 +59,23 @@ class HostPort:
     port: int
 
 
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """An object an Event is about when it is not a pod (a plugin family's own kind):
+    what kube's ObjectReference names.  EventRecorder.event takes a PodInfo or one of these."""
+
+    kind: str
+    api_version: str
+    namespace: str
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
 @dataclass(slots=True)
 class PodInfo:
     """A pod as the scheduler needs it."""

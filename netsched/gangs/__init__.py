@@ -17,7 +17,7 @@ imports the other:
 
 from netsched.gangs.domains import HOSTNAME
 from netsched.gangs.links import LinkView
-from netsched.gangs.manager import GangManager, gangs_of
+from netsched.gangs.manager import GANGS, GangManager, gangs_of
 from netsched.gangs.placement import (
     PLACED,
     PLACEMENT_KEY,
@@ -52,6 +52,7 @@ from netsched.gangs.podgroup import (
 from netsched.gangs.status import PodGroupStatusWriter, StatusUpdate
 
 __all__ = [
+    "GANGS",
     "HOSTNAME",
     "LEGACY_POD_GROUP_LABEL",
     "PLACED",

@@ -20,14 +20,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 import numpy as np
 
 from netsched.clock import Clock
 from netsched.framework.names import COSCHEDULING  # it allows and rejects members at Permit
 from netsched.framework.quantity import PODS, format_canonical
-from netsched.framework.seams import Handle, ObjectReader, WaitingPod
+from netsched.framework.seams import Handle, ObjectReader, PluginMetrics, WaitingPod
+from netsched.framework.shared import ServiceKey
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import PodInfo
@@ -39,21 +39,28 @@ from netsched.gangs.status import PodGroupStatusWriter, StatusUpdate
 MAX_PLACEMENTS = 10_000
 
 
-class _Counter(Protocol):
-    def labels(self, *values: str) -> Any: ...
+class GangMetrics:
+    """The gang plugins' own metrics, declared in the scheduler's registry."""
 
-
-class GangMetrics(Protocol):
-    """The scheduler metrics the manager records (netsched.observability.SchedulerMetrics)."""
-
-    @property
-    def gang_outcomes(self) -> _Counter: ...
-
-    @property
-    def gangs_waiting(self) -> _Counter: ...
-
-    @property
-    def gang_placements(self) -> _Counter: ...
+    def __init__(self, metrics: PluginMetrics) -> None:
+        self.gangs_waiting = metrics.gauge(
+            "netsched_gangs_waiting",
+            "Pod groups with members waiting at Permit for the rest of their gang.",
+            ["profile"],
+        )
+        self.gang_outcomes = metrics.counter(
+            "netsched_gang_outcomes",
+            "Gang attempts by outcome: scheduled (minMember reached), rejected (a member fit nowhere), "
+            "timed_out (members released after the wait).",
+            ["outcome", "profile"],
+        )
+        self.gang_placements = metrics.counter(
+            "netsched_gang_placements",
+            "Gang placement decisions by outcome: placed (one domain of `level` holds the whole gang), "
+            "spread (preferred level: no domain of any level could), unschedulable (required level: "
+            "no domain could).",
+            ["outcome", "level", "profile"],
+        )
 
 
 class BackedOffGroups:
@@ -413,12 +420,40 @@ def resource_gap(pg: PodGroup, snapshot: Snapshot, members: list[PodInfo]) -> st
     return ", ".join(missing)
 
 
-def gangs_of(handle: Handle, plugin: str) -> GangManager:
-    """The scheduler's gang manager (handle.gangs), for a plugin that needs it."""
-    got = handle.gangs
-    if not isinstance(got, GangManager):
-        raise ValueError(
-            f"plugin {plugin} needs the scheduler's gang manager (netsched.gangs.GangManager), "
-            f"but handle.gangs is {type(got).__name__}"
-        )
-    return got
+# The gang plugins' slots in the core: the manager they share, the pod index of gang members
+# (by "namespace/group"), and the periodic work (backoffs that ended, PodGroup statuses).
+GANGS: ServiceKey[GangManager] = ServiceKey("gangs", GangManager)
+MEMBERS_INDEX = "gangs/podgroup"
+BACKOFF_TASK = "gangs/backoff"
+STATUS_TASK = "gangs/status"
+# How often a gang whose backoff ended is looked for, and statuses written (without a nudge).
+BACKOFF_PERIOD_SECONDS = 1.0
+STATUS_PERIOD_SECONDS = 1.0
+
+
+def gangs_of(handle: Handle) -> GangManager:
+    """The scheduler's gang manager, built by the first gang plugin that asks (one per process:
+    every profile and every reload share it, as the pods waiting at Permit are shared)."""
+    return handle.shared(GANGS, lambda: _build(handle))
+
+
+def _build(handle: Handle) -> GangManager:
+    handle.add_pod_index(MEMBERS_INDEX, full_name)
+    inline = handle.api.synchronous
+    status = PodGroupStatusWriter(
+        handle.api,
+        inline=inline,
+        soon=lambda: handle.run_soon(STATUS_TASK),
+        sleep=lambda s: handle.shutting_down(s),
+        stopped=handle.shutting_down,
+    )
+
+    def members(namespace: str, name: str) -> list[PodInfo]:
+        return handle.pods_by_index(MEMBERS_INDEX, f"{namespace}/{name}")
+
+    metrics = GangMetrics(handle.plugin_metrics) if handle.plugin_metrics is not None else None
+    gangs = GangManager(handle.clock, handle.objects, members, handle.activate, status, metrics)
+    handle.every(BACKOFF_TASK, BACKOFF_PERIOD_SECONDS, gangs.wake_backed_off)
+    if not inline:
+        handle.every(STATUS_TASK, STATUS_PERIOD_SECONDS, status.write_marked)
+    return gangs

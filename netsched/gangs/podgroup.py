@@ -21,7 +21,7 @@ from typing import Any
 
 from netsched.framework.quantity import to_canonical
 from netsched.framework.selectors import label_key_errors
-from netsched.framework.types import PodInfo
+from netsched.framework.types import ObjectRef, PodInfo
 from netsched.kube.resources import PODGROUPS
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -107,14 +107,10 @@ class PodGroup:
     def full_name(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    def ref(self) -> PodInfo:
-        """A record the event recorder references as this PodGroup."""
-        return PodInfo(
-            uid=self.uid,
-            namespace=self.namespace,
-            name=self.name,
-            resource_version=self.resource_version,
-            raw={"kind": "PodGroup", "apiVersion": PODGROUP_API_VERSION},
+    def ref(self) -> ObjectRef:
+        """The PodGroup as the object an Event is about."""
+        return ObjectRef(
+            PODGROUP_KIND, PODGROUP_API_VERSION, self.namespace, self.name, self.uid, self.resource_version
         )
 
 

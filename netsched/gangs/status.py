@@ -1,6 +1,7 @@
 """PodGroup status, kept current off the scheduling thread.
 
-The gang manager only marks a gang dirty; a writer thread recomputes the
+The gang manager only marks a gang dirty; a periodic task (Handle.every, run
+on the process's loop) recomputes the
 status from the pods themselves (members placed, running, waiting at Permit)
 and patches `status` through the status subresource when it differs from
 what is stored.  Nothing is lost to a crash: the status is a function of the
@@ -11,12 +12,12 @@ this writer last wrote for the group when it has written since (else the
 cached object), and the patch carries no resourceVersion: the status is
 derived from the pods, the last computation is the right one, and a stale
 cached version must not turn a correct write into a Conflict that nobody
-retries.  A failed write is retried after RETRY_SECONDS.
+retries.  A failed write is retried by the one retry policy (netsched.retry),
+and a group still failing stays marked for the task's next run.
 
-The composition root builds the writer (one per scheduler) and says whether
+The gang manager's builder makes the writer (one per scheduler) and says whether
 writes may happen inline, on the caller's thread: an in-memory cluster's
 writes are local and cheap, and simulations stay deterministic that way.
-The thread ends when idle for IDLE_EXIT_SECONDS; the next mark starts one.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from tenacity import stop_after_attempt
+
 from netsched.framework.seams import ClusterAPI
 from netsched.kube.errors import NotFound
 from netsched.kube.resources import PODGROUPS
+from netsched.retry import policy, stop_when
 
 log = logging.getLogger(__name__)
 
@@ -46,19 +50,38 @@ class StatusUpdate(NamedTuple):
 Compute = Callable[[str], StatusUpdate | None]
 
 
-IDLE_EXIT_SECONDS = 30.0
-RETRY_SECONDS = 1.0
+# The retry policy's first wait and its cap, and how many attempts one run makes; a group
+# still failing stays marked and is tried again at the periodic task's next run.
+RETRY_SECONDS = 0.5
+MAX_RETRY_SECONDS = 5.0
+ATTEMPTS = 3
 
 
 class PodGroupStatusWriter:
-    def __init__(self, api: ClusterAPI, *, inline: bool = False) -> None:
+    def __init__(
+        self,
+        api: ClusterAPI,
+        *,
+        inline: bool = False,
+        soon: Callable[[], None] = lambda: None,
+        sleep: Callable[[float], object] = lambda _s: None,
+        stopped: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """`soon` asks the periodic loop to run `write_marked` at its next turn; `sleep` and
+        `stopped` are the retry policy's wait (on the injected clock) and its end (shutdown)."""
         self._api = api
         self._compute: Compute = lambda _group: None
         self._dirty: set[str] = set()
-        self._cond = threading.Condition()
-        self._busy = False
+        self._lock = threading.Lock()
         self._inline = inline
-        self._thread: threading.Thread | None = None
+        self._soon = soon
+        self._retrying = policy(
+            lambda e: isinstance(e, Exception) and not isinstance(e, NotFound),
+            backoff=RETRY_SECONDS,
+            max_backoff=MAX_RETRY_SECONDS,
+            stop=stop_after_attempt(ATTEMPTS) | stop_when(stopped),
+            sleep=sleep,
+        )
         # group -> the status this writer last patched (the watch cache may not show it yet)
         self._written: dict[str, dict[str, Any]] = {}
         self.writes = 0
@@ -68,71 +91,54 @@ class PodGroupStatusWriter:
         self._compute = compute
 
     def mark(self, group: str) -> None:
+        """The group's status may have changed: write it inline (in-memory cluster), or at the
+        periodic task's next run."""
         if self._inline:
-            self._write(group)
-            return
-        with self._cond:
-            self._dirty.add(group)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="podgroup-status", daemon=True)
-                self._thread.start()
-            self._cond.notify_all()
-
-    def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until every marked group has been written (tests, shutdown)."""
-        with self._cond:
-            return self._cond.wait_for(lambda: not self._dirty and not self._busy, timeout)
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                # Idle for a while: the thread ends; the next mark() starts a new one.
-                if not self._cond.wait_for(lambda: bool(self._dirty), IDLE_EXIT_SECONDS):
-                    self._thread = None
-                    return
-                groups, self._dirty = sorted(self._dirty), set()
-                self._busy = True
             try:
-                failed = [g for g in groups if not self._write(g)]
-                if failed:
-                    self._retry_later(failed)
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
+                self._write_once(group)
+            except Exception as e:  # in-memory writes do not fail; the next mark recomputes
+                log.warning("Could not update PodGroup status podgroup=%s err=%s", group, e)
+            return
+        with self._lock:
+            self._dirty.add(group)
+        self._soon()
 
-    def _retry_later(self, groups: list[str]) -> None:
-        def again() -> None:
-            for g in groups:
-                self.mark(g)
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._dirty)
 
-        timer = threading.Timer(RETRY_SECONDS, again)
-        timer.daemon = True
-        timer.start()
+    def write_marked(self) -> None:
+        """The periodic task: write every marked group, each failure retried by the retry policy;
+        a group that still fails stays marked for the next run."""
+        with self._lock:
+            groups, self._dirty = sorted(self._dirty), set()
+        for group in groups:
+            try:
+                self._retrying(self._write_once, group)
+            except Exception as e:  # the status is recomputed from the pods at the next run
+                log.warning("Could not update PodGroup status; will retry podgroup=%s err=%s", group, e)
+                with self._lock:
+                    self._dirty.add(group)
 
-    def _write(self, group: str) -> bool:
-        """Bring the group's status up to date; False when the write failed (retry later)."""
+    def _write_once(self, group: str) -> None:
+        """Bring the group's status up to date; raises when the write failed (NotFound: gone)."""
         try:
-            got = self._compute(group)
-            if got is None:
-                self._written.pop(group, None)
-                return True
-            status = got.status
-            stored = self._written.get(group, got.stored)
-            if all(_same(stored.get(k), v) for k, v in status.items()):
-                return True
-            self._api.patch_object(
-                PODGROUPS, got.namespace, got.name, {"status": status}, subresource="status"
-            )
-            self._written[group] = status
-            self.writes += 1
-            return True
+            self._write(group)
         except NotFound:
             self._written.pop(group, None)
-            return True
-        except Exception as e:  # retried; the status is recomputed from the pods then
-            log.warning("Could not update PodGroup status; will retry podgroup=%s err=%s", group, e)
-            return self._inline  # inline (in-memory) writes are not retried from a thread
+
+    def _write(self, group: str) -> None:
+        got = self._compute(group)
+        if got is None:
+            self._written.pop(group, None)
+            return
+        status = got.status
+        stored = self._written.get(group, got.stored)
+        if all(_same(stored.get(k), v) for k, v in status.items()):
+            return
+        self._api.patch_object(PODGROUPS, got.namespace, got.name, {"status": status}, subresource="status")
+        self._written[group] = status
+        self.writes += 1
 
 
 def _same(a: object, b: object) -> bool:

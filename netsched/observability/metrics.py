@@ -8,7 +8,13 @@ injected: production uses one per process, tests a fresh one each.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
+from typing import TypeVar
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+M = TypeVar("M", Counter, Gauge)
 
 # kube-scheduler's buckets: exponential from 1 ms.
 _ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
@@ -108,29 +114,6 @@ class SchedulerMetrics:
             ["profile", "agrees"],
             registry=r,
         )
-        # Coscheduling (plugins/coscheduling): gangs held at Permit and how their attempts end.
-        self.gangs_waiting = Gauge(
-            "netsched_gangs_waiting",
-            "Pod groups with members waiting at Permit for the rest of their gang.",
-            ["profile"],
-            registry=r,
-        )
-        self.gang_outcomes = Counter(
-            "netsched_gang_outcomes",
-            "Gang attempts by outcome: scheduled (minMember reached), rejected (a member fit nowhere), "
-            "timed_out (members released after the wait).",
-            ["outcome", "profile"],
-            registry=r,
-        )
-        # GangTopology (netsched/gangs/placement.py): one placement decision per gang.
-        self.gang_placements = Counter(
-            "netsched_gang_placements",
-            "Gang placement decisions by outcome: placed (one domain of `level` holds the whole gang), "
-            "spread (preferred level: no domain of any level could), unschedulable (required level: "
-            "no domain could).",
-            ["outcome", "level", "profile"],
-            registry=r,
-        )
         self.events_dropped = Counter(
             "netsched_events_dropped",
             "Kubernetes Events dropped unwritten: queue full, recorded after stop, or still failing at shutdown.",
@@ -158,6 +141,25 @@ class SchedulerMetrics:
             registry=r,
         )
         self._config_hash = ""
+        self._plugin_metrics: dict[str, Counter | Gauge] = {}
+        self._plugin_lock = threading.Lock()
+
+    def counter(self, name: str, doc: str, labels: Sequence[str]) -> Counter:
+        """A plugin family's counter in this registry (seams.PluginMetrics), made once."""
+        return self._plugin_metric(Counter, name, doc, labels)
+
+    def gauge(self, name: str, doc: str, labels: Sequence[str]) -> Gauge:
+        """A plugin family's gauge in this registry (seams.PluginMetrics), made once."""
+        return self._plugin_metric(Gauge, name, doc, labels)
+
+    def _plugin_metric(self, kind: type[M], name: str, doc: str, labels: Sequence[str]) -> M:
+        with self._plugin_lock:
+            got = self._plugin_metrics.get(name)
+            if got is None:
+                got = self._plugin_metrics[name] = kind(name, doc, list(labels), registry=self.registry)
+        if not isinstance(got, kind):
+            raise ValueError(f"metric {name} is a {type(got).__name__}, asked for as a {kind.__name__}")
+        return got
 
     def config_reloaded(self, result: str) -> None:
         self.config_reloads.labels(result).inc()

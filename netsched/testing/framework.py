@@ -9,7 +9,7 @@ plus the per-plugin score breakdown, or raises FitError like the scheduler.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -27,13 +27,13 @@ from netsched.framework.extension_points import (
     extension_points_of,
 )
 from netsched.framework.handle import NAMESPACES_KEY, PDBS_KEY, Services
+from netsched.framework.periodic import PeriodicTasks
 from netsched.framework.runtime import Framework
 from netsched.framework.seams import ClusterAPI, EventRecorder, MetricsProvider
 from netsched.framework.search import NodeSearch, ScheduleResult
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import NodeInfo, PodInfo, QueuedPodInfo
-from netsched.gangs import GangManager, PodGroupStatusWriter, group_name
 from netsched.testing.builders import NodeBuilder, PodBuilder, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.handle import MemoryAPI, RecordingEvents
@@ -99,7 +99,7 @@ def build_framework(
     a MemoryAPI/RecordingEvents and a FakeClock unless given, `metrics` (a hub,
     e.g. from netsched.testing.prometheus.fake_hub), nominated pods per node,
     PodDisruptionBudgets, namespace labels and other watched `objects` by
-    resource key ("persistentvolumeclaims", "scheduling.x-k8s.io/podgroups").  `snapshot` becomes the Handle's
+    resource key ("persistentvolumeclaims", "policy/poddisruptionbudgets").  `snapshot` becomes the Handle's
     snapshot (plugins that read handle.snapshot() outside a cycle).
     """
     classes = list(plugins)
@@ -178,13 +178,26 @@ def fake_services(
             }
         ),
     )
-    status = PodGroupStatusWriter(services.api, inline=True)
-
-    def members(namespace: str, group: str) -> list[PodInfo]:
-        return [p for p in pods(namespace) if group_name(p) == group]
-
-    services.gangs = GangManager(services.clock, services.objects, members, services.activate, status)
+    services.periodic = PeriodicTasks(services.clock)
+    services.pod_indexes = _ScannedIndexes(assigned)
     return services
+
+
+class _ScannedIndexes:
+    """Handle.pods_by_index over the fixed cluster facts: `assigned`'s pods, scanned."""
+
+    def __init__(self, assigned: Snapshot | None) -> None:
+        self._assigned = assigned
+        self._keys: dict[str, Callable[[PodInfo], str]] = {}
+
+    def add_pod_index(self, name: str, key: Callable[[PodInfo], str]) -> None:
+        self._keys.setdefault(name, key)
+
+    def pods_by_index(self, name: str, value: str) -> list[PodInfo]:
+        key = self._keys.get(name)
+        if key is None or self._assigned is None:
+            return []
+        return [p for n in self._assigned.nodes for p in n.pods.values() if key(p) == value]
 
 
 def plugin_of(fwk: Framework, cls: type[P]) -> P:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netsched.framework.types import PodInfo
+from netsched.framework.types import ObjectRef, PodInfo
 from netsched.inmemory import MemoryAPI
 
 
@@ -18,8 +18,8 @@ from netsched.inmemory import MemoryAPI
 class RecordingEvents:
     events: list[tuple[str, str, str, str, str]] = field(default_factory=list)
 
-    def event(self, pod: PodInfo, type_: str, reason: str, action: str, message: str) -> None:
-        self.events.append((pod.key, type_, reason, action, message))
+    def event(self, obj: PodInfo | ObjectRef, type_: str, reason: str, action: str, message: str) -> None:
+        self.events.append((obj.key, type_, reason, action, message))
 
 
 __all__ = ["MemoryAPI", "RecordingEvents"]

@@ -67,7 +67,7 @@ class Coscheduling(
 
     def __init__(self, args: CoschedulingArgs | None, handle: Handle) -> None:
         super().__init__(args, handle)
-        self.gangs = gangs_of(handle, self.name)
+        self.gangs = gangs_of(handle)
         # _member_added's last answer: (the arriving pod, its group, the group's
         # resourceVersion, whether the group has minMember pods with it).
         self._count_memo: tuple[PodInfo, str, str, bool] | None = None

@@ -106,7 +106,7 @@ class GangTopology(
         super().__init__(args, handle)
         self.source = source_for(handle, self.args.prometheus, self.name)
         self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
-        self.gangs = gangs_of(handle, self.name)
+        self.gangs = gangs_of(handle)
         self.policy = self.args.policy()
 
     # ------------------------------------------------------------ queueing hints
@@ -157,6 +157,7 @@ class GangTopology(
         if decision is None:
             return None, Status.skip()
         state.write(PLACEMENT_KEY, decision)
+        state.note("gang", decision.placement)
         placement = decision.placement
         if placement.outcome == UNSCHEDULABLE:
             return None, Status.unresolvable(placement.message())

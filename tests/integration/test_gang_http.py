@@ -18,7 +18,7 @@ import pytest
 
 from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
-from netsched.gangs import TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
+from netsched.gangs import GANGS, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
 from netsched.kube import KubeAPI, build_api_client
 from netsched.plugins.coscheduling import POD_GROUP_LABEL
 from netsched.queue import UNSCHEDULABLE
@@ -347,7 +347,7 @@ def test_a_gang_lands_whole_in_the_rack_with_the_most_headroom_that_can_hold_it(
     )
     # r1 (coldest links) holds 2 of 4; r3's links are too hot for it.
     assert {RACK_OF[n] for n in got.values()} == {"r2"}, got
-    placement = app.gangs.placement("default/train")
+    placement = app.shared.find(GANGS).placement("default/train")  # type: ignore[union-attr]
     assert placement is not None and placement.chosen == f"{RACK}=r2"
     by = {v.value: v for v in placement.considered}
     assert not by["r1"].feasible and "too small" in by["r1"].reason

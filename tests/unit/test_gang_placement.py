@@ -17,7 +17,7 @@ import yaml
 
 from netsched.app import build_registry
 from netsched.config import load_config
-from netsched.gangs import HOSTNAME, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED, Placement, derive
+from netsched.gangs import GANGS, HOSTNAME, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED, Placement, derive
 from netsched.gangs.domains import domain_rows, domains_at
 from netsched.inmemory import InMemoryCluster
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
@@ -139,7 +139,7 @@ class Racks:
         return self.cluster.cache.assumed_count() == 0 and not list(fwk.iterate_waiting_pods())
 
     def decision(self, group: str) -> Placement:
-        got = self.cluster.gangs.placement(f"default/{group}")
+        got = self.cluster.shared.find(GANGS).placement(f"default/{group}")  # type: ignore[union-attr]
         assert got is not None, f"no placement kept for {group}"
         return got
 
@@ -335,7 +335,7 @@ def test_a_decision_rebuilt_after_a_restart_is_kept_and_not_counted_again(
     r.gang("g", 3, **{TOPOLOGY_REQUIRED: RACK})
     r.run()
     (rack,) = set(r.racks_of("g"))
-    r.cluster.gangs.drop_placement("default/g")  # a restart: the members are placed, nothing kept
+    r.cluster.shared.find(GANGS).drop_placement("default/g")  # type: ignore[union-attr]  # a restart: the members are placed, nothing kept
     rebuilt = []
 
     def counting(*a: Any, **kw: Any) -> Placement:

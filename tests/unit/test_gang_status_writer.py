@@ -1,5 +1,6 @@
-"""The PodGroup status writer (netsched.gangs, wired by the composition root): writes off the
-caller's thread, and leaves no thread behind when idle."""
+"""The PodGroup status writer (netsched.gangs): marked groups are written by the periodic task
+the gang manager registers (the process's loop), and a failed write is retried by the one
+retry policy, then left marked for the next run; nothing starts a thread or a timer."""
 
 from __future__ import annotations
 
@@ -8,37 +9,25 @@ from typing import Any
 
 import pytest
 
-import netsched.gangs.status as status_mod
 from netsched.gangs import PodGroupStatusWriter, StatusUpdate
 from netsched.testing.handle import MemoryAPI
 
 
-def test_idle_writer_thread_ends_and_a_new_mark_starts_another(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(status_mod, "IDLE_EXIT_SECONDS", 0.05)
-    api = MemoryAPI()
-    computed: list[str] = []
-    written = threading.Event()
-
-    def compute(group: str) -> StatusUpdate | None:
-        computed.append(group)
-        written.set()
-        return None  # the group is gone: nothing to write
-
-    writer = PodGroupStatusWriter(api)
-    writer.computes_with(compute)
-    writer.mark("default/a")
-    assert written.wait(5)
-    first = writer._thread
-    assert first is not None
-    first.join(5)
-    assert not first.is_alive() and writer._thread is None
-    written.clear()
-    writer.mark("default/b")
-    assert written.wait(5) and computed == ["default/a", "default/b"]
-
-
 def _update(stored: dict[str, Any], status: dict[str, Any]) -> StatusUpdate:
     return StatusUpdate("default", "g", stored, status)
+
+
+def test_a_mark_asks_the_loop_to_run_soon_and_the_run_writes() -> None:
+    api = MemoryAPI()
+    nudged: list[int] = []
+    writer = PodGroupStatusWriter(api, soon=lambda: nudged.append(1))
+    writer.computes_with(lambda _g: _update({}, {"phase": "Scheduled", "scheduled": 2, "running": 0}))
+    before = threading.active_count()
+    writer.mark("default/g")
+    assert nudged == [1] and not api.patches and writer.pending() == 1
+    assert threading.active_count() == before  # no thread of its own
+    writer.write_marked()
+    assert api.patches[0][3]["status"]["phase"] == "Scheduled" and writer.pending() == 0
 
 
 def test_a_status_is_compared_with_what_the_writer_last_wrote_not_the_lagging_cache() -> None:
@@ -58,25 +47,57 @@ def test_a_status_is_compared_with_what_the_writer_last_wrote_not_the_lagging_ca
     assert all("metadata" not in p[3] for p in api.patches)
 
 
-def test_a_failed_write_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(status_mod, "RETRY_SECONDS", 0.05)
-    api = MemoryAPI()
+def _flaky(monkeypatch: pytest.MonkeyPatch, api: MemoryAPI, failures: int) -> dict[str, int]:
     calls = {"n": 0}
     real = api.patch_object
 
     def flaky(*args: Any, **kw: Any) -> Any:
         calls["n"] += 1
-        if calls["n"] == 1:
+        if calls["n"] <= failures:
             raise ConnectionError("apiserver went away")
         return real(*args, **kw)
 
     monkeypatch.setattr(api, "patch_object", flaky)
+    return calls
+
+
+def test_a_failed_write_is_retried_by_the_retry_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = MemoryAPI()
+    calls = _flaky(monkeypatch, api, failures=1)
+    waits: list[float] = []
+    writer = PodGroupStatusWriter(api, sleep=waits.append)
+    writer.computes_with(lambda _g: _update({}, {"phase": "Scheduled", "scheduled": 2, "running": 0}))
+    writer.mark("default/g")
+    writer.write_marked()
+    assert calls["n"] == 2 and api.patches[0][3]["status"]["phase"] == "Scheduled"
+    assert len(waits) == 1 and waits[0] > 0  # the policy's backoff, on the injected sleep
+
+
+def test_a_write_failing_every_attempt_stays_marked_for_the_next_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = MemoryAPI()
+    calls = _flaky(monkeypatch, api, failures=3)  # every attempt of the first run
     writer = PodGroupStatusWriter(api)
     writer.computes_with(lambda _g: _update({}, {"phase": "Scheduled", "scheduled": 2, "running": 0}))
     writer.mark("default/g")
-    deadline = threading.Event()
-    for _ in range(100):
-        if api.patches:
-            break
-        deadline.wait(0.05)
-    assert calls["n"] == 2 and api.patches[0][3]["status"]["phase"] == "Scheduled"
+    writer.write_marked()
+    assert calls["n"] == 3 and not api.patches and writer.pending() == 1
+    writer.write_marked()
+    assert api.patches and writer.pending() == 0
+
+
+def test_shutdown_ends_the_retries() -> None:
+    api = MemoryAPI()
+    stopped = threading.Event()
+    calls = {"n": 0}
+
+    def failing(*_a: Any, **_kw: Any) -> Any:
+        calls["n"] += 1
+        stopped.set()  # the process stops while the first write fails
+        raise ConnectionError("apiserver went away")
+
+    api.patch_object = failing  # type: ignore[method-assign]
+    writer = PodGroupStatusWriter(api, stopped=stopped.is_set)
+    writer.computes_with(lambda _g: _update({}, {"phase": "Scheduled", "scheduled": 2, "running": 0}))
+    writer.mark("default/g")
+    writer.write_marked()
+    assert calls["n"] == 1 and writer.pending() == 1

@@ -1,10 +1,11 @@
-"""PodTable: pods by uid, and by namespace without a scan."""
+"""PodTable: pods by uid, and by namespace or a registered index without a scan."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from netsched.cache.pod_table import PodTable
+from netsched.framework.types import PodInfo
 from netsched.testing.builders import make_pod
 
 
@@ -24,19 +25,37 @@ def test_the_namespace_index_follows_every_change() -> None:
     assert b.uid not in t and a.uid in t and sorted(t) == sorted([a.uid, c.uid])
 
 
-def test_the_gang_index_follows_every_change() -> None:
+def _group(pod: PodInfo) -> str:
+    """A plugin's index key: "namespace/value of the group label", "" for pods without it."""
+    value = pod.labels.get("example.com/group", "")
+    return f"{pod.namespace}/{value}" if value else ""
+
+
+def test_a_registered_index_follows_every_change() -> None:
     t = PodTable()
-    g = "scheduling.x-k8s.io/pod-group"
+    t.add_index("group", _group)
+    g = "example.com/group"
     a = make_pod("a").label(g, "train").info()
-    b = make_pod("b").label("pod-group.scheduling.sigs.k8s.io", "train").info()  # the older label
+    b = make_pod("b").label(g, "train").info()
     c = make_pod("c").label(g, "train").namespace("other").info()
     solo = make_pod("solo").info()
     for p in (a, b, c, solo):
         t[p.uid] = p
-    assert sorted(p.name for p in t.in_group("default", "train")) == ["a", "b"]
-    assert [p.name for p in t.in_group("other", "train")] == ["c"]
-    t[a.uid] = dataclasses.replace(a, labels={g: "eval"})  # relabelled: it changes gang
-    assert [p.name for p in t.in_group("default", "train")] == ["b"]
-    assert [p.name for p in t.in_group("default", "eval")] == ["a"]
+    assert sorted(p.name for p in t.by_index("group", "default/train")) == ["a", "b"]
+    assert [p.name for p in t.by_index("group", "other/train")] == ["c"]
+    t[a.uid] = dataclasses.replace(a, labels={g: "eval"})  # relabelled: it changes group
+    assert [p.name for p in t.by_index("group", "default/train")] == ["b"]
+    assert [p.name for p in t.by_index("group", "default/eval")] == ["a"]
     t.pop(b.uid)
-    assert t.in_group("default", "train") == [] and ("default", "train") not in t._by_group
+    assert t.by_index("group", "default/train") == [] and "default/train" not in t._indexes["group"]
+    assert t.by_index("no such index", "default/eval") == []
+
+
+def test_an_index_registered_late_covers_the_pods_already_there_and_keeps_its_first_key() -> None:
+    t = PodTable()
+    a = make_pod("a").label("example.com/group", "train").info()
+    t[a.uid] = a
+    t.add_index("group", _group)
+    t.add_index("group", lambda _p: "everything")  # a second registration of the name: ignored
+    assert [p.name for p in t.by_index("group", "default/train")] == ["a"]
+    assert t.by_index("group", "everything") == []

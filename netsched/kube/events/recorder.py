@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from netsched.clock import Clock
-from netsched.framework.types import PodInfo
+from netsched.framework.types import ObjectRef, PodInfo
 from netsched.kube.api import microtime, rfc3339
 from netsched.kube.client import JsonObj
 from netsched.kube.events.sink import CORE_V1, EVENTS_V1
@@ -74,32 +74,28 @@ class EventRecorder:
         self._broadcaster = broadcaster
         self.scheduler_name = scheduler_name
 
-    def event(self, pod: PodInfo, type_: str, reason: str, action: str, message: str) -> None:
-        """Queue an event about `pod` (type_ Normal|Warning). Never blocks, never raises.
-
-        A record standing for another object (a PodGroup: `raw` with its kind and
-        apiVersion, netsched.framework.object_ref) is referenced as that kind."""
+    def event(self, obj: PodInfo | ObjectRef, type_: str, reason: str, action: str, message: str) -> None:
+        """Queue an event about a pod, or another object by its reference (type_ Normal|Warning).
+        Never blocks, never raises."""
         try:
-            raw = pod.raw
+            kind, api_version = (obj.kind, obj.api_version) if isinstance(obj, ObjectRef) else ("Pod", "v1")
             occ = Occurrence(
                 self.scheduler_name,
-                pod.namespace,
-                pod.name,
-                pod.uid,
-                pod.resource_version,
+                obj.namespace,
+                obj.name,
+                obj.uid,
+                obj.resource_version,
                 type_,
                 reason,
                 action,
                 message,
                 self._broadcaster.clock.wall(),
-                str(raw.get("kind") or "Pod"),
-                str(raw.get("apiVersion") or "v1"),
+                kind,
+                api_version,
             )
             self._broadcaster.submit(occ)
         except Exception:  # pragma: no cover - defensive: recording must never fail scheduling
-            log.debug(
-                "Cannot queue event pod=%s/%s reason=%s", pod.namespace, pod.name, reason, exc_info=True
-            )
+            log.debug("Cannot queue event object=%s reason=%s", obj.key, reason, exc_info=True)
 
 
 def event_body(api: str, name: str, occ: Occurrence, instance: str) -> JsonObj:
