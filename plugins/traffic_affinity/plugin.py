@@ -8,6 +8,8 @@ score is then left out and the profile places exactly as without it.
 
 Score: the cost in bytes/s x distance (what /debug/explain shows as the raw
 score).  NormalizeScore: min-max inverted, the cheapest candidate 100.
+The pod's explanation gets a section (explain.py): its top edges, the peers'
+nodes and the cheapest candidates.
 
 Reserve/Unreserve are not needed: the peers are read from the snapshot, which
 holds assumed pods.  Link headroom stays with LoadThreshold and NetworkTraffic; this
@@ -55,6 +57,7 @@ from netsched.plugins.traffic_affinity.cost import (
     traffic_costs,
 )
 from netsched.plugins.traffic_affinity.declared import DeclaredEdgesError, declared_edges
+from netsched.plugins.traffic_affinity.explain import TOP_EDGES, TOP_NODES, Edge, TrafficNote
 
 MEASURED, DECLARED = "measured", "declared"
 _REPORTED_MAX = 4096  # pods whose malformed annotation was reported (an Event once per pod)
@@ -123,7 +126,18 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         if got is None:
             return Status.skip()
         state.write(self._key, got)
+        state.note(self.name, self._note(got, snapshot, idx))
         return Status.success()
+
+    def _note(self, got: TrafficCosts, snapshot: Snapshot, idx: IntArray) -> TrafficNote:
+        names_ = [n.name for n in snapshot.nodes]
+        edges = []
+        for peer, rate in sorted(got.edges.items(), key=lambda kv: -kv[1])[:TOP_EDGES]:
+            rows = sorted(self._placed.rows.get(peer, {}).items(), key=lambda rk: -rk[1])[:TOP_NODES]
+            edges.append(Edge(peer, rate, {names_[r]: k for r, k in rows if r < len(names_)}))
+        order = idx[np.argsort(got.rows[idx], kind="stable")][:TOP_NODES]
+        costs = [(names_[int(r)], float(got.rows[int(r)])) for r in order]
+        return TrafficNote(got.workload, got.origin, edges, costs)
 
     def costs(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
