@@ -124,6 +124,10 @@ class Estimator:
 
     def add(self, pod: PodInfo, node: str, at: float | None = None) -> None:
         """Count `pod` on `node` from `at` (wall seconds); idempotent per pod uid."""
+        with self._lock:
+            old = self._pods.get(pod.uid)
+            if old is not None and old.node == node:
+                return  # counted already (another plugin reserved it): no second estimate
         load = pod_load(pod, self.args)
         hint = self.bandwidth_hint
         if hint is not None and not _annotated(pod):

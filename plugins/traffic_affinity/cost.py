@@ -19,14 +19,12 @@ label shares that level with nobody.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress
 
 import numpy as np
 
-from netsched.framework import FloatArray, IntArray, NodeInfo, Snapshot, workload_key
+from netsched.framework import FloatArray, IntArray, LabelCodes, NodeInfo, Snapshot, workload_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +39,8 @@ class PeerWeights:
 class WorkloadIndex:
     """Placed pods (bound and assumed) per workload and row, kept current with the snapshot.
 
-    The cache swaps in a new NodeInfo object for every node that changed, so a
-    cycle re-reads only the rows whose object changed (one identity check per
-    row at C speed); a new layout rebuilds it.  Terminating pods are left out:
+    A cycle re-reads only the rows the snapshot replaced since the last sync
+    (its row_version, one vector compare); a new layout rebuilds it.  Terminating pods are left out:
     their traffic is leaving with them.
     """
 
@@ -53,6 +50,8 @@ class WorkloadIndex:
         self._layout = -1
         self._row_nodes: list[NodeInfo] = []
         self._row_workloads: list[dict[str, int]] = []
+        self._seen = 0  # the snapshot's row_counter when last synced
+        self._arrays: dict[str, tuple[IntArray, FloatArray, int]] = {}  # workload -> rows, pods, total
         self.rows: dict[str, dict[int, int]] = {}  # workload -> row -> pods
 
     def sync(self, snapshot: Snapshot) -> None:
@@ -66,14 +65,19 @@ class WorkloadIndex:
             self._row_nodes = list(nodes)
             self._row_workloads = [{} for _ in nodes]
             self.rows = {}
+            self._arrays = {}
             changed: Iterable[int] = range(len(nodes))
+        elif snapshot.row_counter == self._seen:
+            return
         else:
-            changed = list(compress(range(len(nodes)), map(operator.is_not, nodes, self._row_nodes)))
+            changed = np.flatnonzero(snapshot.row_version > self._seen).tolist()
+        self._seen = snapshot.row_counter
         for row in changed:
             self._reindex(row, nodes[row])
 
     def _reindex(self, row: int, node: NodeInfo) -> None:
         for wl in self._row_workloads[row]:
+            self._arrays.pop(wl, None)
             per_row = self.rows[wl]
             del per_row[row]
             if not per_row:
@@ -85,38 +89,63 @@ class WorkloadIndex:
                 counts[wl] = counts.get(wl, 0) + 1
         for wl, k in counts.items():
             self.rows.setdefault(wl, {})[row] = k
+            self._arrays.pop(wl, None)
         self._row_workloads[row] = counts
         self._row_nodes[row] = node
 
     def placed(self, workload: str) -> int:
-        return sum(self.rows.get(workload, {}).values())
+        return self.arrays(workload)[2]
+
+    def arrays(self, workload: str) -> tuple[IntArray, FloatArray, int]:
+        """(rows, pods on each, total) of the workload, cached until one of its rows changes."""
+        got = self._arrays.get(workload)
+        if got is None:
+            per_row = self.rows.get(workload, {})
+            rows = np.fromiter(per_row.keys(), dtype=np.int64, count=len(per_row))
+            pods = np.fromiter(per_row.values(), dtype=np.float64, count=len(per_row))
+            got = self._arrays[workload] = (rows, pods, int(pods.sum()))
+        return got
 
 
 def peer_weights(index: WorkloadIndex, edges: Mapping[str, float], n_rows: int) -> PeerWeights:
-    w = np.zeros(n_rows, dtype=np.float64)
+    """Each edge's rate shared among the peer's placed pods, summed per row (one bincount)."""
+    rows: list[IntArray] = []
+    pods: list[FloatArray] = []
     placed: dict[str, int] = {}
     for peer, rate in edges.items():
-        rows = index.rows.get(peer)
-        if not rows:
+        if peer not in index.rows:
             continue
-        n = sum(rows.values())
-        placed[peer] = n
-        share = rate / n
-        for r, k in rows.items():
-            w[r] += k * share
+        r, k, total = index.arrays(peer)
+        rows.append(r)
+        pods.append(k * (rate / total))
+        placed[peer] = total
+    if not rows:
+        return PeerWeights(np.zeros(n_rows, dtype=np.float64), 0.0, {})
+    w = np.bincount(np.concatenate(rows), weights=np.concatenate(pods), minlength=n_rows).astype(np.float64)
     return PeerWeights(w, float(w.sum()), placed)
 
 
+def local_weight(index: WorkloadIndex, edges: Mapping[str, float], row: int) -> float:
+    """The part of the edges' rates carried by the peers' pods on `row`."""
+    total = 0.0
+    for peer, rate in edges.items():
+        k = index.rows.get(peer, {}).get(row)
+        if k:
+            total += rate * k / index.placed(peer)
+    return total
+
+
 def traffic_costs(
-    peers: PeerWeights, idx: IntArray, levels: Sequence[IntArray], distances: Sequence[float]
+    peers: PeerWeights, idx: IntArray, levels: Sequence[LabelCodes], distances: Sequence[float]
 ) -> FloatArray:
-    """Cost of candidate rows `idx`; `levels` are label codes per row, innermost level first."""
+    """Cost of candidate rows `idx`; `levels` are the node labels' codes, innermost level first."""
     inside = peers.rows[idx]
     cost = np.zeros(len(idx), dtype=np.float64)
-    for codes, d in zip(levels, distances, strict=False):
-        valid = codes >= 0
-        size = int(codes.max()) + 1 if len(codes) else 0
-        sums = np.bincount(codes[valid], weights=peers.rows[valid], minlength=size + 1)
+    held = np.flatnonzero(peers.rows)  # rows holding peers: usually few
+    for level, d in zip(levels, distances, strict=False):
+        codes = level.codes
+        on = held[codes[held] >= 0]
+        sums = np.bincount(codes[on], weights=peers.rows[on], minlength=level.size + 1)
         # codes -1 read the trailing slot, which stays 0: no domain, nothing shared.
         here = np.maximum(sums[codes[idx]], inside)
         cost += d * (here - inside)

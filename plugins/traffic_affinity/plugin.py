@@ -53,11 +53,12 @@ from netsched.plugins.traffic_affinity.cost import (
     PeerWeights,
     WorkloadIndex,
     invert,
+    local_weight,
     peer_weights,
     traffic_costs,
 )
 from netsched.plugins.traffic_affinity.declared import DeclaredEdgesError, declared_edges
-from netsched.plugins.traffic_affinity.explain import TOP_EDGES, TOP_NODES, Edge, TrafficNote
+from netsched.plugins.traffic_affinity.explain import TrafficNote
 
 MEASURED, DECLARED = "measured", "declared"
 _REPORTED_MAX = 4096  # pods whose malformed annotation was reported (an Event once per pod)
@@ -130,14 +131,9 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         return Status.success()
 
     def _note(self, got: TrafficCosts, snapshot: Snapshot, idx: IntArray) -> TrafficNote:
-        names_ = [n.name for n in snapshot.nodes]
-        edges = []
-        for peer, rate in sorted(got.edges.items(), key=lambda kv: -kv[1])[:TOP_EDGES]:
-            rows = sorted(self._placed.rows.get(peer, {}).items(), key=lambda rk: -rk[1])[:TOP_NODES]
-            edges.append(Edge(peer, rate, {names_[r]: k for r, k in rows if r < len(names_)}))
-        order = idx[np.argsort(got.rows[idx], kind="stable")][:TOP_NODES]
-        costs = [(names_[int(r)], float(got.rows[int(r)])) for r in order]
-        return TrafficNote(got.workload, got.origin, edges, costs)
+        """The explain section, computed only if an explanation reads it."""
+        placed = {peer: dict(self._placed.rows.get(peer, {})) for peer in got.edges}
+        return TrafficNote(got.workload, got.origin, got.edges, placed, snapshot.nodes, idx, got.rows)
 
     def costs(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
@@ -151,7 +147,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
             peers = peer_weights(self._placed, edges, len(snapshot))
         if peers.total <= 0:
             return None
-        levels = [label_codes(snapshot, key).codes for key in reversed(self.args.levels)]
+        levels = [label_codes(snapshot, key) for key in reversed(self.args.levels)]
         cost = traffic_costs(peers, idx, levels, self.args.level_distances)
         rows = np.zeros(len(snapshot), dtype=np.int64)
         rows[idx] = np.rint(cost).astype(np.int64)
@@ -183,9 +179,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         row = snapshot.index.get(node_name)
         with self._lock:
             self._placed.sync(snapshot)
-            own = self._placed.placed(workload)
-            peers = peer_weights(self._placed, edges, len(snapshot))
-        per_pod = sum(edges.values()) / max(own, 1)
-        local = float(peers.rows[row]) / max(own, 1) if row is not None else 0.0
-        leaving = max(per_pod - local, 0.0)
+            own = max(self._placed.placed(workload) if workload in self._placed.rows else 0, 1)
+            local = local_weight(self._placed, edges, row) if row is not None else 0.0
+        leaving = max((sum(edges.values()) - local) / own, 0.0)
         return leaving / 2, leaving / 2  # an edge's rate counts both directions together
