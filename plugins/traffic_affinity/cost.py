@@ -111,17 +111,22 @@ def peer_weights(index: WorkloadIndex, edges: Mapping[str, float], n_rows: int) 
     """Each edge's rate shared among the peer's placed pods, summed per row (one bincount)."""
     rows: list[IntArray] = []
     pods: list[FloatArray] = []
+    shares: list[float] = []
+    sizes: list[int] = []
     placed: dict[str, int] = {}
+    arrays, known = index.arrays, index.rows
     for peer, rate in edges.items():
-        if peer not in index.rows:
-            continue
-        r, k, total = index.arrays(peer)
-        rows.append(r)
-        pods.append(k * (rate / total))
-        placed[peer] = total
+        if peer in known:
+            r, k, total = arrays(peer)
+            rows.append(r)
+            pods.append(k)
+            shares.append(rate / total)
+            sizes.append(len(r))
+            placed[peer] = total
     if not rows:
         return PeerWeights(np.zeros(n_rows, dtype=np.float64), 0.0, {})
-    w = np.bincount(np.concatenate(rows), weights=np.concatenate(pods), minlength=n_rows).astype(np.float64)
+    weights = np.concatenate(pods) * np.repeat(shares, sizes)
+    w = np.bincount(np.concatenate(rows), weights=weights, minlength=n_rows).astype(np.float64)
     return PeerWeights(w, float(w.sum()), placed)
 
 

@@ -131,9 +131,11 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         return Status.success()
 
     def _note(self, got: TrafficCosts, snapshot: Snapshot, idx: IntArray) -> TrafficNote:
-        """The explain section, computed only if an explanation reads it."""
-        placed = {peer: dict(self._placed.rows.get(peer, {})) for peer in got.edges}
-        return TrafficNote(got.workload, got.origin, got.edges, placed, snapshot.nodes, idx, got.rows)
+        """The explain section, computed only if an explanation reads it (right after this
+        cycle's scoring: it reads the placed pods and nodes as they are then)."""
+        return TrafficNote(
+            got.workload, got.origin, got.edges, self._placed.rows, snapshot.nodes, idx, got.rows
+        )
 
     def costs(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
