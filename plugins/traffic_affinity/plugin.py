@@ -59,8 +59,10 @@ from netsched.plugins.traffic_affinity.cost import (
 )
 from netsched.plugins.traffic_affinity.declared import DeclaredEdgesError, declared_edges
 from netsched.plugins.traffic_affinity.explain import TrafficNote
+from netsched.plugins.traffic_affinity.shares import NODE_LEVEL, cross_shares
 
 MEASURED, DECLARED = "measured", "declared"
+_WORKLOAD_INDEX = "traffic-affinity/workload/"  # + the workload label: pods by workload key
 _REPORTED_MAX = 4096  # pods whose malformed annotation was reported (an Event once per pod)
 
 
@@ -88,6 +90,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         self._lock = threading.Lock()  # explain and the estimator's hint read from other threads
         self._reported: set[str] = set()
         self.source.estimator.bandwidth_hint = self.pod_bandwidth
+        self._publish_shares()
 
     @property
     def _key(self) -> str:
@@ -166,6 +169,51 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
         scores[:] = invert(scores.astype(np.float64), MAX_NODE_SCORE)
+
+    # ------------------------------------------------------------ /metrics: what crosses nodes and levels
+
+    def _publish_shares(self) -> None:
+        """Keep the cross-node / cross-level shares current on /metrics (when observed)."""
+        m = self.handle.plugin_metrics
+        if m is None:
+            return
+        label = self.args.workload_label
+        self.handle.add_pod_index(_WORKLOAD_INDEX + label, lambda p: workload_key(p, label))
+        total = m.gauge(
+            "netsched_traffic_pair_bytes_per_second",
+            "Measured traffic between workload pairs whose pods are placed (both directions), bytes/s.",
+            ["profile"],
+        )
+        node = m.gauge(
+            "netsched_traffic_cross_node_ratio",
+            "Share of the measured pair traffic whose two ends are on different nodes (current placement).",
+            ["profile"],
+        )
+        level = m.gauge(
+            "netsched_traffic_cross_level_ratio",
+            "Share of the measured pair traffic whose two ends are in different domains of a topology level.",
+            ["profile", "level"],
+        )
+        profile = self.handle.profile_name
+
+        def publish() -> None:
+            got = cross_shares(self.graph(), self._nodes_of, self._domain_of, self.args.levels)
+            total.labels(profile).set(got.total)
+            node.labels(profile).set(got.crossing.get(NODE_LEVEL, 0.0))
+            for lv in self.args.levels:
+                level.labels(profile, lv).set(got.crossing.get(lv, 0.0))
+
+        self.handle.every(
+            f"{self.name}/shares/{profile}", self.args.prometheus.poll_interval_seconds, publish
+        )
+
+    def _nodes_of(self, workload: str) -> list[str]:
+        pods = self.handle.pods_by_index(_WORKLOAD_INDEX + self.args.workload_label, workload)
+        return [p.node_name for p in pods if p.node_name and not p.deleting]
+
+    def _domain_of(self, node: str, level: str) -> str | None:
+        info = self.handle.snapshot().get(node)
+        return info.labels.get(level) if info is not None else None
 
     # ------------------------------------------------------------ link-load estimate
 

@@ -19,6 +19,7 @@ from netsched.metrics.traffic import build_graph
 from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
 from netsched.plugins.traffic_affinity.cost import invert
 from netsched.plugins.traffic_affinity.declared import ANNOTATION, DeclaredEdgesError, declared_edges
+from netsched.plugins.traffic_affinity.shares import NODE_LEVEL, cross_shares
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.framework import build_framework, plugin_of
@@ -276,3 +277,16 @@ def test_presets_query_shape() -> None:
     )
     q = custom.traffic.promql()
     assert q.startswith("label_join(my_pairs,") and '"src"' in q
+
+
+def test_cross_shares_from_placement() -> None:
+    s = Series(("d|a|d|b", "d|b|d|c"), np.array([100.0, 50.0]), np.array([1.0, 1.0]), 2)
+    where = {"d/a": ["n0"], "d/b": ["n0", "n1"], "d/c": ["n2"]}
+    racks = {"n0": "r0", "n1": "r0", "n2": "r1"}
+    got = cross_shares(build_graph(s), lambda w: where.get(w, []), lambda n, _lv: racks[n], [RACK])
+    assert got.total == 150.0
+    # a-b: half of b's pods share a's node, all share its rack; b-c: nothing shared.
+    assert got.crossing[NODE_LEVEL] == pytest.approx((100 * 0.5 + 50) / 150)
+    assert got.crossing[RACK] == pytest.approx(50 / 150)
+    unplaced = cross_shares(build_graph(s), lambda w: [], lambda n, _lv: None, [RACK])
+    assert unplaced.total == 0.0 and unplaced.crossing == {}
