@@ -34,6 +34,8 @@ class PeerWeights:
     rows: FloatArray  # bytes/s of the pod's edges carried by each row's peers
     total: float
     placed: Mapping[str, int]  # peer workload -> placed pods (edges with none are left out)
+    held: IntArray  # the rows holding peers (may repeat), and each one's weight: the sparse form
+    weights: FloatArray
 
 
 class WorkloadIndex:
@@ -124,10 +126,12 @@ def peer_weights(index: WorkloadIndex, edges: Mapping[str, float], n_rows: int) 
             sizes.append(len(r))
             placed[peer] = total
     if not rows:
-        return PeerWeights(np.zeros(n_rows, dtype=np.float64), 0.0, {})
+        none = np.zeros(0, dtype=np.int64)
+        return PeerWeights(np.zeros(n_rows, dtype=np.float64), 0.0, {}, none, np.zeros(0))
+    held = np.concatenate(rows)
     weights = np.concatenate(pods) * np.repeat(shares, sizes)
-    w = np.bincount(np.concatenate(rows), weights=weights, minlength=n_rows).astype(np.float64)
-    return PeerWeights(w, float(w.sum()), placed)
+    w = np.bincount(held, weights=weights, minlength=n_rows).astype(np.float64, copy=False)
+    return PeerWeights(w, float(weights.sum()), placed, held, weights)
 
 
 def local_weight(index: WorkloadIndex, edges: Mapping[str, float], row: int) -> float:
@@ -146,11 +150,11 @@ def traffic_costs(
     """Cost of candidate rows `idx`; `levels` are the node labels' codes, innermost level first."""
     inside = peers.rows[idx]
     cost = np.zeros(len(idx), dtype=np.float64)
-    held = np.flatnonzero(peers.rows)  # rows holding peers: usually few
     for level, d in zip(levels, distances, strict=False):
         codes = level.codes
-        on = held[codes[held] >= 0]
-        sums = np.bincount(codes[on], weights=peers.rows[on], minlength=level.size + 1)
+        peer_codes = codes[peers.held]  # the peers' rows only: usually few
+        on = peer_codes >= 0
+        sums = np.bincount(peer_codes[on], weights=peers.weights[on], minlength=level.size + 1)
         # codes -1 read the trailing slot, which stays 0: no domain, nothing shared.
         here = np.maximum(sums[codes[idx]], inside)
         cost += d * (here - inside)

@@ -86,6 +86,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         self.source = source_for(handle, self.args.prometheus, self.name)
         self.source.require_keyed_query(TRAFFIC_PAIRS, self.args.traffic.promql(), PAIR_LABEL)
         self._reader = GraphReader(self.source.max_age)
+        self._distances = self.args.level_distances
         self._placed = WorkloadIndex(self.args.workload_label)
         self._lock = threading.Lock()  # explain and the estimator's hint read from other threads
         self._reported: set[str] = set()
@@ -153,7 +154,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         if peers.total <= 0:
             return None
         levels = [label_codes(snapshot, key) for key in reversed(self.args.levels)]
-        cost = traffic_costs(peers, idx, levels, self.args.level_distances)
+        cost = traffic_costs(peers, idx, levels, self._distances)
         rows = np.zeros(len(snapshot), dtype=np.int64)
         rows[idx] = np.rint(cost).astype(np.int64)
         return TrafficCosts(snapshot.index, rows, workload, origin, edges, peers)
