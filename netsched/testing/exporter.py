@@ -7,13 +7,6 @@ returns exactly what the test set once a rate window has passed.  Loopback
 and veth interfaces carry heavy traffic and a veth reports a 10 Gb/s speed:
 queries that forget to exclude them give visibly wrong numbers.
 
-Pair traffic between workloads (`set_pairs`) is exported as Istio's
-`istio_tcp_sent_bytes_total{reporter="source", source_workload, ...}`
-counters, and it follows where the pods are: a placement callback says which
-nodes each workload's pods are on; a pair's counter grows only while both
-workloads have pods, and the part of its flows that crosses nodes adds to
-those nodes' eth0 counters (half each way), so moving pods moves link load.
-
 Series are labelled with `node="<name>"` (label name configurable, or off)
 and/or `instance="<ip>:9100"`, as a scrape config with relabelling would;
 scrape with honor_labels: true so Prometheus keeps our `instance`.
@@ -23,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -78,10 +71,6 @@ class SyntheticExporter:
         self.nodes: dict[str, FakeNode] = {}
         for n in nodes:
             self.add_node(n)
-        self._pairs: dict[tuple[str, str], float] = {}  # ("ns/src", "ns/dst") -> bytes/s
-        self._pair_counters: dict[tuple[str, str], _Counter] = {}
-        self._placement: Callable[[], Mapping[str, list[str]]] = dict
-        self._base: dict[str, tuple[float, float]] = {}  # node -> eth0 (rx, tx) without the pairs
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.scrapes = 0
@@ -121,10 +110,6 @@ class SyntheticExporter:
         now = self._clock()
         with self._lock:
             n = self.nodes[name]
-            base_rx, base_tx = self._base.get(
-                name, (n.counters[("rx", "eth0")].rate, n.counters[("tx", "eth0")].rate)
-            )
-            self._base[name] = (base_rx if rx is None else rx, base_tx if tx is None else tx)
             if rx is not None:
                 n.counters[("rx", "eth0")].set_rate(rx, now)
             if tx is not None:
@@ -135,50 +120,6 @@ class SyntheticExporter:
                     n.counters[("user", str(c))].set_rate(cpu, now)
             if memory is not None:
                 n.memory_used = memory
-
-    def set_pairs(
-        self, pairs: Mapping[tuple[str, str], float], placement: Callable[[], Mapping[str, list[str]]]
-    ) -> None:
-        """Pair traffic ("ns/src", "ns/dst") -> bytes/s; `placement()`: workload key -> its pods' nodes."""
-        with self._lock:
-            self._pairs = dict(pairs)
-            self._placement = placement
-
-    def _follow_pods(self, now: float) -> None:
-        """Pair counters and eth0 rates as the current placement makes them (lock held)."""
-        if not self._pairs:
-            return
-        where = self._placement()
-        extra: dict[str, float] = {}
-        for (a, b), rate in self._pairs.items():
-            na, nb = where.get(a, []), where.get(b, [])
-            counter = self._pair_counters.setdefault((a, b), _Counter(0.0, now))
-            counter.set_rate(rate if na and nb else 0.0, now)
-            for x in set(na) | set(nb):
-                ca, cb = na.count(x), nb.count(x)
-                crossing = (
-                    (ca * (len(nb) - cb) + cb * (len(na) - ca)) * rate / (len(na) * len(nb))
-                    if na and nb
-                    else 0
-                )
-                extra[x] = extra.get(x, 0.0) + crossing / 2
-        for name, n in self.nodes.items():
-            rx, tx = self._base.get(name, (n.counters[("rx", "eth0")].rate, n.counters[("tx", "eth0")].rate))
-            self._base[name] = (rx, tx)
-            n.counters[("rx", "eth0")].set_rate(rx + extra.get(name, 0.0), now)
-            n.counters[("tx", "eth0")].set_rate(tx + extra.get(name, 0.0), now)
-
-    def _render_pairs(self, now: float, out: list[str]) -> None:
-        if not self._pair_counters:
-            return
-        out.append("# TYPE istio_tcp_sent_bytes_total counter")
-        for (a, b), counter in self._pair_counters.items():
-            (sns, _, sw), (dns, _, dw) = a.partition("/"), b.partition("/")
-            labels = (
-                f'reporter="source",source_workload="{sw}",source_workload_namespace="{sns}",'
-                f'destination_workload="{dw}",destination_workload_namespace="{dns}"'
-            )
-            out.append(f"istio_tcp_sent_bytes_total{{{labels}}} {counter.value(now):.3f}")
 
     # ------------------------------------------------------------ exposition
 
@@ -195,7 +136,6 @@ class SyntheticExporter:
         now = self._clock()
         out: list[str] = []
         with self._lock:
-            self._follow_pods(now)
             nodes = list(self.nodes.values())
             for direction, metric in (("rx", "receive"), ("tx", "transmit")):
                 name = f"node_network_{metric}_bytes_total"
@@ -223,7 +163,6 @@ class SyntheticExporter:
             for n in nodes:
                 avail = n.memory_total * (1.0 - n.memory_used)
                 out.append(f"node_memory_MemAvailable_bytes{self._labels(n)} {avail:.0f}")
-            self._render_pairs(now, out)
             self.scrapes += 1
         return "\n".join(out) + "\n"
 

@@ -17,9 +17,10 @@ from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
 from netsched.kube import KubeAPI, build_api_client
 from netsched.testing.builders import make_node, make_pod
-from netsched.testing.exporter import SyntheticExporter, fake_nodes
+from netsched.testing.exporter import fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import PrometheusServer, require_prometheus
+from netsched.testing.traffic_exporter import PairTrafficExporter
 from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -82,7 +83,8 @@ def placement(server: FakeAPIServer) -> dict[str, list[str]]:
 def stack(tmp_path: Path) -> Iterator[tuple[FakeAPIServer, PrometheusServer, SchedulerApp]]:
     binary = require_prometheus()
     nodes = fake_nodes(4)
-    with SyntheticExporter(nodes) as exporter, FakeAPIServer(watch_timeout=5.0) as server:
+    exporter = PairTrafficExporter(nodes)
+    with exporter, FakeAPIServer(watch_timeout=5.0) as server:
         exporter.set_pairs({("default/web", "default/db"): RATE}, lambda: placement(server))
         for i, n in enumerate(nodes):
             node = make_node(n.name).capacity(cpu="8", memory="16Gi").address("InternalIP", n.ip)
