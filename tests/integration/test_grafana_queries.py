@@ -194,6 +194,8 @@ def test_dashboards_cover_the_metrics_operators_need() -> None:
         "netsched_node_metric_sample_age_seconds",
         "netsched_metrics_fallback",
         "netsched_leader",
+        "netsched_traffic_cross_node_ratio",
+        "netsched_traffic_cross_level_ratio",
     ):
         assert metric in text, metric
     assert "stddev(" in text and "histogram_quantile(" in text
@@ -310,6 +312,8 @@ profiles:
       - name: LoadAware
         weight: 3
       - name: LoadThreshold
+      - name: TrafficAffinity
+        weight: 5
   pluginConfig:
   - name: NetworkTraffic
     args:
@@ -322,6 +326,9 @@ profiles:
         estimation:
           coverMarginSeconds: 2
   - name: LoadAware
+    args:
+      prometheus: *live
+  - name: TrafficAffinity
     args:
       prometheus: *live
   - name: LoadThreshold
@@ -342,6 +349,9 @@ profiles:
         maxSampleAgeSeconds: 5
         rateWindow: 4s
   - name: LoadAware
+    args:
+      prometheus: *dead
+  - name: TrafficAffinity
     args:
       prometheus: *dead
   - name: LoadThreshold
