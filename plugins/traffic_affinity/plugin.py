@@ -1,6 +1,7 @@
 """TrafficAffinity: place a pod next to the pods its workload talks to.
 
-PreScore: the pod's workload edges (measured, else declared), each edge's
+PreScore: the pod's workload edges (measured, else declared: the pod's
+annotation and its scheduler-plugins AppGroup), each edge's
 rate shared among the peer workload's placed pods, and every candidate's
 cost = sum of rate x distance to each peer's node (cost.py).  A pod with no
 known edge, or whose peers are not placed yet, makes the plugin Skip: its
@@ -48,6 +49,7 @@ from netsched.metrics.plugin_api import (
     TrafficGraph,
     source_for,
 )
+from netsched.plugins.traffic_affinity.appgroup import APPGROUP_LABEL, APPGROUPS_KEY, appgroup_edges
 from netsched.plugins.traffic_affinity.args import TrafficAffinityArgs
 from netsched.plugins.traffic_affinity.cost import (
     PeerWeights,
@@ -111,10 +113,15 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         if measured:
             return workload, MEASURED, measured
         try:
-            return workload, DECLARED, declared_edges(pod)
+            declared = declared_edges(pod)
         except DeclaredEdgesError as e:
             self._report(pod, str(e))
-            return workload, DECLARED, {}
+            declared = {}
+        group = pod.labels.get(APPGROUP_LABEL)
+        if group:  # scheduler-plugins' AppGroup, when the CRD is installed; the annotation wins
+            appgroup = self.handle.objects.get(APPGROUPS_KEY, pod.namespace, group)
+            declared = {**appgroup_edges(pod, appgroup), **declared}
+        return workload, DECLARED, declared
 
     def _report(self, pod: PodInfo, message: str) -> None:
         if pod.uid in self._reported:

@@ -17,6 +17,7 @@ from netsched.metrics.cache import Series
 from netsched.metrics.plugin_api import PAIR_LABEL, TRAFFIC_PAIRS, TrafficArgs
 from netsched.metrics.traffic import build_graph
 from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
+from netsched.plugins.traffic_affinity.appgroup import appgroup_edges
 from netsched.plugins.traffic_affinity.cost import invert
 from netsched.plugins.traffic_affinity.declared import ANNOTATION, DeclaredEdgesError, declared_edges
 from netsched.plugins.traffic_affinity.shares import NODE_LEVEL, cross_shares
@@ -290,3 +291,64 @@ def test_cross_shares_from_placement() -> None:
     assert got.crossing[RACK] == pytest.approx(50 / 150)
     unplaced = cross_shares(build_graph(s), lambda w: [], lambda n, _lv: None, [RACK])
     assert unplaced.total == 0.0 and unplaced.crossing == {}
+
+
+APPGROUP = {
+    "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+    "kind": "AppGroup",
+    "metadata": {"name": "shop", "namespace": "default"},
+    "spec": {
+        "numMembers": 3,
+        "workloads": [
+            {
+                "workload": {"kind": "Deployment", "name": "api", "selector": "p-api"},
+                "dependencies": [
+                    {
+                        "workload": {"kind": "Deployment", "name": "db", "selector": "p-db"},
+                        "minBandwidth": "10Mi",
+                    }
+                ],
+            },
+            {
+                "workload": {"kind": "Deployment", "name": "web", "selector": "p-web"},
+                "dependencies": [{"workload": {"kind": "Deployment", "name": "api", "selector": "p-api"}}],
+            },
+            {"workload": {"kind": "Deployment", "name": "db", "selector": "p-db"}},
+        ],
+    },
+}
+
+
+def appgroup_pod(selector: str) -> Any:
+    return (
+        replica("x", 0)
+        .label("appgroup.diktyo.x-k8s.io", "shop")
+        .label("appgroup.diktyo.x-k8s.io.workload", selector)
+    )
+
+
+def test_appgroup_dependencies_both_ways() -> None:
+    api = appgroup_pod("p-api").info()
+    assert appgroup_edges(api, APPGROUP) == {"default/db": 10 * 1024 * 1024, "default/web": 1024 * 1024}
+    assert appgroup_edges(appgroup_pod("p-db").info(), APPGROUP) == {"default/api": 10 * 1024 * 1024}
+    assert appgroup_edges(appgroup_pod("p-none").info(), APPGROUP) == {}
+    assert appgroup_edges(api, None) == {}
+
+
+def test_appgroup_is_a_declared_prior_through_the_object_store() -> None:
+    r = Rig([replica("db", 0, "n6")])
+    r.fwk = build_framework(
+        [TrafficAffinity],
+        args={TrafficAffinity.name: TrafficAffinityArgs(levels=(ZONE, RACK))},
+        metrics=r.hub,
+        clock=r.clock,
+        snapshot=r.snap,
+        objects={"appgroup.diktyo.x-k8s.io/appgroups": [APPGROUP]},
+    )
+    r.plugin = plugin_of(r.fwk, TrafficAffinity)
+    scored, raw, _ = r.run(appgroup_pod("p-api").info())
+    assert scored and raw.index(min(raw)) == 6
+    assert r.plugin.edges(appgroup_pod("p-api").info())[1:] == (
+        "declared",
+        {"default/db": 10 * 1024 * 1024, "default/web": 1024 * 1024},
+    )
