@@ -11,6 +11,7 @@
     prometheus: {down: false, outages: [[30, 90]]}
     podGroups: [{count: 2, namePrefix: train, minMember: 4, pod: {cpu: "2"}}]   # gangs (gangs.py)
     volumes: {claimPerPod: {storageClass: fast, size: 10Gi}, storageClasses: [...]}
+    traffic: {pairs: [{source: web, destination: db, rate: 40Mbit}]}          # traffic.py
 
 Every section also takes the long forms (Kubernetes objects, generator
 mappings); netsched/simulate/README.md describes them all.  Decoding collects

@@ -352,3 +352,22 @@ def test_appgroup_is_a_declared_prior_through_the_object_store() -> None:
         "declared",
         {"default/db": 10 * 1024 * 1024, "default/web": 1024 * 1024},
     )
+
+
+@pytest.mark.parametrize("n", [100, 5000])
+def test_one_query_per_poll_for_the_whole_graph_whatever_the_node_count(n: int) -> None:
+    clock = FakeClock()
+    hub, fake = fake_hub(clock)
+    snap = Snapshot.of(node_infos([make_node(f"n{i}") for i in range(n)], []))
+    fwk = build_framework([TrafficAffinity], metrics=hub, clock=clock, snapshot=snap)
+    src = plugin_of(fwk, TrafficAffinity).source
+    fake.serve(
+        src, TRAFFIC_PAIRS, {f"default|w{i}|default|w{i + 1}": 1.0 for i in range(1000)}, label=PAIR_LABEL
+    )
+    before = len(fake.calls)
+    hub.poll_now()
+    polled = fake.calls[before:]
+    assert polled.count(src.query(TRAFFIC_PAIRS)) == 1
+    assert len(polled) == len(src.poller.keys())  # one query per required metric, none per node
+    series = src.series(TRAFFIC_PAIRS)
+    assert series is not None and len(series.keys) == 1000
