@@ -40,6 +40,7 @@ class Snapshot:
         "nonzero_requested",
         "unschedulable",
         "layout_version",
+        "allocatable_version",
         "generation",
         "cache",
         "affinity_pods",
@@ -62,6 +63,9 @@ class Snapshot:
         self.affinity_pods: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self.anti_affinity_pods: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self.layout_version = 0
+        # Changes whenever any row's allocatable may have changed, so per-row data derived
+        # from it (e.g. utilisation ratios) can be kept between cycles.
+        self.allocatable_version = 0
         self.generation = 0
         # Derived per-layout data plugins want to keep between cycles (e.g. a
         # label column); cleared whenever layout_version changes.
@@ -100,6 +104,7 @@ class Snapshot:
         for i, node in enumerate(nodes):
             self._fill_row(i, node)
         self.layout_version += 1
+        self.allocatable_version += 1
         self.cache.clear()
         self._dirty_affinity()
 
@@ -109,6 +114,8 @@ class Snapshot:
             return False
         old = self.nodes[i]
         self.nodes[i] = node
+        if old.allocatable != node.allocatable:
+            self.allocatable_version += 1
         self._fill_row(i, node)
         if old.labels is not node.labels or old.taints is not node.taints or old.images is not node.images:
             # Label/taint/image-derived caches are keyed by layout; a changed node invalidates

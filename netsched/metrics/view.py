@@ -21,11 +21,12 @@ sample generation, for every plugin that asks.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.metrics.cache import MetricsTable
@@ -37,6 +38,7 @@ T = TypeVar("T")
 
 class _Rows(Protocol):
     def rows(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> FloatArray: ...
+    def changes(self, since: int) -> tuple[int, IntArray | None]: ...
 
 
 class Source(Protocol):
@@ -85,7 +87,18 @@ class Usage:
 class LoadView:
     """One source's readings of one snapshot layout as of one metrics table."""
 
-    __slots__ = ("measured", "table", "_src", "_snapshot", "_values", "_stamps", "_fresh", "_derived")
+    __slots__ = (
+        "measured",
+        "table",
+        "_src",
+        "_snapshot",
+        "_values",
+        "_stamps",
+        "_fresh",
+        "_fresh_epoch",
+        "_derived",
+        "_per_row",
+    )
 
     def __init__(self, src: Source, snapshot: Snapshot, table: MetricsTable, measured: bool) -> None:
         self.measured = measured  # False: fallback, readings come from requests
@@ -96,7 +109,9 @@ class LoadView:
         self._stamps: dict[str, FloatArray] = {}
         # metric -> (mask, wall time it was computed at, oldest fresh stamp)
         self._fresh: dict[str, tuple[BoolArray, float, float]] = {}
+        self._fresh_epoch = 0  # bumped whenever a freshness mask is recomputed
         self._derived: dict[str, Any] = {}
+        self._per_row: dict[Hashable, _Kept] = {}
 
     @property
     def fail_closed(self) -> bool:
@@ -138,6 +153,7 @@ class LoadView:
         oldest = float(ts[mask].min()) if mask.any() else float("inf")
         mask.flags.writeable = False
         self._fresh[metric] = (mask, now, oldest)
+        self._fresh_epoch += 1
         return mask
 
     def estimates(self) -> FloatArray:
@@ -181,6 +197,40 @@ class LoadView:
         extra = self.estimates()[idx, col]
         return Usage(self.value(resource)[idx] + ratio(extra, alloc), self.fresh(resource)[idx], True)
 
+    # ------------------------------------------------------------ per-row results kept between pods
+
+    def per_row(self, key: Hashable, compute: Callable[[IntArray], NDArray[Any]]) -> NDArray[Any]:
+        """`compute(rows)` over every row, kept for the view's life and brought up to date in
+        place: only the rows whose estimates changed since the last call are recomputed (all
+        of them after a sample ages out or an allocatable changes).  For a result that does not
+        depend on the pod (a filter's verdict, a pod-independent score); `compute` must be
+        elementwise (row i's result reads only row i).  Read-only; not kept in fallback, where
+        readings come from requests that change with every bind."""
+        snapshot = self._snapshot
+        if not self.measured:
+            return compute(snapshot.all_rows)
+        self.estimates()  # expire and cover estimates first: they are part of the result
+        for metric in tuple(self._fresh):
+            self.fresh(metric)  # re-validates; recomputes a mask only when a sample aged out
+        kept = self._per_row.get(key)
+        if kept is not None and (
+            kept.fresh_epoch != self._fresh_epoch or kept.allocatable_version != snapshot.allocatable_version
+        ):
+            kept = None
+        estimator = self._src.estimator
+        if kept is None:
+            gen, _ = estimator.changes(0)
+            result = np.array(compute(snapshot.all_rows))
+            kept = self._per_row[key] = _Kept(result, gen, self._fresh_epoch, snapshot.allocatable_version)
+            return kept.readonly()
+        gen, changed = estimator.changes(kept.gen)
+        if changed is None:
+            changed = snapshot.all_rows
+        if len(changed):
+            kept.result[changed] = compute(changed)
+        kept.gen = gen
+        return kept.readonly()
+
     # ------------------------------------------------------------ anything else a sample implies
 
     def derived(self, name: str, build: Callable[[LoadView], T]) -> T:
@@ -190,6 +240,19 @@ class LoadView:
             self._derived[name] = build(self)
         got: T = self._derived[name]
         return got
+
+
+@dataclass(slots=True)
+class _Kept:
+    result: NDArray[Any]
+    gen: int  # estimator generation the result reflects
+    fresh_epoch: int
+    allocatable_version: int
+
+    def readonly(self) -> NDArray[Any]:
+        out = self.result.view()
+        out.flags.writeable = False
+        return out
 
 
 def ratio(num: FloatArray, den: FloatArray) -> FloatArray:

@@ -103,9 +103,7 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
-        # Only the rows of this chunk: the verdict describes the node, not the pod, but the
-        # estimates change with every reservation, so nothing is reused across cycles.
-        codes = self.reason_bits(snapshot, idx)
+        codes = self._bits(state, snapshot)[idx]
         rejected = codes != 0
         if not rejected.any():
             return []
@@ -123,12 +121,15 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         return Status(CODE, list(self._reasons(bits)), self.name) if bits else Status.success()
 
     def _bits(self, state: CycleState, snapshot: Snapshot) -> IntArray:
-        """reason_bits for every row, once per cycle: preemption calls filter() node by node."""
+        """reason_bits for every row.  The verdict describes the node, not the pod, so the
+        source's view keeps it between pods and recomputes only the rows whose estimates
+        changed (the node the last pod was reserved on); within a cycle it is read once, as
+        preemption calls filter() node by node."""
         cached = state.get(_STATE)
         if cached is not None and cached[0] is snapshot.index:
             bits: IntArray = cached[1]
             return bits
-        bits = self.reason_bits(snapshot, snapshot.all_rows)
+        bits = self.source.view(snapshot).per_row(self, lambda rows: self.reason_bits(snapshot, rows))
         state.write(_STATE, (snapshot.index, bits))
         return bits
 
