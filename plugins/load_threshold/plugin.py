@@ -91,6 +91,7 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
             for kind, pct in limits
             if pct > 0
         )
+        self._texts: dict[int, tuple[str, ...]] = {}
         self.source = source_for(handle, self.args.prometheus, self.name)
         for c in self.checks:
             if c.kind == NETWORK:
@@ -153,6 +154,13 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         return out
 
     def _reasons(self, bits: int) -> tuple[str, ...]:
+        """The texts of a reason-bits value, built the first time a node is rejected with it."""
+        got = self._texts.get(bits)
+        if got is None:
+            got = self._texts[bits] = self._build_reasons(bits)
+        return got
+
+    def _build_reasons(self, bits: int) -> tuple[str, ...]:
         out = []
         for i, c in enumerate(self.checks):
             if bits & (1 << (2 * i)):
