@@ -55,7 +55,7 @@ class Source(Protocol):
     def aligned(
         self, metric: str, snapshot: Snapshot, table: MetricsTable
     ) -> tuple[FloatArray, FloatArray]: ...
-    def requested_bandwidth(self, snapshot: Snapshot) -> tuple[FloatArray, FloatArray]: ...
+    def requested_bandwidth(self, snapshot: Snapshot, idx: IntArray) -> tuple[FloatArray, FloatArray]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +176,8 @@ class LoadView:
         """Network load of rows `idx`: measured + estimated, or requested bandwidth in fallback."""
         speed = self.value(LINK_SPEED)[idx]  # a link speed does not go stale
         if not self.measured:
-            rx, tx = self._src.requested_bandwidth(self._snapshot)
-            return NetworkLoad(np.fmax(rx[idx], tx[idx]), speed, np.ones(len(idx), dtype=bool), False)
+            rx, tx = self._src.requested_bandwidth(self._snapshot, idx)
+            return NetworkLoad(np.fmax(rx, tx), speed, np.ones(len(idx), dtype=bool), False)
         est = self.estimates()
         busy = np.fmax(
             self.value(NETWORK_RX)[idx] + est[idx, RX_COL], self.value(NETWORK_TX)[idx] + est[idx, TX_COL]

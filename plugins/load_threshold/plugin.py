@@ -92,6 +92,7 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
             if pct > 0
         )
         self._texts: dict[int, tuple[str, ...]] = {}
+        self._all_stale = sum(2 << (2 * i) for i in range(len(self.checks)))  # "no recent metrics" bits
         self.source = source_for(handle, self.args.prometheus, self.name)
         for c in self.checks:
             if c.kind == NETWORK:
@@ -116,7 +117,7 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         snapshot = self.handle.snapshot()
         row = snapshot.index.get(node.name)
         if row is None:  # a node this cycle knows nothing of: no metrics for it either
-            bits = sum(2 << (2 * i) for i in range(len(self.checks))) if self.source.fail_closed else 0
+            bits = self._all_stale if self.source.fail_closed else 0
         else:
             bits = int(self._bits(state, snapshot)[row])
         return Status(CODE, list(self._reasons(bits)), self.name) if bits else Status.success()
@@ -138,6 +139,9 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         """Per row of `idx`: bit 2i = check i over its limit, bit 2i+1 = no fresh metrics for it."""
         out = np.zeros(len(idx), dtype=np.int64)
         fail_closed = self.source.fail_closed
+        if not self.source.view(snapshot).measured:
+            # Nothing measured is fresh: no check is over its limit, each is stale under failClosed.
+            return out | self._all_stale if fail_closed else out
         resources = tuple(c.kind for c in self.checks if c.kind != NETWORK)
         usage = resource_usage(self.source, snapshot, resources, idx) if resources else {}
         for i, c in enumerate(self.checks):
