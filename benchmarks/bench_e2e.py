@@ -168,8 +168,9 @@ def run(
                 t_end, cpu_end = time.perf_counter(), time.process_time()
                 threads_end = thread_cpu()
                 bound = app.scheduler.scheduled
-                polls = sum(p.polls for p in app.hub.pollers)
+                pollers = app.hub.pollers
                 app.shutdown(timeout=10)
+                polls = sum(p.polls for p in pollers)  # after shutdown: a poll under way has finished
                 dropped = app.broadcaster.dropped
         finally:
             stop.set()
