@@ -199,37 +199,56 @@ class LoadView:
 
     # ------------------------------------------------------------ per-row results kept between pods
 
-    def per_row(self, key: Hashable, compute: Callable[[IntArray], NDArray[Any]]) -> NDArray[Any]:
-        """`compute(rows)` over every row, kept for the view's life and brought up to date in
-        place: only the rows whose estimates changed since the last call are recomputed (all
-        of them after a sample ages out or an allocatable changes).  For a result that does not
-        depend on the pod (a filter's verdict, a pod-independent score); `compute` must be
-        elementwise (row i's result reads only row i).  Read-only; not kept in fallback, where
-        readings come from requests that change with every bind."""
+    def per_row(
+        self, key: Hashable, compute: Callable[[IntArray], NDArray[Any]], idx: IntArray | None = None
+    ) -> NDArray[Any]:
+        """`compute(rows)` for rows `idx` (default: every row, read-only), kept for the view's
+        life.  For a result that does not depend on the pod (a filter's verdict, a
+        pod-independent score); `compute` must be elementwise (row i's result reads only row i).
+
+        Kept up to date lazily: a row whose estimates changed is marked, and the marked rows
+        are recomputed together when a call asks for one of them (a search's chunks rotate
+        over the nodes, so the node the last pod went to is seldom in the next pod's chunk);
+        everything is recomputed after a sample ages out or an allocatable changes.  Not kept
+        in fallback, where readings come from requests that change with every bind."""
         snapshot = self._snapshot
         if not self.measured:
-            return compute(snapshot.all_rows)
+            return compute(snapshot.all_rows if idx is None else idx)
+        kept = self._current(key)
+        if kept is None:
+            gen, _ = self._src.estimator.changes(0)
+            result = np.array(compute(snapshot.all_rows))
+            kept = _Kept(
+                result,
+                np.zeros(len(result), dtype=bool),
+                gen,
+                self._fresh_epoch,
+                snapshot.allocatable_version,
+            )
+            self._per_row[key] = kept
+        else:
+            gen, changed = self._src.estimator.changes(kept.gen)
+            kept.dirty[snapshot.all_rows if changed is None else changed] = True
+            kept.gen = gen
+            if kept.dirty.any() if idx is None else kept.dirty[idx].any():
+                rows = np.flatnonzero(kept.dirty)
+                kept.result[rows] = compute(rows)
+                kept.dirty[rows] = False
+        if idx is not None:
+            return kept.result[idx]
+        out = kept.result.view()
+        out.flags.writeable = False
+        return out
+
+    def _current(self, key: Hashable) -> _Kept | None:
+        """The kept result for `key`, None when it must be computed afresh."""
         self.estimates()  # expire and cover estimates first: they are part of the result
         for metric in tuple(self._fresh):
             self.fresh(metric)  # re-validates; recomputes a mask only when a sample aged out
         kept = self._per_row.get(key)
-        if kept is not None and (
-            kept.fresh_epoch != self._fresh_epoch or kept.allocatable_version != snapshot.allocatable_version
-        ):
-            kept = None
-        estimator = self._src.estimator
-        if kept is None:
-            gen, _ = estimator.changes(0)
-            result = np.array(compute(snapshot.all_rows))
-            kept = self._per_row[key] = _Kept(result, gen, self._fresh_epoch, snapshot.allocatable_version)
-            return kept.readonly()
-        gen, changed = estimator.changes(kept.gen)
-        if changed is None:
-            changed = snapshot.all_rows
-        if len(changed):
-            kept.result[changed] = compute(changed)
-        kept.gen = gen
-        return kept.readonly()
+        if kept is None or kept.fresh_epoch != self._fresh_epoch:
+            return None
+        return kept if kept.allocatable_version == self._snapshot.allocatable_version else None
 
     # ------------------------------------------------------------ anything else a sample implies
 
@@ -245,14 +264,10 @@ class LoadView:
 @dataclass(slots=True)
 class _Kept:
     result: NDArray[Any]
-    gen: int  # estimator generation the result reflects
+    dirty: BoolArray  # rows whose estimates changed since their result was computed
+    gen: int  # estimator generation `dirty` reflects
     fresh_epoch: int
     allocatable_version: int
-
-    def readonly(self) -> NDArray[Any]:
-        out = self.result.view()
-        out.flags.writeable = False
-        return out
 
 
 def ratio(num: FloatArray, den: FloatArray) -> FloatArray:

@@ -85,7 +85,7 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
             else:
                 pod_amount = float(pod.nonzero_cpu if res == CPU else pod.nonzero_memory)
             u = use.utilisation + ratio(np.full(len(idx), pod_amount), alloc)
-            u = np.nan_to_num(u, nan=0.0)  # stale rows are replaced below
+            u = np.fmax(u, 0.0)  # NaN: a stale row, replaced below; below 0 is idle for both curves
             total += weight * fill_stale(self._curve(u), use.fresh, self.source.fail_closed)
         return to_int_scores(total / sum(self.weights.values()))
 

@@ -105,7 +105,7 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
-        codes = self._bits(state, snapshot)[idx]
+        codes = self.source.view(snapshot).per_row(self, lambda rows: self.reason_bits(snapshot, rows), idx)
         rejected = codes != 0
         if not rejected.any():
             return []
@@ -123,10 +123,9 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         return Status(CODE, list(self._reasons(bits)), self.name) if bits else Status.success()
 
     def _bits(self, state: CycleState, snapshot: Snapshot) -> IntArray:
-        """reason_bits for every row.  The verdict describes the node, not the pod, so the
-        source's view keeps it between pods and recomputes only the rows whose estimates
-        changed (the node the last pod was reserved on); within a cycle it is read once, as
-        preemption calls filter() node by node."""
+        """reason_bits for every row, read once per cycle: preemption calls filter() node by
+        node.  The verdict describes the node, not the pod, so the source's view keeps it
+        between pods and recomputes only rows whose estimates changed (filter_nodes too)."""
         cached = state.get(_STATE)
         if cached is not None and cached[0] is snapshot.index:
             bits: IntArray = cached[1]

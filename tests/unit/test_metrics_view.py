@@ -168,3 +168,25 @@ def test_per_row_results_are_not_kept_in_fallback() -> None:
     kept_rows(src, snap, seen)
     kept_rows(src, snap, seen)
     assert seen == [list(range(6))] * 2  # requests change with every bind: read afresh
+
+
+def test_per_row_results_recompute_marked_rows_only_when_asked_for() -> None:
+    _, src, _, snap, _ = world()
+    view = src.view(snap)
+    seen: list[list[int]] = []
+
+    def compute(rows: np.ndarray) -> np.ndarray:
+        seen.append(rows.tolist())
+        return view.usage(CPU, rows).utilisation
+
+    view.per_row("lazy", compute)
+    src.reserve(make_pod("a").req(cpu="1").info(), "n4")
+    src.reserve(make_pod("b").req(cpu="1").info(), "n1")
+    got = view.per_row("lazy", compute, np.array([2, 3], dtype=np.int64))
+    assert len(seen) == 1  # n1 and n4 changed, neither asked for
+    np.testing.assert_array_equal(got, view.usage(CPU, np.array([2, 3], dtype=np.int64)).utilisation)
+    got = view.per_row("lazy", compute, np.array([0, 1], dtype=np.int64))
+    assert seen[-1] == [1, 4]  # every marked row at once
+    np.testing.assert_array_equal(got, view.usage(CPU, np.array([0, 1], dtype=np.int64)).utilisation)
+    view.per_row("lazy", compute, np.array([4], dtype=np.int64))
+    assert len(seen) == 2
