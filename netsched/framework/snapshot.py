@@ -40,6 +40,7 @@ class Snapshot:
         "nonzero_requested",
         "unschedulable",
         "layout_version",
+        "allocatable_version",
         "generation",
         "row_version",
         "_row_counter",
@@ -64,6 +65,9 @@ class Snapshot:
         self.affinity_pods: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self.anti_affinity_pods: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self.layout_version = 0
+        # Changes whenever any row's allocatable may have changed, so per-row data derived
+        # from it (e.g. utilisation ratios) can be kept between cycles.
+        self.allocatable_version = 0
         self.generation = 0
         # When each row was last replaced (a counter, not a time): an index kept per row
         # re-reads only rows newer than what it saw, one vector compare instead of a scan.
@@ -112,6 +116,7 @@ class Snapshot:
         for i, node in enumerate(nodes):
             self._fill_row(i, node)
         self.layout_version += 1
+        self.allocatable_version += 1
         self.cache.clear()
         self._dirty_affinity()
 
@@ -121,6 +126,8 @@ class Snapshot:
             return False
         old = self.nodes[i]
         self.nodes[i] = node
+        if old.allocatable != node.allocatable:
+            self.allocatable_version += 1
         self._fill_row(i, node)
         self._row_counter += 1
         self.row_version[i] = self._row_counter

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from netsched.framework.quantity import CPU, MEMORY, QuantityError, parse_quantity
-from netsched.framework.snapshot import FloatArray, Snapshot
+from netsched.framework.snapshot import FloatArray, IntArray, Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics.args import EstimationArgs
 
@@ -40,6 +40,7 @@ COLUMNS = 4
 # Resource groups a sample can cover, and the columns each holds.
 GROUP_COLUMNS = ((CPU_COL,), (MEMORY_COL,), (RX_COL, TX_COL))
 CPU_GROUP, MEMORY_GROUP, NETWORK_GROUP = 0, 1, 2
+_NO_ROWS: IntArray = np.zeros(0, dtype=np.int64)
 
 
 def annotated_bandwidth(pod: PodInfo, key: str, default: float) -> float:
@@ -116,6 +117,11 @@ class Estimator:
         # Set by a plugin that knows a pod's traffic better than the default (TrafficAffinity:
         # its workload's measured per-pod traffic that leaves the node); None: not known.
         self.bandwidth_hint: BandwidthHint | None = None
+        # Change tracking for readers that keep per-row results (LoadView.per_row): every
+        # change of a row stamps it with a new generation; realigning stamps everything.
+        self._gen = 0
+        self._aligned_gen = 0
+        self._row_gen: IntArray = np.zeros(0, dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -124,10 +130,9 @@ class Estimator:
 
     def add(self, pod: PodInfo, node: str, at: float | None = None) -> None:
         """Count `pod` on `node` from `at` (wall seconds); idempotent per pod uid."""
-        with self._lock:
-            old = self._pods.get(pod.uid)
-            if old is not None and old.node == node:
-                return  # counted already (another plugin reserved it): no second estimate
+        old = self._pods.get(pod.uid)
+        if old is not None and old.node == node:
+            return  # the second and third plugin reserving the pod: nothing to parse again
         load = pod_load(pod, self.args)
         hint = self.bandwidth_hint
         if hint is not None and not _annotated(pod):
@@ -179,6 +184,8 @@ class Estimator:
             row = self._index.get(node)
             if row is not None:
                 self._rows[row] = self._by_node.get(node, 0.0)
+                self._gen += 1
+                self._row_gen[row] = self._gen
 
     # ------------------------------------------------------------ reading
 
@@ -206,9 +213,22 @@ class Estimator:
         view.flags.writeable = False
         return view
 
+    def changes(self, since: int) -> tuple[int, IntArray | None]:
+        """(current generation, rows changed after generation `since`); None: every row may
+        have changed (realigned since).  Call after rows() for the same snapshot."""
+        with self._lock:
+            if since < self._aligned_gen:
+                return self._gen, None
+            if since == self._gen:
+                return self._gen, _NO_ROWS
+            return self._gen, np.flatnonzero(self._row_gen > since)
+
     def _align(self, snapshot: Snapshot) -> None:
         self._index = snapshot.index
         self._rows = np.zeros((len(snapshot), COLUMNS))
+        self._gen += 1
+        self._aligned_gen = self._gen
+        self._row_gen = np.zeros(len(snapshot), dtype=np.int64)
         for node, tot in self._by_node.items():
             row = snapshot.index.get(node)
             if row is not None:

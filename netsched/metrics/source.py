@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from netsched.framework.snapshot import BoolArray, FloatArray, Snapshot
+from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics.args import PrometheusArgs
 from netsched.metrics.cache import MetricsTable, Series
@@ -192,11 +192,11 @@ class MetricSource:
         rows = self.view(snapshot).estimates()
         return Estimates(*(rows[:, c].copy() for c in (CPU_COL, MEMORY_COL, RX_COL, TX_COL)))
 
-    def requested_bandwidth(self, snapshot: Snapshot) -> tuple[FloatArray, FloatArray]:
-        """(rx, tx) bytes/s per row from the bandwidth annotations of the pods on each node.
+    def requested_bandwidth(self, snapshot: Snapshot, idx: IntArray) -> tuple[FloatArray, FloatArray]:
+        """(rx, tx) bytes/s of rows `idx` from the bandwidth annotations of the pods on each node.
 
-        The fallback when Prometheus is down.  Rows are recomputed only for nodes
-        whose NodeInfo changed since the last call (usually one per cycle).
+        The fallback when Prometheus is down.  Only the rows asked for are looked at, and
+        of those only nodes whose NodeInfo changed since the last call are summed again.
         """
         nodes = snapshot.nodes
         n = len(nodes)
@@ -206,7 +206,8 @@ class MetricSource:
             snapshot.cache[self._bandwidth_key] = cached
         seen, gens, counts, rx, tx = cached
         default = self.args.estimation.default_bandwidth_bytes
-        for i, node in enumerate(nodes):
+        for i in idx.tolist():
+            node = nodes[i]
             # The cache replaces a changed node's object; the other checks cover in-place edits.
             if seen[i] is node and gens[i] == node.generation and counts[i] == len(node.pods):
                 continue
@@ -216,7 +217,7 @@ class MetricSource:
                 r += pr
                 t += pt
             seen[i], gens[i], counts[i], rx[i], tx[i] = node, node.generation, len(node.pods), r, t
-        return rx.copy(), tx.copy()
+        return rx[idx], tx[idx]
 
 
 def _resolver(snapshot: Snapshot) -> NodeResolver:

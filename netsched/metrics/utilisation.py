@@ -62,18 +62,43 @@ def network_load(src: MetricSource, snapshot: Snapshot, idx: IntArray | None = N
 def cold_link_scores(src: MetricSource, snapshot: Snapshot, idx: IntArray) -> FloatArray:
     """Scores 0..100 of snapshot rows `idx`, inversely to link utilisation (NetworkTraffic's
     formula): busier direction / link speed, or relative to the busiest fresh row where a node
-    has no link speed; rows without fresh samples filled by fill_stale."""
-    net = network_load(src, snapshot, idx)
+    has no link speed; rows without fresh samples filled by fill_stale.
+
+    A fresh row with a link speed scores on its own, whatever the other rows: those scores
+    are kept by the view between pods (`_own_link_scores`); only when `idx` holds another
+    kind of row is the whole formula run over `idx`."""
+    view = src.view(snapshot)
+    if view.measured:
+        own = view.per_row(_COLD_LINK, lambda rows: _own_link_scores(view.network(rows)), idx)
+        if own[:, 1].all():
+            return own[:, 0]
+    return _cold_link_scores(network_load(src, snapshot, idx), src.fail_closed)
+
+
+_COLD_LINK = "netsched.metrics/cold-link"
+
+
+def _own_link_scores(net: NetworkLoad) -> FloatArray:
+    """(score, 1.0 if the row scores on its own else 0.0) per row: the formula below for a
+    fresh row with a link speed, which reads nothing of the other rows."""
+    has_speed = np.isfinite(net.speed) & (net.speed > 0)
+    u = np.zeros(len(net.busy))
+    np.divide(net.busy, net.speed, out=u, where=has_speed)
+    cold = MAX_NODE_SCORE * (1.0 - _unit_clip(u))
+    return np.stack([cold, (has_speed & net.fresh).astype(np.float64)], axis=1)
+
+
+def _cold_link_scores(net: NetworkLoad, fail_closed: bool) -> FloatArray:
     busy, speed, fresh = net.busy, net.speed, net.fresh
     has_speed = np.isfinite(speed) & (speed > 0)
     relative = fresh & ~has_speed
     ref = float(busy[relative].max()) if relative.any() else 0.0
-    u = np.zeros(len(idx))
+    u = np.zeros(len(busy))
     np.divide(busy, speed, out=u, where=has_speed)
     if ref > 0:
         np.divide(busy, ref, out=u, where=~has_speed)
-    cold = MAX_NODE_SCORE * (1.0 - np.clip(np.nan_to_num(u, nan=0.0), 0.0, 1.0))
-    return fill_stale(cold, fresh, src.fail_closed)
+    cold = MAX_NODE_SCORE * (1.0 - _unit_clip(u))
+    return fill_stale(cold, fresh, fail_closed)
 
 
 def resource_usage(
@@ -84,6 +109,12 @@ def resource_usage(
     view = src.view(snapshot)
     rows = snapshot.all_rows if idx is None else idx
     return {res: view.usage(res, rows) for res in resources}
+
+
+def _unit_clip(u: FloatArray) -> FloatArray:
+    """u clipped to [0, 1], NaN (no sample: such rows are replaced by fill_stale) as 0.
+    (fmax drops NaN: one pass instead of nan_to_num's several.)"""
+    return np.minimum(np.fmax(u, 0.0), 1.0)
 
 
 def fill_stale(scores: FloatArray, fresh: BoolArray, fail_closed: bool) -> FloatArray:

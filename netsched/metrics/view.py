@@ -21,11 +21,12 @@ sample generation, for every plugin that asks.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.metrics.cache import MetricsTable
@@ -37,6 +38,7 @@ T = TypeVar("T")
 
 class _Rows(Protocol):
     def rows(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> FloatArray: ...
+    def changes(self, since: int) -> tuple[int, IntArray | None]: ...
 
 
 class Source(Protocol):
@@ -53,7 +55,7 @@ class Source(Protocol):
     def aligned(
         self, metric: str, snapshot: Snapshot, table: MetricsTable
     ) -> tuple[FloatArray, FloatArray]: ...
-    def requested_bandwidth(self, snapshot: Snapshot) -> tuple[FloatArray, FloatArray]: ...
+    def requested_bandwidth(self, snapshot: Snapshot, idx: IntArray) -> tuple[FloatArray, FloatArray]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +87,18 @@ class Usage:
 class LoadView:
     """One source's readings of one snapshot layout as of one metrics table."""
 
-    __slots__ = ("measured", "table", "_src", "_snapshot", "_values", "_stamps", "_fresh", "_derived")
+    __slots__ = (
+        "measured",
+        "table",
+        "_src",
+        "_snapshot",
+        "_values",
+        "_stamps",
+        "_fresh",
+        "_fresh_epoch",
+        "_derived",
+        "_per_row",
+    )
 
     def __init__(self, src: Source, snapshot: Snapshot, table: MetricsTable, measured: bool) -> None:
         self.measured = measured  # False: fallback, readings come from requests
@@ -96,7 +109,9 @@ class LoadView:
         self._stamps: dict[str, FloatArray] = {}
         # metric -> (mask, wall time it was computed at, oldest fresh stamp)
         self._fresh: dict[str, tuple[BoolArray, float, float]] = {}
+        self._fresh_epoch = 0  # bumped whenever a freshness mask is recomputed
         self._derived: dict[str, Any] = {}
+        self._per_row: dict[Hashable, _Kept] = {}
 
     @property
     def fail_closed(self) -> bool:
@@ -138,6 +153,7 @@ class LoadView:
         oldest = float(ts[mask].min()) if mask.any() else float("inf")
         mask.flags.writeable = False
         self._fresh[metric] = (mask, now, oldest)
+        self._fresh_epoch += 1
         return mask
 
     def estimates(self) -> FloatArray:
@@ -160,8 +176,8 @@ class LoadView:
         """Network load of rows `idx`: measured + estimated, or requested bandwidth in fallback."""
         speed = self.value(LINK_SPEED)[idx]  # a link speed does not go stale
         if not self.measured:
-            rx, tx = self._src.requested_bandwidth(self._snapshot)
-            return NetworkLoad(np.fmax(rx[idx], tx[idx]), speed, np.ones(len(idx), dtype=bool), False)
+            rx, tx = self._src.requested_bandwidth(self._snapshot, idx)
+            return NetworkLoad(np.fmax(rx, tx), speed, np.ones(len(idx), dtype=bool), False)
         est = self.estimates()
         busy = np.fmax(
             self.value(NETWORK_RX)[idx] + est[idx, RX_COL], self.value(NETWORK_TX)[idx] + est[idx, TX_COL]
@@ -181,6 +197,59 @@ class LoadView:
         extra = self.estimates()[idx, col]
         return Usage(self.value(resource)[idx] + ratio(extra, alloc), self.fresh(resource)[idx], True)
 
+    # ------------------------------------------------------------ per-row results kept between pods
+
+    def per_row(
+        self, key: Hashable, compute: Callable[[IntArray], NDArray[Any]], idx: IntArray | None = None
+    ) -> NDArray[Any]:
+        """`compute(rows)` for rows `idx` (default: every row, read-only), kept for the view's
+        life.  For a result that does not depend on the pod (a filter's verdict, a
+        pod-independent score); `compute` must be elementwise (row i's result reads only row i).
+
+        Kept up to date lazily: a row whose estimates changed is marked, and the marked rows
+        are recomputed together when a call asks for one of them (a search's chunks rotate
+        over the nodes, so the node the last pod went to is seldom in the next pod's chunk);
+        everything is recomputed after a sample ages out or an allocatable changes.  Not kept
+        in fallback, where readings come from requests that change with every bind."""
+        snapshot = self._snapshot
+        if not self.measured:
+            return compute(snapshot.all_rows if idx is None else idx)
+        kept = self._current(key)
+        if kept is None:
+            gen, _ = self._src.estimator.changes(0)
+            result = np.array(compute(snapshot.all_rows))
+            kept = _Kept(
+                result,
+                np.zeros(len(result), dtype=bool),
+                gen,
+                self._fresh_epoch,
+                snapshot.allocatable_version,
+            )
+            self._per_row[key] = kept
+        else:
+            gen, changed = self._src.estimator.changes(kept.gen)
+            kept.dirty[snapshot.all_rows if changed is None else changed] = True
+            kept.gen = gen
+            if kept.dirty.any() if idx is None else kept.dirty[idx].any():
+                rows = np.flatnonzero(kept.dirty)
+                kept.result[rows] = compute(rows)
+                kept.dirty[rows] = False
+        if idx is not None:
+            return kept.result[idx]
+        out = kept.result.view()
+        out.flags.writeable = False
+        return out
+
+    def _current(self, key: Hashable) -> _Kept | None:
+        """The kept result for `key`, None when it must be computed afresh."""
+        self.estimates()  # expire and cover estimates first: they are part of the result
+        for metric in tuple(self._fresh):
+            self.fresh(metric)  # re-validates; recomputes a mask only when a sample aged out
+        kept = self._per_row.get(key)
+        if kept is None or kept.fresh_epoch != self._fresh_epoch:
+            return None
+        return kept if kept.allocatable_version == self._snapshot.allocatable_version else None
+
     # ------------------------------------------------------------ anything else a sample implies
 
     def derived(self, name: str, build: Callable[[LoadView], T]) -> T:
@@ -190,6 +259,15 @@ class LoadView:
             self._derived[name] = build(self)
         got: T = self._derived[name]
         return got
+
+
+@dataclass(slots=True)
+class _Kept:
+    result: NDArray[Any]
+    dirty: BoolArray  # rows whose estimates changed since their result was computed
+    gen: int  # estimator generation `dirty` reflects
+    fresh_epoch: int
+    allocatable_version: int
 
 
 def ratio(num: FloatArray, den: FloatArray) -> FloatArray:

@@ -113,3 +113,80 @@ def test_derived_readings_are_built_once_per_view() -> None:
     assert src.view(snap).derived("graph", build) == 1
     hub.poll_now()
     assert src.view(snap).derived("graph", build) == 2
+
+
+def kept_rows(src: MetricSource, snap: Snapshot, seen: list[list[int]]) -> np.ndarray:
+    """A per-row result (CPU utilisation) that records the rows each compute call got."""
+    view = src.view(snap)
+
+    def compute(rows: np.ndarray) -> np.ndarray:
+        seen.append(rows.tolist())
+        return view.usage(CPU, rows).utilisation
+
+    return view.per_row("test", compute)
+
+
+def test_per_row_results_recompute_only_rows_whose_estimates_changed() -> None:
+    _, src, _, snap, _ = world()
+    seen: list[list[int]] = []
+    first = kept_rows(src, snap, seen).copy()
+    assert seen == [list(range(6))]
+    kept_rows(src, snap, seen)
+    assert len(seen) == 1  # nothing changed: nothing recomputed
+    pod = make_pod("p").req(cpu="2").info()
+    src.reserve(pod, "n3")
+    after = kept_rows(src, snap, seen)
+    assert seen[-1] == [3]
+    assert after[3] == pytest.approx(first[3] + 2000 * 0.85 / 4000)
+    np.testing.assert_array_equal(after, src.view(snap).usage(CPU, snap.all_rows).utilisation)
+    src.unreserve(pod)
+    np.testing.assert_array_equal(kept_rows(src, snap, seen), first)
+    assert seen[-1] == [3]
+    assert not kept_rows(src, snap, seen).flags.writeable
+
+
+def test_per_row_results_recompute_everything_when_a_sample_ages_or_allocatable_changes() -> None:
+    clock, src, _, snap, _ = world()
+    seen: list[list[int]] = []
+    kept_rows(src, snap, seen)
+    src.view(snap).fresh(CPU)
+    clock.step(15)  # n5's CPU sample ages out
+    kept_rows(src, snap, seen)
+    assert seen[-1] == list(range(6))
+    n = len(seen)
+    snap.set_node(2, make_node("n2").capacity(cpu="8", memory="8Gi").info())
+    kept_rows(src, snap, seen)
+    assert len(seen) == n + 1 and seen[-1] == list(range(6))
+    assert kept_rows(src, snap, seen)[2] == pytest.approx(0.2)  # measured 0.2, no estimates
+
+
+def test_per_row_results_are_not_kept_in_fallback() -> None:
+    _, src, fake, snap, hub = world()
+    fake.fail_all = QueryError("unreachable", "ConnectionError: refused", transient=True)
+    hub.poll_now()
+    seen: list[list[int]] = []
+    kept_rows(src, snap, seen)
+    kept_rows(src, snap, seen)
+    assert seen == [list(range(6))] * 2  # requests change with every bind: read afresh
+
+
+def test_per_row_results_recompute_marked_rows_only_when_asked_for() -> None:
+    _, src, _, snap, _ = world()
+    view = src.view(snap)
+    seen: list[list[int]] = []
+
+    def compute(rows: np.ndarray) -> np.ndarray:
+        seen.append(rows.tolist())
+        return view.usage(CPU, rows).utilisation
+
+    view.per_row("lazy", compute)
+    src.reserve(make_pod("a").req(cpu="1").info(), "n4")
+    src.reserve(make_pod("b").req(cpu="1").info(), "n1")
+    got = view.per_row("lazy", compute, np.array([2, 3], dtype=np.int64))
+    assert len(seen) == 1  # n1 and n4 changed, neither asked for
+    np.testing.assert_array_equal(got, view.usage(CPU, np.array([2, 3], dtype=np.int64)).utilisation)
+    got = view.per_row("lazy", compute, np.array([0, 1], dtype=np.int64))
+    assert seen[-1] == [1, 4]  # every marked row at once
+    np.testing.assert_array_equal(got, view.usage(CPU, np.array([0, 1], dtype=np.int64)).utilisation)
+    view.per_row("lazy", compute, np.array([4], dtype=np.int64))
+    assert len(seen) == 2
