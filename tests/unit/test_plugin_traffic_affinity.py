@@ -3,6 +3,9 @@ declared edges as the prior, the estimator's bandwidth hint, args and the graph 
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 from typing import Any
 
 import numpy as np
@@ -14,7 +17,8 @@ from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
 from netsched.framework.workload import workload_key, workload_name
 from netsched.metrics.cache import Series
-from netsched.metrics.plugin_api import PAIR_LABEL, TRAFFIC_PAIRS, TrafficArgs
+from netsched.metrics.plugin_api import PAIR_LABEL, TRAFFIC_PAIRS, PrometheusArgs, TrafficArgs
+from netsched.metrics.queries import render
 from netsched.metrics.traffic import build_graph
 from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
 from netsched.plugins.traffic_affinity.appgroup import appgroup_edges
@@ -371,3 +375,24 @@ def test_one_query_per_poll_for_the_whole_graph_whatever_the_node_count(n: int) 
     assert len(polled) == len(src.poller.keys())  # one query per required metric, none per node
     series = src.series(TRAFFIC_PAIRS)
     assert series is not None and len(series.keys) == 1000
+
+
+def test_promtool_accepts_every_preset_query(tmp_path: Any) -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool not installed (apt-get install prometheus)")
+    raw = [{}, {"preset": "hubble", "bytesPerFlow": 1500}, {"preset": "custom", "query": "sum by (a) (up)"}]
+    exprs = [
+        render(TrafficArgs.decode(Fields(r, "traffic", ErrorList())).promql(), PrometheusArgs()) for r in raw
+    ]
+    rules = {
+        "groups": [
+            {"name": "traffic", "rules": [{"record": f"r{i}", "expr": e} for i, e in enumerate(exprs)]}
+        ]
+    }
+    path = tmp_path / "rules.yaml"
+    path.write_text(json.dumps(rules))  # JSON is YAML
+    result = subprocess.run(
+        [promtool, "check", "rules", str(path)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
