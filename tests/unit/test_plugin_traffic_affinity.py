@@ -4,12 +4,14 @@ declared edges as the prior, the estimator's bandwidth hint, args and the graph 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import subprocess
 from typing import Any
 
 import numpy as np
 import pytest
+from prometheus_client import CollectorRegistry
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
@@ -396,3 +398,28 @@ def test_promtool_accepts_every_preset_query(tmp_path: Any) -> None:
         [promtool, "check", "rules", str(path)], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_an_empty_graph_is_reported_by_the_self_check_and_a_metric_not_per_node(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = CollectorRegistry()
+    clock = FakeClock()
+    hub, fake = fake_hub(clock, registry)
+    snap = Snapshot.of(node_infos([make_node("n0"), make_node("n1")], []))
+    hub.update_nodes(snap.nodes)
+    fwk = build_framework([TrafficAffinity], metrics=hub, clock=clock, snapshot=snap)
+    src = plugin_of(fwk, TrafficAffinity).source
+    fake.serve(src, TRAFFIC_PAIRS, {})  # the mesh reports nothing
+    with caplog.at_level(logging.INFO):
+        hub.poll_now()
+        hub.poll_now()
+    report = src.self_check()
+    (pairs,) = [m for m in report.metrics if m.metric == TRAFFIC_PAIRS]
+    assert pairs.empty and pairs.nodes_without_series_count == 0 and pairs.unmapped_count == 0
+    assert any("traffic_pairs: query returned no series" in p for p in report.problems())
+    labels = {"source": src.name, "metric": TRAFFIC_PAIRS}
+    assert registry.get_sample_value("netsched_metrics_query_empty", labels) == 1
+    assert (
+        sum("self-check found problems" in r.getMessage() for r in caplog.records) == 1
+    )  # once, not per poll
