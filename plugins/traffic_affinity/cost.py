@@ -19,6 +19,7 @@ label shares that level with nobody.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,7 +29,7 @@ from netsched.framework import FloatArray, IntArray, LabelCodes, NodeInfo, Snaps
 
 
 @dataclass(frozen=True, slots=True)
-class PeerWeights:
+class Peers:
     """Where the pod's peers sit: weight per snapshot row and the edges that had placed peers."""
 
     rows: FloatArray  # bytes/s of the pod's edges carried by each row's peers
@@ -36,6 +37,10 @@ class PeerWeights:
     placed: Mapping[str, int]  # peer workload -> placed pods (edges with none are left out)
     held: IntArray  # the rows holding peers (may repeat), and each one's weight: the sparse form
     weights: FloatArray
+
+
+# A workload's placed pods: (rows, pods on each row, total pods).
+Arrays = tuple[IntArray, FloatArray, int]
 
 
 class WorkloadIndex:
@@ -53,8 +58,9 @@ class WorkloadIndex:
         self._row_nodes: list[NodeInfo] = []
         self._row_workloads: list[dict[str, int]] = []
         self._seen = 0  # the snapshot's row_counter when last synced
-        self._arrays: dict[str, tuple[IntArray, FloatArray, int]] = {}  # workload -> rows, pods, total
+        self._arrays: dict[str, Arrays] = {}  # workload -> rows, pods, total
         self.rows: dict[str, dict[int, int]] = {}  # workload -> row -> pods
+        self.epoch = 0  # bumped when rebuilt: row numbers from before mean nothing
 
     def sync(self, snapshot: Snapshot) -> None:
         nodes = snapshot.nodes
@@ -68,6 +74,7 @@ class WorkloadIndex:
             self._row_workloads = [{} for _ in nodes]
             self.rows = {}
             self._arrays = {}
+            self.epoch += 1
             changed: Iterable[int] = range(len(nodes))
         elif snapshot.row_counter == self._seen:
             return
@@ -98,8 +105,9 @@ class WorkloadIndex:
     def placed(self, workload: str) -> int:
         return self.arrays(workload)[2]
 
-    def arrays(self, workload: str) -> tuple[IntArray, FloatArray, int]:
-        """(rows, pods on each, total) of the workload, cached until one of its rows changes."""
+    def arrays(self, workload: str) -> Arrays:
+        """(rows, pods on each, total) of the workload, cached until one of its rows changes
+        (a new tuple then: its identity says whether the workload moved)."""
         got = self._arrays.get(workload)
         if got is None:
             per_row = self.rows.get(workload, {})
@@ -109,29 +117,52 @@ class WorkloadIndex:
         return got
 
 
-def peer_weights(index: WorkloadIndex, edges: Mapping[str, float], n_rows: int) -> PeerWeights:
-    """Each edge's rate shared among the peer's placed pods, summed per row (one bincount)."""
-    rows: list[IntArray] = []
-    pods: list[FloatArray] = []
-    shares: list[float] = []
-    sizes: list[int] = []
-    placed: dict[str, int] = {}
-    arrays, known = index.arrays, index.rows
-    for peer, rate in edges.items():
-        if peer in known:
-            r, k, total = arrays(peer)
-            rows.append(r)
-            pods.append(k)
-            shares.append(rate / total)
-            sizes.append(len(r))
-            placed[peer] = total
-    if not rows:
-        none = np.zeros(0, dtype=np.int64)
-        return PeerWeights(np.zeros(n_rows, dtype=np.float64), 0.0, {}, none, np.zeros(0))
-    held = np.concatenate(rows)
-    weights = np.concatenate(pods) * np.repeat(shares, sizes)
-    w = np.bincount(held, weights=weights, minlength=n_rows).astype(np.float64, copy=False)
-    return PeerWeights(w, float(weights.sum()), placed, held, weights)
+@dataclass(slots=True)
+class _Weights:
+    edges: Mapping[str, float]  # the graph's edges they were computed for (identity)
+    epoch: int
+    rows: FloatArray
+    parts: dict[str, tuple[Arrays, FloatArray]]  # peer -> (its arrays then, its share per row)
+
+
+class PeerWeights:
+    """The peers' weights per row for the workloads being placed, kept between cycles.
+
+    Each edge's rate is shared among the peer's placed pods.  Between two polls a
+    workload's edges are the same object, so its weights are updated only for the
+    peers whose pods moved since (usually one: the pod placed last): the work per
+    pod is a check per peer plus the rows of the peers that changed.  At most
+    `size` workloads are kept (the least recently placed are dropped).
+    """
+
+    def __init__(self, size: int = 256) -> None:
+        self._size = size
+        self._kept: OrderedDict[str, _Weights] = OrderedDict()
+
+    def of(self, index: WorkloadIndex, workload: str, edges: Mapping[str, float], n_rows: int) -> Peers:
+        got = self._kept.get(workload)
+        if got is None or got.edges is not edges or got.epoch != index.epoch or len(got.rows) != n_rows:
+            got = self._kept[workload] = _Weights(edges, index.epoch, np.zeros(n_rows, dtype=np.float64), {})
+            if len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        else:
+            self._kept.move_to_end(workload)
+        w, parts, known, arrays = got.rows, got.parts, index.rows, index.arrays
+        for peer, rate in edges.items():
+            now = arrays(peer) if peer in known else None
+            part = parts.get(peer)
+            if part is not None:
+                if part[0] is now:
+                    continue
+                w[part[0][0]] -= part[1]
+                del parts[peer]
+            if now is not None:
+                share = now[1] * (rate / now[2])
+                w[now[0]] += share  # a workload's rows are distinct: no repeated index
+                parts[peer] = (now, share)
+        held = np.flatnonzero(w)
+        placed = {peer: part[0][2] for peer, part in parts.items()}
+        return Peers(w, float(w.sum()) if parts else 0.0, placed, held, w[held])
 
 
 def local_weight(index: WorkloadIndex, edges: Mapping[str, float], row: int) -> float:
@@ -145,7 +176,7 @@ def local_weight(index: WorkloadIndex, edges: Mapping[str, float], row: int) -> 
 
 
 def traffic_costs(
-    peers: PeerWeights, idx: IntArray, levels: Sequence[LabelCodes], distances: Sequence[float]
+    peers: Peers, idx: IntArray, levels: Sequence[LabelCodes], distances: Sequence[float]
 ) -> FloatArray:
     """Cost of candidate rows `idx`; `levels` are the node labels' codes, innermost level first."""
     inside = peers.rows[idx]

@@ -52,11 +52,11 @@ from netsched.metrics.plugin_api import (
 from netsched.plugins.traffic_affinity.appgroup import APPGROUP_LABEL, APPGROUPS_KEY, appgroup_edges
 from netsched.plugins.traffic_affinity.args import TrafficAffinityArgs
 from netsched.plugins.traffic_affinity.cost import (
+    Peers,
     PeerWeights,
     WorkloadIndex,
     invert,
     local_weight,
-    peer_weights,
     traffic_costs,
 )
 from netsched.plugins.traffic_affinity.declared import DeclaredEdgesError, declared_edges
@@ -77,7 +77,7 @@ class TrafficCosts:
     workload: str
     origin: str  # MEASURED or DECLARED
     edges: Mapping[str, float]
-    peers: PeerWeights
+    peers: Peers
 
 
 class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAffinityArgs]):
@@ -90,6 +90,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         self._reader = GraphReader(self.source.max_age)
         self._distances = self.args.level_distances
         self._placed = WorkloadIndex(self.args.workload_label)
+        self._weights = PeerWeights()
         self._lock = threading.Lock()  # explain and the estimator's hint read from other threads
         self._reported: set[str] = set()
         self.source.estimator.bandwidth_hint = self.pod_bandwidth
@@ -157,7 +158,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
             return None
         with self._lock:
             self._placed.sync(snapshot)
-            peers = peer_weights(self._placed, edges, len(snapshot))
+            peers = self._weights.of(self._placed, workload, edges, len(snapshot))
         if peers.total <= 0:
             return None
         levels = [label_codes(snapshot, key) for key in reversed(self.args.levels)]
