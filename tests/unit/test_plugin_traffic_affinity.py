@@ -24,7 +24,7 @@ from netsched.metrics.queries import render
 from netsched.metrics.traffic import build_graph
 from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
 from netsched.plugins.traffic_affinity.appgroup import appgroup_edges
-from netsched.plugins.traffic_affinity.cost import invert
+from netsched.plugins.traffic_affinity.cost import PeerWeights, WorkloadIndex, invert
 from netsched.plugins.traffic_affinity.declared import ANNOTATION, DeclaredEdgesError, declared_edges
 from netsched.plugins.traffic_affinity.shares import NODE_LEVEL, cross_shares
 from netsched.testing.builders import make_node, make_pod, node_infos
@@ -423,3 +423,26 @@ def test_an_empty_graph_is_reported_by_the_self_check_and_a_metric_not_per_node(
     assert (
         sum("self-check found problems" in r.getMessage() for r in caplog.records) == 1
     )  # once, not per poll
+
+
+def test_kept_peer_weights_match_a_fresh_computation_as_pods_come_and_go() -> None:
+    rng = np.random.default_rng(7)
+    nodes = [make_node(f"n{i}").labels(**{ZONE: "ab"[i % 2]}) for i in range(6)]
+    snap = Snapshot.of(node_infos(nodes, []))
+    index, kept = WorkloadIndex(""), PeerWeights()
+    edges = {"default/db": 100.0, "default/cache": 30.0, "default/api": 5.0}
+    placed: list[Any] = []
+    for step in range(40):
+        if placed and rng.random() < 0.3:
+            placed.pop(int(rng.integers(len(placed))))
+        else:
+            wl = ["db", "cache", "api", "web"][int(rng.integers(4))]
+            placed.append(replica(wl, step, f"n{int(rng.integers(6))}"))
+        for row, node in enumerate(node_infos(nodes, placed)):
+            if [p.uid for p in node.pods.values()] != [p.uid for p in snap.nodes[row].pods.values()]:
+                snap.set_node(row, node)
+        index.sync(snap)
+        got = kept.of(index, "default/api", edges, len(snap))
+        fresh = PeerWeights().of(index, "default/api", edges, len(snap))
+        np.testing.assert_allclose(got.rows, fresh.rows, atol=1e-9)
+        assert got.placed == fresh.placed and got.total == pytest.approx(fresh.total)
