@@ -122,17 +122,22 @@ class _Weights:
     edges: Mapping[str, float]  # the graph's edges they were computed for (identity)
     epoch: int
     rows: FloatArray
-    parts: dict[str, tuple[Arrays, FloatArray]]  # peer -> (its arrays then, its share per row)
+    parts: dict[str, tuple[Arrays, float]]  # peer -> (its arrays then, the rate each of its pods carried)
+
+
+# Past this share of peers moved since the kept weights, recomputing them all is cheaper.
+RECOMPUTE_SHARE = 0.25
 
 
 class PeerWeights:
     """The peers' weights per row for the workloads being placed, kept between cycles.
 
     Each edge's rate is shared among the peer's placed pods.  Between two polls a
-    workload's edges are the same object, so its weights are updated only for the
-    peers whose pods moved since (usually one: the pod placed last): the work per
-    pod is a check per peer plus the rows of the peers that changed.  At most
-    `size` workloads are kept (the least recently placed are dropped).
+    workload's edges are the same object, so when its pods come one after the
+    other (a Deployment's replicas) its weights are updated only for the peers
+    whose pods moved since (usually one: the pod placed last); when most peers
+    moved they are recomputed in one bincount.  At most `size` workloads are
+    kept (the least recently placed are dropped).
     """
 
     def __init__(self, size: int = 256) -> None:
@@ -141,28 +146,68 @@ class PeerWeights:
 
     def of(self, index: WorkloadIndex, workload: str, edges: Mapping[str, float], n_rows: int) -> Peers:
         got = self._kept.get(workload)
-        if got is None or got.edges is not edges or got.epoch != index.epoch or len(got.rows) != n_rows:
-            got = self._kept[workload] = _Weights(edges, index.epoch, np.zeros(n_rows, dtype=np.float64), {})
-            if len(self._kept) > self._size:
-                self._kept.popitem(last=False)
-        else:
+        known, arrays = index.rows, index.arrays
+        moved: list[tuple[str, float, Arrays | None]] = []
+        if got is not None and got.edges is edges and got.epoch == index.epoch and len(got.rows) == n_rows:
             self._kept.move_to_end(workload)
-        w, parts, known, arrays = got.rows, got.parts, index.rows, index.arrays
-        for peer, rate in edges.items():
-            now = arrays(peer) if peer in known else None
-            part = parts.get(peer)
-            if part is not None:
-                if part[0] is now:
-                    continue
-                w[part[0][0]] -= part[1]
-                del parts[peer]
-            if now is not None:
-                share = now[1] * (rate / now[2])
-                w[now[0]] += share  # a workload's rows are distinct: no repeated index
-                parts[peer] = (now, share)
+            parts = got.parts
+            for peer, rate in edges.items():
+                now = arrays(peer) if peer in known else None
+                part = parts.get(peer)
+                if (part[0] if part is not None else None) is not now:
+                    moved.append((peer, rate, now))
+        if got is None or len(moved) > RECOMPUTE_SHARE * len(edges) or got.edges is not edges:
+            got = self._recompute(index, workload, edges, n_rows)
+        else:
+            _update(got, moved)
+        w = got.rows
         held = np.flatnonzero(w)
-        placed = {peer: part[0][2] for peer, part in parts.items()}
-        return Peers(w, float(w.sum()) if parts else 0.0, placed, held, w[held])
+        placed = {peer: part[0][2] for peer, part in got.parts.items()}
+        return Peers(w, float(w.sum()) if got.parts else 0.0, placed, held, w[held])
+
+    def _recompute(
+        self, index: WorkloadIndex, workload: str, edges: Mapping[str, float], n_rows: int
+    ) -> _Weights:
+        rows: list[IntArray] = []
+        pods: list[FloatArray] = []
+        shares: list[float] = []
+        sizes: list[int] = []
+        parts: dict[str, tuple[Arrays, float]] = {}
+        known, arrays = index.rows, index.arrays
+        for peer, rate in edges.items():
+            if peer in known:
+                now = arrays(peer)
+                share = rate / now[2]
+                rows.append(now[0])
+                pods.append(now[1])
+                shares.append(share)
+                sizes.append(len(now[0]))
+                parts[peer] = (now, share)
+        if rows:
+            weights = np.concatenate(pods) * np.repeat(shares, sizes)
+            w = np.bincount(np.concatenate(rows), weights=weights, minlength=n_rows).astype(
+                np.float64, copy=False
+            )
+        else:
+            w = np.zeros(n_rows, dtype=np.float64)
+        got = self._kept[workload] = _Weights(edges, index.epoch, w, parts)
+        self._kept.move_to_end(workload)
+        if len(self._kept) > self._size:
+            self._kept.popitem(last=False)
+        return got
+
+
+def _update(got: _Weights, moved: list[tuple[str, float, Arrays | None]]) -> None:
+    """Take back what the moved peers' pods carried where they were; add it where they are."""
+    w, parts = got.rows, got.parts
+    for peer, rate, now in moved:
+        old = parts.pop(peer, None)
+        if old is not None:
+            w[old[0][0]] -= old[0][1] * old[1]  # a workload's rows are distinct: no repeated index
+        if now is not None:
+            share = rate / now[2]
+            w[now[0]] += now[1] * share
+            parts[peer] = (now, share)
 
 
 def local_weight(index: WorkloadIndex, edges: Mapping[str, float], row: int) -> float:

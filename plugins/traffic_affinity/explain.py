@@ -42,7 +42,7 @@ class TrafficNote:
         self._edges, self._placed, self._nodes, self._idx, self._costs = (
             edges,
             placed,
-            list(nodes),
+            nodes,
             idx,
             costs,
         )

@@ -22,7 +22,7 @@ from netsched.metrics.cache import Series
 from netsched.metrics.plugin_api import PAIR_LABEL, TRAFFIC_PAIRS, PrometheusArgs, TrafficArgs
 from netsched.metrics.queries import render
 from netsched.metrics.traffic import build_graph
-from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
+from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs, cost
 from netsched.plugins.traffic_affinity.appgroup import appgroup_edges
 from netsched.plugins.traffic_affinity.cost import PeerWeights, WorkloadIndex, invert
 from netsched.plugins.traffic_affinity.declared import ANNOTATION, DeclaredEdgesError, declared_edges
@@ -425,7 +425,11 @@ def test_an_empty_graph_is_reported_by_the_self_check_and_a_metric_not_per_node(
     )  # once, not per poll
 
 
-def test_kept_peer_weights_match_a_fresh_computation_as_pods_come_and_go() -> None:
+@pytest.mark.parametrize("recompute_share", [0.0, 1.0])  # always recomputed / always updated
+def test_kept_peer_weights_match_a_fresh_computation_as_pods_come_and_go(
+    recompute_share: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cost, "RECOMPUTE_SHARE", recompute_share)
     rng = np.random.default_rng(7)
     nodes = [make_node(f"n{i}").labels(**{ZONE: "ab"[i % 2]}) for i in range(6)]
     snap = Snapshot.of(node_infos(nodes, []))
