@@ -30,11 +30,10 @@ from netsched.framework import FloatArray, IntArray, LabelCodes, NodeInfo, Snaps
 
 @dataclass(frozen=True, slots=True)
 class Peers:
-    """Where the pod's peers sit: weight per snapshot row and the edges that had placed peers."""
+    """Where the pod's peers sit: their weight per snapshot row, dense and sparse."""
 
     rows: FloatArray  # bytes/s of the pod's edges carried by each row's peers
     total: float
-    placed: Mapping[str, int]  # peer workload -> placed pods (edges with none are left out)
     held: IntArray  # the rows holding peers (may repeat), and each one's weight: the sparse form
     weights: FloatArray
 
@@ -148,7 +147,9 @@ class PeerWeights:
         got = self._kept.get(workload)
         known, arrays = index.rows, index.arrays
         moved: list[tuple[str, float, Arrays | None]] = []
-        if got is not None and got.edges is edges and got.epoch == index.epoch and len(got.rows) == n_rows:
+        if got is None or got.edges is not edges or got.epoch != index.epoch or len(got.rows) != n_rows:
+            got = None  # another graph or node layout: nothing kept applies
+        else:
             self._kept.move_to_end(workload)
             parts = got.parts
             for peer, rate in edges.items():
@@ -156,18 +157,18 @@ class PeerWeights:
                 part = parts.get(peer)
                 if (part[0] if part is not None else None) is not now:
                     moved.append((peer, rate, now))
-        if got is None or len(moved) > RECOMPUTE_SHARE * len(edges) or got.edges is not edges:
-            got = self._recompute(index, workload, edges, n_rows)
+        if got is None or len(moved) > RECOMPUTE_SHARE * len(edges):
+            got, held, weights = self._recompute(index, workload, edges, n_rows)
         else:
             _update(got, moved)
-        w = got.rows
-        held = np.flatnonzero(w)
-        placed = {peer: part[0][2] for peer, part in got.parts.items()}
-        return Peers(w, float(w.sum()) if got.parts else 0.0, placed, held, w[held])
+            held = np.flatnonzero(got.rows)
+            weights = got.rows[held]
+        return Peers(got.rows, float(weights.sum()) if got.parts else 0.0, held, weights)
 
     def _recompute(
         self, index: WorkloadIndex, workload: str, edges: Mapping[str, float], n_rows: int
-    ) -> _Weights:
+    ) -> tuple[_Weights, IntArray, FloatArray]:
+        """Kept weights from scratch, and their sparse form (rows may repeat)."""
         rows: list[IntArray] = []
         pods: list[FloatArray] = []
         shares: list[float] = []
@@ -184,17 +185,17 @@ class PeerWeights:
                 sizes.append(len(now[0]))
                 parts[peer] = (now, share)
         if rows:
+            held = np.concatenate(rows)
             weights = np.concatenate(pods) * np.repeat(shares, sizes)
-            w = np.bincount(np.concatenate(rows), weights=weights, minlength=n_rows).astype(
-                np.float64, copy=False
-            )
+            w = np.bincount(held, weights=weights, minlength=n_rows).astype(np.float64, copy=False)
         else:
+            held, weights = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
             w = np.zeros(n_rows, dtype=np.float64)
         got = self._kept[workload] = _Weights(edges, index.epoch, w, parts)
         self._kept.move_to_end(workload)
         if len(self._kept) > self._size:
             self._kept.popitem(last=False)
-        return got
+        return got, held, weights
 
 
 def _update(got: _Weights, moved: list[tuple[str, float, Arrays | None]]) -> None:
