@@ -93,6 +93,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         self._weights = PeerWeights()
         self._lock = threading.Lock()  # explain and the estimator's hint read from other threads
         self._reported: set[str] = set()
+        self._last: tuple[str, str, Mapping[str, float]] = ("", "", {})  # pod uid, workload, measured edges
         self.source.estimator.bandwidth_hint = self.pod_bandwidth
         self._publish_shares()
 
@@ -111,6 +112,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         """(workload, origin, peer -> bytes/s): measured edges win over declared ones."""
         workload = workload_key(pod, self.args.workload_label)
         measured = self.graph().of(workload)
+        self._last = (pod.uid, workload, measured)  # Reserve's bandwidth hint asks again
         if measured:
             return workload, MEASURED, measured
         try:
@@ -230,8 +232,12 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         """(rx, tx) bytes/s of a just-placed pod whose workload's traffic is measured: its
         workload's per-pod traffic, less the part exchanged with peers on `node_name`
         (pod-to-pod traffic on one node never reaches the NIC).  None: not measured."""
-        workload = workload_key(pod, self.args.workload_label)
-        edges = self.graph().of(workload)
+        last = self._last
+        if last[0] == pod.uid:  # this cycle's PreScore looked them up
+            workload, edges = last[1], last[2]
+        else:
+            workload = workload_key(pod, self.args.workload_label)
+            edges = self.graph().of(workload)
         if not edges:
             return None
         snapshot = self.handle.snapshot()
