@@ -51,16 +51,10 @@ from netsched.metrics.plugin_api import (
 )
 from netsched.plugins.traffic_affinity.appgroup import APPGROUP_LABEL, APPGROUPS_KEY, appgroup_edges
 from netsched.plugins.traffic_affinity.args import TrafficAffinityArgs
-from netsched.plugins.traffic_affinity.cost import (
-    Peers,
-    PeerWeights,
-    WorkloadIndex,
-    invert,
-    local_weight,
-    traffic_costs,
-)
+from netsched.plugins.traffic_affinity.cost import invert, traffic_costs
 from netsched.plugins.traffic_affinity.declared import DeclaredEdgesError, declared_edges
 from netsched.plugins.traffic_affinity.explain import TrafficNote
+from netsched.plugins.traffic_affinity.placed import Peers, PeerWeights, WorkloadIndex, local_weight
 from netsched.plugins.traffic_affinity.shares import NODE_LEVEL, cross_shares
 
 MEASURED, DECLARED = "measured", "declared"

@@ -22,10 +22,12 @@ from netsched.metrics.cache import Series
 from netsched.metrics.plugin_api import PAIR_LABEL, TRAFFIC_PAIRS, PrometheusArgs, TrafficArgs
 from netsched.metrics.queries import render
 from netsched.metrics.traffic import build_graph
-from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs, cost
+from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
+from netsched.plugins.traffic_affinity import placed as placed_module
 from netsched.plugins.traffic_affinity.appgroup import appgroup_edges
-from netsched.plugins.traffic_affinity.cost import PeerWeights, WorkloadIndex, invert
+from netsched.plugins.traffic_affinity.cost import invert
 from netsched.plugins.traffic_affinity.declared import ANNOTATION, DeclaredEdgesError, declared_edges
+from netsched.plugins.traffic_affinity.placed import PeerWeights, WorkloadIndex
 from netsched.plugins.traffic_affinity.shares import NODE_LEVEL, cross_shares
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
@@ -429,7 +431,7 @@ def test_an_empty_graph_is_reported_by_the_self_check_and_a_metric_not_per_node(
 def test_kept_peer_weights_match_a_fresh_computation_as_pods_come_and_go(
     recompute_share: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cost, "RECOMPUTE_SHARE", recompute_share)
+    monkeypatch.setattr(placed_module, "RECOMPUTE_SHARE", recompute_share)
     rng = np.random.default_rng(7)
     nodes = [make_node(f"n{i}").labels(**{ZONE: "ab"[i % 2]}) for i in range(6)]
     snap = Snapshot.of(node_infos(nodes, []))
