@@ -101,3 +101,20 @@ def test_traffic_section_errors_name_the_field(pairs: list[object], path: str) -
     with pytest.raises(ConfigError) as e:
         load_scenario(json.dumps(doc))
     assert path in str(e.value)
+
+
+def test_explain_shows_the_pods_edges_peers_and_costs() -> None:
+    s = load_scenario(example_text("traffic-scenario.yaml"))
+    run = simulate(s, traffic_config(), REGISTRY, explain_pod="default/api-02")
+    ex = run.explanation
+    assert ex is not None
+    note = ex.notes["TrafficAffinity"].to_dict()
+    assert note["workload"] == "default/api" and note["origin"] == "measured"
+    edges = note["edges"]
+    assert isinstance(edges, list) and edges[0]["peer"] == "default/frontend"  # the heaviest first
+    assert edges[0]["bytesPerSecond"] == 40e6 and edges[0]["peerNodes"]
+    cheapest = note["cheapestNodes"]
+    assert isinstance(cheapest, list) and cheapest[0]["cost"] <= cheapest[-1]["cost"]
+    text = ex.table()
+    assert "traffic of workload default/api (measured edges):" in text
+    assert "default/frontend: 40 MB/s with pods on" in text
