@@ -95,8 +95,15 @@ class _ThreadProfiles:
 
 
 def run(
-    n_nodes: int, n_pods: int, qps: float, burst: int, realistic: bool = True, profile: str = ""
+    n_nodes: int,
+    n_pods: int,
+    qps: float,
+    burst: int,
+    realistic: bool = True,
+    profile: str = "",
+    extra_config: str = "",
 ) -> dict[str, Any]:
+    """`extra_config`: the profile's lines under `- schedulerName: netsched` (benchmarks.common.PROFILE)."""
     from netsched.app import AppOptions, SchedulerApp
     from netsched.kube import KubeAPI, build_api_client
 
@@ -113,7 +120,7 @@ def run(
             if not ready.wait(300):
                 raise RuntimeError("fake API server did not start")
             with profiles:
-                cfg, reg = config()
+                cfg, reg = config(extra_config)
                 # Launch: the process has imported netsched already; what follows is the start-up.
                 cpu_launch, t_launch = time.process_time(), time.perf_counter()
                 client = build_api_client(kubeconfig, qps=qps, burst=burst, pool_size=cfg.parallelism + 8)
@@ -135,7 +142,9 @@ def run(
                 t_end, cpu_end = time.perf_counter(), time.process_time()
                 threads_end = thread_cpu()
                 bound = app.scheduler.scheduled
+                pollers = app.hub.pollers
                 app.shutdown(timeout=10)
+                polls = sum(p.polls for p in pollers)  # after shutdown: a poll under way has finished
                 dropped = app.broadcaster.dropped
         finally:
             stop.set()
@@ -175,6 +184,7 @@ def run(
             )
         },
         "peak_rss_mib": peak_rss_mib(),
+        "metrics_polls": polls,
     }
 
 

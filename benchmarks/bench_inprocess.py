@@ -64,12 +64,14 @@ def run(
     extra_config: str = "",
     hub: Any = None,
     fake: Any = None,
+    apps: int = 50,
 ) -> dict[str, float]:
-    """`fake`: the FakePrometheus behind `hub`, to count queries made while scheduling."""
+    """`fake`: the FakePrometheus behind `hub`, to count queries made while scheduling;
+    `apps`: how many values the pods' `app` label takes (workloads)."""
     cfg, reg = config(extra_config)
     cluster = InMemoryCluster(cfg, reg, metrics_hub=hub)
     cluster.add_nodes(nodes(n_nodes))
-    cluster.add_pods(pods(n_pods, spread=kind == "spread", anti_affinity=kind == "spread"))
+    cluster.add_pods(pods(n_pods, spread=kind == "spread", anti_affinity=kind == "spread", apps=apps))
     if hub is not None:
         hub.poll_now()
     calls = len(fake.calls) if fake is not None else 0

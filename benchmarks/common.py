@@ -66,10 +66,15 @@ def pods(
             make_pod(f"{prefix}-{i:06d}")
             .scheduler(scheduler)
             .req(cpu=cpu, memory=memory)
-            .label("app", f"app-{i % 50}")
+            .label("app", f"app-{i % extra.get('apps', 50)}")
         )
         if extra.get("spread"):
-            b.spread(1, "topology.kubernetes.io/zone", "ScheduleAnyway", {"app": f"app-{i % 50}"})
+            b.spread(
+                1,
+                "topology.kubernetes.io/zone",
+                "ScheduleAnyway",
+                {"app": f"app-{i % extra.get('apps', 50)}"},
+            )
         if extra.get("anti_affinity"):
             b.affinity(
                 {

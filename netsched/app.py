@@ -267,7 +267,12 @@ class SchedulerApp:
         for t in (flush, house, self._periodic_thread):
             t.start()
             self._threads.append(t)
-        self.hub.start()
+        # The first poll runs beside the first scheduling cycles, never before them: a slow or
+        # unreachable Prometheus must not delay the first bind (kube-scheduler has no such
+        # wait).  Until it lands the sources are in fallback, so pods placed meanwhile follow
+        # the stale policy (requests-based scores; LoadThreshold passes all nodes under
+        # failOpen, rejects them under failClosed and they are retried on METRICS_POLLED).
+        self.hub.start(first_poll_timeout=None)
 
     def _housekeeping(self) -> None:
         interval = self.options.housekeeping_interval

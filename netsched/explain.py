@@ -175,6 +175,8 @@ def explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     except PluginFault as e:
         out.message = f"scoring failed: {e.status}"
         return out
+    finally:
+        out.notes = state.notes()  # PreScore plugins note what they scored by, too
     for name, ps in breakdown.items():
         for j, row in enumerate(rows):
             out.nodes[row].scores[name] = (int(ps.raw[j]), int(ps.normalized[j]), int(ps.weighted[j]))

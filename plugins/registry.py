@@ -29,6 +29,7 @@ def in_tree_plugins() -> list[PluginFactory]:
     from .priority_sort import PrioritySort
     from .scheduling_gates import SchedulingGates
     from .taint_toleration import TaintToleration
+    from .traffic_affinity import TrafficAffinity
     from .volume_binding import CheckCSIStorageCapacity, VolumeBinding
     from .volume_restrictions import VolumeRestrictions
     from .volume_zone import VolumeZone
@@ -56,6 +57,7 @@ def in_tree_plugins() -> list[PluginFactory]:
         NetworkTraffic,
         LoadAware,
         LoadThreshold,
+        TrafficAffinity,  # co-locates workloads that talk (the measured traffic graph)
         # Gang scheduling over PodGroups (scheduler-plugins' Coscheduling).
         Coscheduling,
         GangTopology,

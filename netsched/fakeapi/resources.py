@@ -50,6 +50,9 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
         "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True, has_status=True
     ),
+    ResourceType(
+        "appgroup.diktyo.x-k8s.io", "v1alpha1", "appgroups", "AppGroup", namespaced=True, has_status=True
+    ),
     ResourceType("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False, has_status=True),
     ResourceType(
         "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True, has_status=True

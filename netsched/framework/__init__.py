@@ -17,7 +17,7 @@ The modules behind it:
 - cluster_events: the events and queueing hints a plugin registers; errors: the faults
 - status, cycle_state, types (PodInfo/NodeInfo), selectors, quantity, parse
 - snapshot: the NumPy node table a cycle sees (IntArray rows, BoolArray masks);
-  pod_index: the pods on it by workload
+  pod_index: the pods on it by workload; workload: a pod's workload as a mesh names it
 - fields: the field-path error list and typed reader shared with config
 - runtime (Framework: builds a profile, runs the extension points),
   search (NodeSearch: finds a node for a pod), handle, instrument, waiting,
@@ -117,6 +117,7 @@ from netsched.framework.shared import ServiceKey
 from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import HostPort, NodeInfo, ObjectRef, PodInfo, QueuedPodInfo, Taint, Toleration
+from netsched.framework.workload import workload_key, workload_name
 
 # What handle.api raises, and the keys of the kinds a plugin patches through it.
 from netsched.kube.errors import ApiError, Conflict, NotFound
@@ -228,6 +229,8 @@ __all__ = [
     "parse_node_selector",
     "parse_quantity",
     "synced_pod_index",
+    "workload_key",
+    "workload_name",
     "to_canonical",
     "with_plugin",
     "label_key_errors",

@@ -41,6 +41,9 @@ LOAD_THRESHOLD: Final = "LoadThreshold"
 COSCHEDULING: Final = "Coscheduling"
 GANG_TOPOLOGY: Final = "GangTopology"
 
+# Co-location of workloads that talk to each other (the measured traffic graph).
+TRAFFIC_AFFINITY: Final = "TrafficAffinity"
+
 # The seed articles' plugins.
 CHECK_POD_COUNT_LIMIT: Final = "CheckPodCountLimit"
 CHECK_POD_LIMIT_RESOURCES: Final = "CheckPodLimitResources"

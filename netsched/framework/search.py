@@ -12,6 +12,7 @@ plugin's.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from netsched.framework.whatif import pre_filter_rows
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 50
+# The first chunk of nodes a search filters is at least this big (vector operations pay off).
+MIN_CHUNK = 128
 
 
 @dataclass(slots=True)
@@ -52,6 +55,17 @@ class FitError(Exception):
         self.diagnosis = diagnosis
         # Set when PostFilter (preemption) made room: the pod retries for that node.
         self.nominated_node_name = nominated_node_name
+
+
+def _next_chunk(chunk: int, need: int, filtered: int, passed: int) -> int:
+    """How many nodes to filter next: enough for the `need` feasible nodes still wanted at the
+    pass rate seen so far, plus a quarter, but no more than double the last chunk.  (Doubling
+    blindly filters up to twice the nodes a search needs when filters reject a few nodes.)
+    Which nodes are found does not depend on it: the search stops at the want-th feasible one."""
+    if passed == 0:
+        return chunk * 2
+    expected = -(-need * filtered // passed)  # ceil
+    return min(chunk * 2, max(MIN_CHUNK, expected + expected // 4))
 
 
 def num_feasible_nodes_to_find(num_all: int, percentage: int | None) -> int:
@@ -90,6 +104,7 @@ class NodeSearch:
         self.fwk = fwk
         self.next_start_node_index = 0
         self._rng = rng or random.Random()
+        self._pass_rate = 1.0  # feasible / filtered nodes in the last search
 
     def seed(self, seed: int) -> None:
         """Make tie-breaks and plugin-metric sampling repeatable (simulations, tests)."""
@@ -176,11 +191,14 @@ class NodeSearch:
         found: list[IntArray] = []
         n_found = 0
         processed = 0
-        chunk = max(want, 128)
+        filtered = passed = 0  # the pass rate of this search, for the next one's first chunk
+        chunk = self._first_chunk(want)
         while processed < len(candidates) and n_found < want:
             idx = candidates[processed : processed + chunk]
             processed += len(idx)
             ok = self._filter_chunk(state, pod, snapshot, idx, nominated, diagnosis)
+            filtered += len(idx)
+            passed += len(ok)
             if len(ok):
                 if n_found + len(ok) > want:
                     # Stop at the want-th feasible node, as kube does, so the next
@@ -191,12 +209,23 @@ class NodeSearch:
                     ok = ok[: want - n_found]
                 found.append(ok)
                 n_found += len(ok)
-            chunk *= 2
+            chunk = _next_chunk(chunk, want - n_found, filtered, passed)
+        if filtered:
+            self._pass_rate = passed / filtered
         if allowed is None:
             self.next_start_node_index = (start + processed) % n
         self.fwk.observe_point("Filter", started)
         feasible = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
         return feasible, processed
+
+    def _first_chunk(self, want: int) -> int:
+        """`want` nodes when the last search's filters passed every node it filtered; else as
+        many as the last pass rate says will hold `want` feasible ones, plus a sixteenth, but
+        no more than twice `want` (a pod that fitted nowhere says little about the next)."""
+        if self._pass_rate >= 1.0:
+            return max(want, MIN_CHUNK)
+        expected = want / max(self._pass_rate, 0.01)
+        return max(MIN_CHUNK, min(2 * want, math.ceil(expected + expected / 16)))
 
     def _rows_with_nominated_pods(self, pod: PodInfo, snapshot: Snapshot) -> dict[int, list[PodInfo]]:
         out: dict[int, list[PodInfo]] = {}

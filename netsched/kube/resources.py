@@ -103,6 +103,17 @@ PODGROUPS = Resource(
     requeue=True,
     needed_by=("Coscheduling",),
 )
+# scheduler-plugins' AppGroup (networkaware/Diktyo): TrafficAffinity's declared edges when the
+# CRD is installed; watched only when a profile enables TrafficAffinity.
+APPGROUPS = Resource(
+    "appgroups",
+    group="appgroup.diktyo.x-k8s.io",
+    version="v1alpha1",
+    namespaced=True,
+    optional=True,
+    kind="AppGroup",
+    needed_by=("TrafficAffinity",),
+)
 
 # The volume plugins' kinds (plugins/volume_binding and friends). Optional: a cluster that
 # does not serve one (no CSI storage capacity API, say) reads it as empty; every change
@@ -135,7 +146,7 @@ VOLUME_KINDS: tuple[Resource, ...] = (
 
 # Watched into netsched.cache.ObjectStore (by Resource.key) and read by plugins through
 # Handle.objects; a new kind a plugin needs is one entry here (and its RBAC list/watch).
-OBJECT_KINDS: tuple[Resource, ...] = (PODDISRUPTIONBUDGETS, NAMESPACES, PODGROUPS, *VOLUME_KINDS)
+OBJECT_KINDS: tuple[Resource, ...] = (PODDISRUPTIONBUDGETS, NAMESPACES, PODGROUPS, APPGROUPS, *VOLUME_KINDS)
 
 RESOURCES: tuple[Resource, ...] = (NODES, PODS, *OBJECT_KINDS)
 

@@ -44,7 +44,7 @@ DEFAULT_CPU_FACTOR = 0.85  # Koordinator's estimator factors
 DEFAULT_MEMORY_FACTOR = 0.70
 DEFAULT_COVER_MARGIN_SECONDS = 30.0
 
-_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _DURATION = re.compile(r"^(?:[0-9]+(?:ms|[smhdwy]))+$")
 QUERY_FIELDS = ("networkReceive", "networkTransmit", "linkSpeed", "cpu", "memory")
 
@@ -73,7 +73,7 @@ class NodeMappingArgs:
         d = cls()
         by = f.str("by", d.by, choices=MAPPING_MODES)
         label = f.str("label", d.label)
-        if not _LABEL_NAME.match(label):
+        if not LABEL_NAME.match(label):
             f.errs.invalid(
                 f"{f.path}.label", label, "must be a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)"
             )

@@ -5,7 +5,8 @@ started and a rate window has passed, and the poller samples every few
 seconds.  Without correction every pod of a burst lands on the node that
 looked idle at the last poll.  So each reservation adds the pod's expected
 load to its node (Koordinator's estimator: max(request, limit) x factor for
-CPU and memory; the bandwidth annotations, or a default, for network) until a
+CPU and memory; the bandwidth annotations, else a plugin's bandwidth hint (the
+pod's measured traffic leaving the node), else a default, for network) until a
 sample taken after `reservation time + coverMarginSeconds` covers it, or
 `maxLifetimeSeconds` passes.  Coverage is judged per resource group, against
 that group's own sample timestamps.
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from netsched.framework.quantity import CPU, MEMORY, QuantityError, parse_quantity
-from netsched.framework.snapshot import FloatArray, Snapshot
+from netsched.framework.snapshot import FloatArray, IntArray, Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics.args import EstimationArgs
 
@@ -39,6 +40,7 @@ COLUMNS = 4
 # Resource groups a sample can cover, and the columns each holds.
 GROUP_COLUMNS = ((CPU_COL,), (MEMORY_COL,), (RX_COL, TX_COL))
 CPU_GROUP, MEMORY_GROUP, NETWORK_GROUP = 0, 1, 2
+_NO_ROWS: IntArray = np.zeros(0, dtype=np.int64)
 
 
 def annotated_bandwidth(pod: PodInfo, key: str, default: float) -> float:
@@ -59,6 +61,14 @@ def pod_bandwidth(pod: PodInfo, default: float) -> tuple[float, float]:
         annotated_bandwidth(pod, INGRESS_BANDWIDTH, default),
         annotated_bandwidth(pod, EGRESS_BANDWIDTH, default),
     )
+
+
+def _annotated(pod: PodInfo) -> bool:
+    return INGRESS_BANDWIDTH in pod.annotations or EGRESS_BANDWIDTH in pod.annotations
+
+
+# (pod, node) -> (rx, tx) bytes/s the pod will add to the node's link, or None when unknown.
+BandwidthHint = Callable[[PodInfo, str], "tuple[float, float] | None"]
 
 
 def pod_load(pod: PodInfo, args: EstimationArgs) -> FloatArray:
@@ -104,6 +114,14 @@ class Estimator:
         self._index: dict[str, int] | None = None  # the snapshot.index `_rows` is aligned with
         self._rows: FloatArray = np.zeros((0, COLUMNS))
         self._synced_version = -1
+        # Set by a plugin that knows a pod's traffic better than the default (TrafficAffinity:
+        # its workload's measured per-pod traffic that leaves the node); None: not known.
+        self.bandwidth_hint: BandwidthHint | None = None
+        # Change tracking for readers that keep per-row results (LoadView.per_row): every
+        # change of a row stamps it with a new generation; realigning stamps everything.
+        self._gen = 0
+        self._aligned_gen = 0
+        self._row_gen: IntArray = np.zeros(0, dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -112,7 +130,15 @@ class Estimator:
 
     def add(self, pod: PodInfo, node: str, at: float | None = None) -> None:
         """Count `pod` on `node` from `at` (wall seconds); idempotent per pod uid."""
+        old = self._pods.get(pod.uid)
+        if old is not None and old.node == node:
+            return  # the second and third plugin reserving the pod: nothing to parse again
         load = pod_load(pod, self.args)
+        hint = self.bandwidth_hint
+        if hint is not None and not _annotated(pod):
+            got = hint(pod, node)
+            if got is not None:
+                load[RX_COL], load[TX_COL] = got
         with self._lock:
             old = self._pods.get(pod.uid)
             if old is not None:
@@ -158,11 +184,19 @@ class Estimator:
             row = self._index.get(node)
             if row is not None:
                 self._rows[row] = self._by_node.get(node, 0.0)
+                self._gen += 1
+                self._row_gen[row] = self._gen
 
     # ------------------------------------------------------------ reading
 
     def totals(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> Estimates:
-        """Estimated load per row of `snapshot`.
+        """Estimated load per row of `snapshot` (copies; see rows())."""
+        rows = self.rows(snapshot, version, coverage).copy()
+        return Estimates(rows[:, CPU_COL], rows[:, MEMORY_COL], rows[:, RX_COL], rows[:, TX_COL])
+
+    def rows(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> FloatArray:
+        """Estimated load per row of `snapshot`: (rows, COLUMNS), live (reserve and unreserve
+        update it in place) and read-only; no per-node work unless a new sample came.
 
         `version` identifies the metrics table; when it changed since the last
         call, `coverage()` supplies sample timestamps and covered estimates end.
@@ -175,12 +209,26 @@ class Estimator:
                     self._expire_covered(snapshot, coverage())
             if self._index is not snapshot.index:
                 self._align(snapshot)
-            rows = self._rows.copy()
-        return Estimates(rows[:, CPU_COL], rows[:, MEMORY_COL], rows[:, RX_COL], rows[:, TX_COL])
+            view = self._rows.view()
+        view.flags.writeable = False
+        return view
+
+    def changes(self, since: int) -> tuple[int, IntArray | None]:
+        """(current generation, rows changed after generation `since`); None: every row may
+        have changed (realigned since).  Call after rows() for the same snapshot."""
+        with self._lock:
+            if since < self._aligned_gen:
+                return self._gen, None
+            if since == self._gen:
+                return self._gen, _NO_ROWS
+            return self._gen, np.flatnonzero(self._row_gen > since)
 
     def _align(self, snapshot: Snapshot) -> None:
         self._index = snapshot.index
         self._rows = np.zeros((len(snapshot), COLUMNS))
+        self._gen += 1
+        self._aligned_gen = self._gen
+        self._row_gen = np.zeros(len(snapshot), dtype=np.int64)
         for node, tot in self._by_node.items():
             row = snapshot.index.get(node)
             if row is not None:

@@ -188,11 +188,17 @@ class MetricsHub:
             self._scheduler.start()
             pollers = list(self._pollers.values())
         if first_poll_timeout is not None:
-            for p in pollers:
-                if not p.wait_after(1, first_poll_timeout):
-                    log.warning(
-                        "First metrics poll still running source=%s waited=%.1fs", p.name, first_poll_timeout
-                    )
+            self.wait_polled(first_poll_timeout, pollers)
+
+    def wait_polled(self, timeout: float, pollers: list[Poller] | None = None) -> bool:
+        """Wait up to `timeout` s (each) for every poller's first poll; False (and a warning
+        naming it) for one still running."""
+        ok = True
+        for p in self.pollers if pollers is None else pollers:
+            if not p.wait_after(1, timeout):
+                log.warning("First metrics poll still running source=%s waited=%.1fs", p.name, timeout)
+                ok = False
+        return ok
 
     def _add_job(self, p: Poller) -> None:
         assert self._scheduler is not None

@@ -12,12 +12,18 @@ change without touching a plugin.  What is here:
   cache, reserves pods with the estimator) and QueryScorePlugin (a user's plugin
   fed by one PromQL query);
 - the plugin's view of the cache (MetricSource, from `source_for(handle, ...)`) and
-  the shared readings of it (network_load, resource_usage, cold_link_scores,
-  fill_stale, ratio, to_int_scores, over FloatArray columns), so every metric
-  plugin reads a node's load the same way; METRICS_EVENTS, the events that can
-  change a metric plugin's verdict;
-- the estimator's view of one pod (pod_load, and the CPU_COL / MEMORY_COL of what
-  it returns).
+  the one read API over it: `source.view(snapshot)`, a LoadView derived once per
+  sample and node layout and shared by every plugin (per-row values, freshness,
+  estimates, `network(idx)` / `usage(res, idx)` over the rows a cycle looks at,
+  `derived()` for readings that are not node columns); the shared formulas on
+  top of it (network_load, resource_usage, cold_link_scores, fill_stale, ratio,
+  to_int_scores, over FloatArray columns), so every metric plugin reads a node's
+  load the same way; METRICS_EVENTS, the events that can change a metric
+  plugin's verdict;
+- the estimator's view of one pod (pod_load, and the CPU_COL / MEMORY_COL /
+  RX_COL / TX_COL of what it returns, also the columns of LoadView.estimates()).
+- the traffic graph between workloads (TrafficArgs, the `traffic:` block; TrafficGraph,
+  read fresh through a GraphReader from the TRAFFIC_PAIRS series);
 
 The app's side of the pipeline (MetricsHub, the client, the self-check) is
 `netsched.metrics`; plugins never construct it, they reach it through the Handle.
@@ -25,22 +31,21 @@ The app's side of the pipeline (MetricsHub, the client, the self-check) is
 
 from netsched.framework.snapshot import FloatArray
 from netsched.metrics.args import PrometheusArgs
-from netsched.metrics.estimation import CPU_COL, MEMORY_COL, pod_load
+from netsched.metrics.estimation import CPU_COL, MEMORY_COL, RX_COL, TX_COL, pod_load
 from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
 from netsched.metrics.scoring import MetricArgs, MetricScorePlugin, QueryScorePlugin
 from netsched.metrics.source import MetricSource
+from netsched.metrics.traffic import PAIR_LABEL, TRAFFIC_PAIRS, GraphReader, TrafficArgs, TrafficGraph
 from netsched.metrics.utilisation import (
     METRICS_EVENTS,
-    NetworkLoad,
-    Usage,
     cold_link_scores,
     fill_stale,
     network_load,
-    ratio,
     resource_usage,
     source_for,
     to_int_scores,
 )
+from netsched.metrics.view import LoadView, NetworkLoad, Usage, ratio
 
 __all__ = [
     "CPU",
@@ -51,10 +56,18 @@ __all__ = [
     "METRICS_EVENTS",
     "NETWORK_RX",
     "NETWORK_TX",
+    "RX_COL",
+    "TX_COL",
     "FloatArray",
+    "LoadView",
     "MetricArgs",
     "MetricScorePlugin",
     "MetricSource",
+    "GraphReader",
+    "PAIR_LABEL",
+    "TRAFFIC_PAIRS",
+    "TrafficArgs",
+    "TrafficGraph",
     "NetworkLoad",
     "PrometheusArgs",
     "QueryScorePlugin",

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from netsched.clock import Clock
-from netsched.metrics.args import FAIL_CLOSED, FAIL_OPEN, ConnectionKey
+from netsched.metrics.args import BY_LABEL, FAIL_CLOSED, FAIL_OPEN, ConnectionKey, NodeMappingArgs
 from netsched.metrics.cache import BadResponse, MetricsTable, Series, parse_vector
 from netsched.metrics.client import QueryClient, QueryError, retrying
 from netsched.metrics.instruments import Instruments
@@ -166,8 +166,9 @@ class Poller:
                 raise QueryError("deadline", "poll ran out of time", transient=False)
             run.issued += 1
             raw = self._client.query(promql, min(self.conn.timeout_seconds, left))
+            mapping = NodeMappingArgs(BY_LABEL, key.key_label) if key.key_label else self.conn.node_mapping
             try:
-                return parse_vector(raw, self.conn.node_mapping)
+                return parse_vector(raw, mapping)
             except BadResponse as e:
                 raise QueryError("bad_response", str(e), transient=False) from None
 

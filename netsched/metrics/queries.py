@@ -42,10 +42,15 @@ DEFAULT_QUERIES: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class QueryKey:
-    """One query the poller runs: the metric name (for labels and logs) and its PromQL."""
+    """One query the poller runs: the metric name (for labels and logs) and its PromQL.
+
+    `key_label`: the series are keyed by this label instead of a node (the
+    traffic graph's pair label); the self-check then maps none of them to nodes.
+    """
 
     name: str
     promql: str
+    key_label: str = ""
 
 
 def render(template: str, args: PrometheusArgs) -> str:

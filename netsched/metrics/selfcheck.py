@@ -122,7 +122,7 @@ def check(
         without: list[str] = []
         unmapped: list[str] = []
         n_without = n_unmapped = 0
-        if directory is not None:
+        if directory is not None and not key.key_label:
             rows = directory.rows(series.keys)
             covered = np.zeros(len(directory), dtype=bool)
             covered[rows[rows >= 0]] = True

@@ -20,14 +20,24 @@ from typing import Any
 
 import numpy as np
 
-from netsched.framework.snapshot import BoolArray, FloatArray, Snapshot
+from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics.args import PrometheusArgs
-from netsched.metrics.estimation import Coverage, Estimates, Estimator, pod_bandwidth
+from netsched.metrics.cache import MetricsTable, Series
+from netsched.metrics.estimation import (
+    CPU_COL,
+    MEMORY_COL,
+    RX_COL,
+    TX_COL,
+    Estimates,
+    Estimator,
+    pod_bandwidth,
+)
 from netsched.metrics.mapping import NodeResolver, align
 from netsched.metrics.poller import Poller
-from netsched.metrics.queries import CPU, MEMORY, NETWORK_RX, NETWORK_TX, QueryKey, builtin_query, render
+from netsched.metrics.queries import QueryKey, builtin_query, render
 from netsched.metrics.selfcheck import SelfCheckReport
+from netsched.metrics.view import LoadView
 
 _RESOLVER = "netsched.metrics/resolver"
 
@@ -42,6 +52,7 @@ class MetricSource:
         self.estimator = Estimator(args.estimation, wall)
         self._aligned_key = f"netsched.metrics/aligned/{poller.name}"
         self._bandwidth_key = f"netsched.metrics/pod-bandwidth/{poller.name}/{view}"
+        self._view_key = f"netsched.metrics/view/{poller.name}/{view}"
 
     @property
     def name(self) -> str:
@@ -58,12 +69,16 @@ class MetricSource:
         """Poll a custom instant query returning one series per node ($by, $window are substituted)."""
         self._bind(name, render(promql, self.args))
 
-    def _bind(self, name: str, promql: str) -> None:
+    def require_keyed_query(self, name: str, promql: str, key_label: str) -> None:
+        """Poll a query whose series are keyed by `key_label`, not by node (read with `series`)."""
+        self._bind(name, render(promql, self.args), key_label)
+
+    def _bind(self, name: str, promql: str, key_label: str = "") -> None:
         with self._lock:
             old = self._keys.get(name)
-            if old is not None and old.promql != promql:
+            if old is not None and (old.promql, old.key_label) != (promql, key_label):
                 raise ValueError(f"metric {name!r} is already bound to another query: {old.promql}")
-            key = QueryKey(name, promql)
+            key = QueryKey(name, promql, key_label)
             self._keys[name] = key
         self.poller.require(key)
 
@@ -118,8 +133,34 @@ class MetricSource:
         vals, age = self.values(metric, snapshot)
         return vals, age <= self.max_age  # NaN age compares False
 
-    def _aligned(self, key: QueryKey, snapshot: Snapshot) -> tuple[FloatArray, FloatArray]:
+    def series(self, metric: str) -> Series | None:
+        """The last answer to `metric`'s query as polled (None before its first answer)."""
+        return self.poller.table.series.get(self._key(metric))
+
+    def requires(self, metric: str) -> bool:
+        return metric in self._keys
+
+    def wall(self) -> float:
+        return self._wall()
+
+    def view(self, snapshot: Snapshot) -> LoadView:
+        """The shared LoadView of `snapshot` as of the current table (see view.py): built once
+        per poll, fallback change and node layout, kept in the snapshot's cache."""
         table = self.poller.table
+        measured = not self.in_fallback
+        v: LoadView | None = snapshot.cache.get(self._view_key)
+        if v is None or not v.current(table, measured, snapshot):
+            v = snapshot.cache[self._view_key] = LoadView(self, snapshot, table, measured)
+        return v
+
+    def aligned(self, metric: str, snapshot: Snapshot, table: MetricsTable) -> tuple[FloatArray, FloatArray]:
+        """(value, sample timestamp) of `metric` in `table` per snapshot row; read-only."""
+        return self._aligned(self._key(metric), snapshot, table)
+
+    def _aligned(
+        self, key: QueryKey, snapshot: Snapshot, table: MetricsTable | None = None
+    ) -> tuple[FloatArray, FloatArray]:
+        table = self.poller.table if table is None else table
         entry: Any = snapshot.cache.get(self._aligned_key)
         if entry is None or entry[0] is not table:
             entry = (table, {})
@@ -147,25 +188,15 @@ class MetricSource:
         self.estimator.remove(pod.uid)
 
     def estimates(self, snapshot: Snapshot) -> Estimates:
-        """Load of pods reserved since their node's latest samples, per snapshot row."""
-        return self.estimator.totals(snapshot, self.poller.table.version, lambda: self._coverage(snapshot))
+        """Load of pods reserved since their node's latest samples, per snapshot row (copies)."""
+        rows = self.view(snapshot).estimates()
+        return Estimates(*(rows[:, c].copy() for c in (CPU_COL, MEMORY_COL, RX_COL, TX_COL)))
 
-    def _coverage(self, snapshot: Snapshot) -> Coverage:
-        n = len(snapshot)
+    def requested_bandwidth(self, snapshot: Snapshot, idx: IntArray) -> tuple[FloatArray, FloatArray]:
+        """(rx, tx) bytes/s of rows `idx` from the bandwidth annotations of the pods on each node.
 
-        def ts(metric: str) -> FloatArray:
-            key = self._keys.get(metric)
-            return self._aligned(key, snapshot)[1] if key is not None else np.full(n, np.nan)
-
-        # A network estimate ends when both directions have been sampled after it.
-        network = np.fmin(ts(NETWORK_RX), ts(NETWORK_TX))
-        return ts(CPU), ts(MEMORY), network
-
-    def requested_bandwidth(self, snapshot: Snapshot) -> tuple[FloatArray, FloatArray]:
-        """(rx, tx) bytes/s per row from the bandwidth annotations of the pods on each node.
-
-        The fallback when Prometheus is down.  Rows are recomputed only for nodes
-        whose NodeInfo changed since the last call (usually one per cycle).
+        The fallback when Prometheus is down.  Only the rows asked for are looked at, and
+        of those only nodes whose NodeInfo changed since the last call are summed again.
         """
         nodes = snapshot.nodes
         n = len(nodes)
@@ -175,7 +206,8 @@ class MetricSource:
             snapshot.cache[self._bandwidth_key] = cached
         seen, gens, counts, rx, tx = cached
         default = self.args.estimation.default_bandwidth_bytes
-        for i, node in enumerate(nodes):
+        for i in idx.tolist():
+            node = nodes[i]
             # The cache replaces a changed node's object; the other checks cover in-place edits.
             if seen[i] is node and gens[i] == node.generation and counts[i] == len(node.pods):
                 continue
@@ -185,7 +217,7 @@ class MetricSource:
                 r += pr
                 t += pt
             seen[i], gens[i], counts[i], rx[i], tx[i] = node, node.generation, len(node.pods), r, t
-        return rx.copy(), tx.copy()
+        return rx[idx], tx[idx]
 
 
 def _resolver(snapshot: Snapshot) -> NodeResolver:

@@ -3,7 +3,10 @@
 NetworkTraffic and LoadThreshold read network load through `network_load`,
 LoadAware and LoadThreshold read CPU/memory through `resource_usage`, so a
 node rejected for "cpu utilisation above 65%" is the node LoadAware scores
-low.  Each returns arrays over every snapshot row plus a `fresh` mask:
+low.  Both read the source's shared LoadView (view.py: derived once per
+sample and node layout) and return arrays over the rows asked for (the
+chunk a cycle filters, the nodes it scores; every row by default) plus a
+`fresh` mask:
 
 - measured (Prometheus answers): the polled value plus the estimator's load
   for pods reserved since the node's last sample; fresh = the node has a
@@ -14,8 +17,6 @@ low.  Each returns arrays over every snapshot row plus a `fresh` mask:
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,9 +30,9 @@ from netsched.framework.cluster_events import (
 from netsched.framework.extension_points import MAX_NODE_SCORE
 from netsched.framework.seams import Handle
 from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
-from netsched.metrics import queries as q
 from netsched.metrics.args import PrometheusArgs
 from netsched.metrics.source import MetricSource
+from netsched.metrics.view import NetworkLoad, Usage
 
 NEUTRAL_SCORE = MAX_NODE_SCORE / 2
 
@@ -40,28 +41,6 @@ METRICS_EVENTS = (
     ClusterEventWithHint(ClusterEvent(METRICS_POLLED, ActionType.ALL)),
     ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class NetworkLoad:
-    busy: FloatArray  # bytes/s of the busier direction (links are full duplex)
-    speed: FloatArray  # link speed bytes/s, NaN when unknown
-    fresh: BoolArray
-    measured: bool
-
-    def utilisation(self) -> FloatArray:
-        """busy / link speed; NaN where the link speed is unknown."""
-        known = np.isfinite(self.speed) & (self.speed > 0)
-        out = np.full(len(self.busy), np.nan)
-        np.divide(self.busy, self.speed, out=out, where=known)
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    utilisation: FloatArray  # 0..1 (may exceed 1 with estimates)
-    fresh: BoolArray
-    measured: bool
 
 
 def source_for(handle: Handle, args: PrometheusArgs, plugin: str) -> MetricSource:
@@ -75,58 +54,67 @@ def source_for(handle: Handle, args: PrometheusArgs, plugin: str) -> MetricSourc
     return src
 
 
-def network_load(src: MetricSource, snapshot: Snapshot) -> NetworkLoad:
-    speed, _ = src.values(q.LINK_SPEED, snapshot)  # a link speed does not go stale
-    n = len(snapshot)
-    if src.in_fallback:
-        rx, tx = src.requested_bandwidth(snapshot)
-        return NetworkLoad(np.fmax(rx, tx), speed, np.ones(n, dtype=bool), False)
-    rx, rx_ok = src.fresh(q.NETWORK_RX, snapshot)
-    tx, tx_ok = src.fresh(q.NETWORK_TX, snapshot)
-    est = src.estimates(snapshot)
-    return NetworkLoad(np.fmax(rx + est.rx, tx + est.tx), speed, rx_ok & tx_ok, True)
+def network_load(src: MetricSource, snapshot: Snapshot, idx: IntArray | None = None) -> NetworkLoad:
+    """Network load of rows `idx` (default: every row), from the source's shared LoadView."""
+    return src.view(snapshot).network(snapshot.all_rows if idx is None else idx)
 
 
 def cold_link_scores(src: MetricSource, snapshot: Snapshot, idx: IntArray) -> FloatArray:
     """Scores 0..100 of snapshot rows `idx`, inversely to link utilisation (NetworkTraffic's
     formula): busier direction / link speed, or relative to the busiest fresh row where a node
-    has no link speed; rows without fresh samples filled by fill_stale."""
-    net = network_load(src, snapshot)
-    busy, speed, fresh = net.busy[idx], net.speed[idx], net.fresh[idx]
+    has no link speed; rows without fresh samples filled by fill_stale.
+
+    A fresh row with a link speed scores on its own, whatever the other rows: those scores
+    are kept by the view between pods (`_own_link_scores`); only when `idx` holds another
+    kind of row is the whole formula run over `idx`."""
+    view = src.view(snapshot)
+    if view.measured:
+        own = view.per_row(_COLD_LINK, lambda rows: _own_link_scores(view.network(rows)), idx)
+        if own[:, 1].all():
+            return own[:, 0]
+    return _cold_link_scores(network_load(src, snapshot, idx), src.fail_closed)
+
+
+_COLD_LINK = "netsched.metrics/cold-link"
+
+
+def _own_link_scores(net: NetworkLoad) -> FloatArray:
+    """(score, 1.0 if the row scores on its own else 0.0) per row: the formula below for a
+    fresh row with a link speed, which reads nothing of the other rows."""
+    has_speed = np.isfinite(net.speed) & (net.speed > 0)
+    u = np.zeros(len(net.busy))
+    np.divide(net.busy, net.speed, out=u, where=has_speed)
+    cold = MAX_NODE_SCORE * (1.0 - _unit_clip(u))
+    return np.stack([cold, (has_speed & net.fresh).astype(np.float64)], axis=1)
+
+
+def _cold_link_scores(net: NetworkLoad, fail_closed: bool) -> FloatArray:
+    busy, speed, fresh = net.busy, net.speed, net.fresh
     has_speed = np.isfinite(speed) & (speed > 0)
     relative = fresh & ~has_speed
     ref = float(busy[relative].max()) if relative.any() else 0.0
-    u = np.zeros(len(idx))
+    u = np.zeros(len(busy))
     np.divide(busy, speed, out=u, where=has_speed)
     if ref > 0:
         np.divide(busy, ref, out=u, where=~has_speed)
-    cold = MAX_NODE_SCORE * (1.0 - np.clip(np.nan_to_num(u, nan=0.0), 0.0, 1.0))
-    return fill_stale(cold, fresh, src.fail_closed)
+    cold = MAX_NODE_SCORE * (1.0 - _unit_clip(u))
+    return fill_stale(cold, fresh, fail_closed)
 
 
-def resource_usage(src: MetricSource, snapshot: Snapshot, resources: tuple[str, ...]) -> dict[str, Usage]:
-    """CPU and/or memory utilisation per row (resources: netsched.metrics CPU / MEMORY)."""
-    n = len(snapshot)
-    out: dict[str, Usage] = {}
-    est = None if src.in_fallback else src.estimates(snapshot)
-    for res in resources:
-        # The metric names "cpu" and "memory" are also the node table's resource columns.
-        alloc = snapshot.allocatable[:, snapshot.col[res]].astype(np.float64)
-        if est is None:
-            requested = snapshot.nonzero_requested[:, 0 if res == q.CPU else 1].astype(np.float64)
-            out[res] = Usage(ratio(requested, alloc), np.ones(n, dtype=bool), False)
-            continue
-        value, ok = src.fresh(res, snapshot)
-        extra = est.cpu if res == q.CPU else est.memory
-        out[res] = Usage(value + ratio(extra, alloc), ok, True)
-    return out
+def resource_usage(
+    src: MetricSource, snapshot: Snapshot, resources: tuple[str, ...], idx: IntArray | None = None
+) -> dict[str, Usage]:
+    """CPU and/or memory utilisation of rows `idx` (default: every row; resources:
+    netsched.metrics CPU / MEMORY), from the source's shared LoadView."""
+    view = src.view(snapshot)
+    rows = snapshot.all_rows if idx is None else idx
+    return {res: view.usage(res, rows) for res in resources}
 
 
-def ratio(num: FloatArray, den: FloatArray) -> FloatArray:
-    """num / den, 0 where den is 0 (a node without allocatable is not ours to score)."""
-    out = np.zeros(len(num))
-    np.divide(num, den, out=out, where=den > 0)
-    return out
+def _unit_clip(u: FloatArray) -> FloatArray:
+    """u clipped to [0, 1], NaN (no sample: such rows are replaced by fill_stale) as 0.
+    (fmax drops NaN: one pass instead of nan_to_num's several.)"""
+    return np.minimum(np.fmax(u, 0.0), 1.0)
 
 
 def fill_stale(scores: FloatArray, fresh: BoolArray, fail_closed: bool) -> FloatArray:

@@ -38,6 +38,7 @@ from netsched.queue import ACTIVE, BACKOFF
 from netsched.simulate.gangs import PODGROUPS_KEY
 from netsched.simulate.model import LoadModel, Loads, SimulatedPrometheus, promql_index
 from netsched.simulate.scenario import Scenario
+from netsched.simulate.traffic import Shares, levels_of, shares
 from netsched.simulate.volumes import SimulatedPVController
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ class Run:
     wall_seconds: float = 0.0
     arrived_at: dict[str, float] = field(default_factory=dict)  # pod key -> simulated second created
     bound_at: dict[str, float] = field(default_factory=dict)  # pod key -> simulated second bound
+    traffic: Shares | None = None  # pair traffic crossing nodes and levels after placement
 
 
 class _Explainer:
@@ -198,6 +200,9 @@ def simulate(
     _drain(cluster, run, model, polls, move_to, now, cfg)
 
     run.after = model.loads(scenario.end)
+    if scenario.traffic:
+        levels = levels_of(scenario.nodes, scenario.levels)
+        run.traffic = shares(scenario.traffic, model.counts(), len(scenario.nodes), levels)
     # The scheduler writes pod conditions off its thread: the last ones must land before the
     # unscheduled pods' reasons are read from them.
     cluster.scheduler.shutdown()

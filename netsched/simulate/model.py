@@ -3,7 +3,9 @@
 Each node's true utilisation is its background (scenario `metrics:`) plus
 the load of the pods on it: network from the pods' bandwidth annotations
 (ingress adds to received, egress to transmitted bytes), CPU and memory as
-requests over allocatable.  The scheduler never reads this directly: a
+requests over allocatable, plus the flows between workloads (the scenario's
+`traffic:`, traffic.py) that cross the node's NIC under the current
+placement.  The scheduler never reads this directly: a
 `SimulatedPrometheus` answers the metrics pipeline's PromQL with it, at the
 moment of each poll, as node_exporter + Prometheus would:
 
@@ -12,6 +14,8 @@ moment of each poll, as node_exporter + Prometheus would:
   memory (a gauge) appears at once;
 - series carry the label the plugins' nodeMapping expects (`node=<name>` by
   default; `instance=<InternalIP>:9100` in instance mode);
+- the traffic graph's query is answered with one series per workload pair
+  whose two workloads both have running pods;
 - during an outage every query raises QueryError("unreachable"), as a
   connection refused would.
 
@@ -32,6 +36,7 @@ from netsched.framework.parse import parse_node, parse_pod
 from netsched.framework.quantity import CPU, MEMORY
 from netsched.framework.snapshot import FloatArray
 from netsched.framework.types import PodInfo
+from netsched.framework.workload import workload_key
 from netsched.metrics import (
     BUILTIN_METRICS,
     LINK_SPEED,
@@ -44,7 +49,9 @@ from netsched.metrics import (
 from netsched.metrics import CPU as CPU_METRIC
 from netsched.metrics import MEMORY as MEMORY_METRIC
 from netsched.metrics.args import BY_INSTANCE, ConnectionKey
+from netsched.metrics.traffic import PAIR_LABEL, TRAFFIC_PAIRS
 from netsched.simulate.scenario import Scenario
+from netsched.simulate.traffic import Counts, Pair, counts, measured_pairs, nic_load
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +82,7 @@ class LoadModel:
         self._rows: list[int] = []
         self._at: list[float] = []
         self._load: list[tuple[float, float, float, float]] = []
+        self._workloads: list[str] = []  # workload key of each placed pod ("" without traffic)
         for raw in scenario.existing_pods:
             pod = parse_pod(raw)
             self.place(pod, pod.node_name, float("-inf"))
@@ -89,6 +97,8 @@ class LoadModel:
         rx, tx = pod_bandwidth(pod, 0.0)  # no annotation: the pod moves no measurable traffic
         self._rows.append(row)
         self._at.append(at)
+        traffic = self.scenario.traffic
+        self._workloads.append(workload_key(pod, traffic.workload_label) if traffic else "")
         self._load.append((rx, tx, float(pod.requests.get(CPU, 0)), float(pod.requests.get(MEMORY, 0))))
 
     def pod_load(self) -> tuple[int, FloatArray]:
@@ -122,6 +132,10 @@ class LoadModel:
                 ramp = np.clip(since / window, 0.0, 1.0) if window > 0 else mem_on
             rx += np.bincount(rows, load[:, 0] * ramp, n)
             tx += np.bincount(rows, load[:, 1] * ramp, n)
+            if self.scenario.traffic:
+                flows = nic_load(self.scenario.traffic, self.counts(ramp), n)
+                rx += flows
+                tx += flows
             cpu_m += np.bincount(rows, load[:, 2] * ramp, n)
             mem_b += np.bincount(rows, load[:, 3] * mem_on, n)
         return Loads(
@@ -130,6 +144,20 @@ class LoadModel:
             memory=_ratio(mem_b, self.alloc_mem),
             rx=rx,
             tx=tx,
+        )
+
+    def counts(self, weights: FloatArray | None = None) -> Counts:
+        """Placed pods per workload per node; `weights` per placed pod (default 1: all running)."""
+        w = np.ones(len(self._rows)) if weights is None else np.broadcast_to(weights, (len(self._rows),))
+        return counts(self._workloads, self._rows, np.asarray(w, dtype=np.float64), len(self.names))
+
+    def pairs(self, t: float) -> list[tuple[Pair, float]]:
+        """The workload pairs the mesh reports at t: both workloads have a running pod."""
+        if not self.scenario.traffic or not self._rows:
+            return []
+        since = t - np.array(self._at) - self.scenario.timing.pod_start_seconds
+        return measured_pairs(
+            self.scenario.traffic, self.counts((since >= 0).astype(np.float64)), len(self.names)
         )
 
     def series(self, metric: str, t: float) -> FloatArray:
@@ -181,6 +209,8 @@ class SimulatedPrometheus:
         metric = self.metric_of(promql)
         if metric is None:
             return []  # a custom plugin's query: the simulation has no data for it
+        if metric == TRAFFIC_PAIRS:
+            return self._pairs(t)
         values = self.model.series(metric, t)
         mapping = self.conn.node_mapping
         by_instance = mapping.by == BY_INSTANCE
@@ -195,6 +225,15 @@ class SimulatedPrometheus:
             out.append({"metric": labels, "value": [wall, repr(float(v))]})
         return out
 
+    def _pairs(self, t: float) -> list[dict[str, Any]]:
+        wall = self.clock.wall()
+        out = []
+        for pair, rate in self.model.pairs(t):
+            (sns, _, sw), (dns, _, dw) = pair.a.partition("/"), pair.b.partition("/")
+            key = "|".join((sns, sw, dns, dw))
+            out.append({"metric": {PAIR_LABEL: key}, "value": [wall, repr(float(rate))]})
+        return out
+
     def close(self) -> None:
         return None
 
@@ -206,7 +245,7 @@ def promql_index(hub: MetricsHub) -> Callable[[str], str | None]:
     def lookup(promql: str) -> str | None:
         if promql not in known:
             for src in hub.sources:
-                for metric in BUILTIN_METRICS:
+                for metric in (*BUILTIN_METRICS, TRAFFIC_PAIRS):
                     try:
                         known[src.query(metric)] = metric
                     except KeyError:

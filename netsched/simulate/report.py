@@ -164,6 +164,8 @@ class Report:
         if self.scenario.pod_groups:
             parts.append(self._gangs())
         parts += [self._nodes(), self._spread()]
+        if self.scenario.traffic:
+            parts.append(self._traffic())
         return "\n\n".join(parts) + "\n"
 
     def _gangs(self) -> str:
@@ -269,6 +271,23 @@ class Report:
             head, rows
         )
 
+    def _traffic(self) -> str:
+        levels = list(self.scenario.levels)
+        head = ["PROFILE", "PAIR TRAFFIC", "CROSS-NODE", *(f"CROSS {lv.rsplit('/', 1)[-1]}" for lv in levels)]
+        rows = []
+        for r in self.runs:
+            t = r.traffic
+            if t is None:
+                continue
+            rows.append(
+                [r.label, _rate(t.total), _pct(t.cross_node), *(_pct(t.cross_level[lv]) for lv in levels)]
+            )
+        note = (
+            "Traffic between workloads after placement (the share of the pairs' bytes/s between placed "
+            "pods that crosses nodes, and that leaves each topology level's domain)"
+        )
+        return note + "\n" + table(head, rows)
+
     # ------------------------------------------------------------ JSON
 
     def to_dict(self) -> dict[str, Any]:
@@ -309,6 +328,7 @@ class Report:
             "maxPodsPerNode": max(counts.values(), default=0),
             "spread": {k: v.to_dict() for k, v in self.spread(run).items()},
             "podGroups": [g.to_dict() for g in self.gangs(run)],
+            "traffic": run.traffic.to_dict() if run.traffic is not None else None,
             "nodes": [
                 {
                     "name": name,

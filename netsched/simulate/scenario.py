@@ -11,6 +11,7 @@
     prometheus: {down: false, outages: [[30, 90]]}
     podGroups: [{count: 2, namePrefix: train, minMember: 4, pod: {cpu: "2"}}]   # gangs (gangs.py)
     volumes: {claimPerPod: {storageClass: fast, size: 10Gi}, storageClasses: [...]}
+    traffic: {pairs: [{source: web, destination: db, rate: 40Mbit}]}          # traffic.py
 
 Every section also takes the long forms (Kubernetes objects, generator
 mappings); netsched/simulate/README.md describes them all.  Decoding collects
@@ -31,6 +32,7 @@ from netsched.framework.fields import ErrorList, Fields, join
 from netsched.simulate.background import Background, decode_background
 from netsched.simulate.gangs import decode_pod_groups
 from netsched.simulate.generators import decode_nodes, decode_pods, node_names
+from netsched.simulate.traffic import Traffic, decode_traffic
 from netsched.simulate.units import shown
 from netsched.simulate.volumes import Volumes, decode_volumes, give_claims
 
@@ -70,6 +72,7 @@ class Scenario:
     seed: int = 1
     pod_groups: list[dict[str, Any]] = field(default_factory=list)  # PodGroup objects (gangs.py)
     levels: list[str] = field(default_factory=list)  # node topology labels generated, outer to inner
+    traffic: Traffic = field(default_factory=Traffic)  # workload pairs and their rates (traffic.py)
 
     @property
     def node_names(self) -> list[str]:
@@ -106,6 +109,7 @@ def load_scenario(text: str, label: str = "<string>", *, seed: int | None = None
     timing = _timing(f.sub("timing"))
     outages = _prometheus(f.sub("prometheus"))
     volumes = decode_volumes(f.sub("volumes"))
+    traffic = decode_traffic(f.sub("traffic"))
     if volumes.claim_per_pod is not None:
         volumes.objects.setdefault("persistentvolumeclaims", []).extend(
             give_claims(pods, volumes.claim_per_pod)
@@ -137,6 +141,7 @@ def load_scenario(text: str, label: str = "<string>", *, seed: int | None = None
         pod_groups=groups.objects,
         volumes=volumes,
         levels=nodes.levels,
+        traffic=traffic,
     )
 
 

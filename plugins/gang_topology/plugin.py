@@ -63,6 +63,8 @@ from netsched.metrics.plugin_api import (
     METRICS_EVENTS,
     NETWORK_RX,
     NETWORK_TX,
+    RX_COL,
+    TX_COL,
     FloatArray,
     MetricScorePlugin,
     cold_link_scores,
@@ -96,7 +98,6 @@ from .args import GangTopologyArgs
 
 # The simulation of a gang's members leaves these out: their PreFilters are about the gang.
 GANG_PLUGINS = (COSCHEDULING, GANG_TOPOLOGY)
-RX, TX = 2, 3  # pod_load's network columns
 
 
 class GangTopology(
@@ -201,7 +202,7 @@ class GangTopology(
 
         def bandwidth(member: PodInfo) -> float:
             load = pod_load(member, estimation)
-            return float(max(load[RX], load[TX]))
+            return float(max(load[RX_COL], load[TX_COL]))
 
         return LinkView(net.busy, net.speed, net.fresh, self.source.fail_closed, bandwidth, net.measured)
 

@@ -41,7 +41,6 @@ from netsched.metrics.plugin_api import (
     MetricSource,
     fill_stale,
     pod_load,
-    ratio,
     resource_usage,
     source_for,
     to_int_scores,
@@ -78,22 +77,40 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         return self.scores(pod, snapshot, idx)
 
     def scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
-        """Scores of snapshot rows `idx` for `pod` (see the module docstring)."""
-        usage = resource_usage(self.source, snapshot, tuple(self.weights))
-        incoming = pod_load(pod, self.source.args.estimation)
+        """Scores of snapshot rows `idx` for `pod` (see the module docstring).
+
+        Resources are columns: what the node carries (measured + estimated, or requested) over
+        allocatable, then the pod's own load over allocatable, in one pass for all of them."""
+        resources = tuple(self.weights)
+        view = self.source.view(snapshot)
+        if view.measured:
+            incoming = pod_load(pod, self.source.args.estimation)
+            amounts = [float(incoming[CPU_COL] if r == CPU else incoming[MEMORY_COL]) for r in resources]
+            # What the node carries does not depend on the pod: kept by the view between pods.
+            kept = view.per_row(self, lambda rows: self._carried(snapshot, rows), idx)
+            carried, fresh = kept[:, : len(resources)], kept[:, len(resources) :] > 0
+        else:
+            amounts = [float(pod.nonzero_cpu if r == CPU else pod.nonzero_memory) for r in resources]
+            carried = self._carried(snapshot, idx)[:, : len(resources)]
+            fresh = np.ones(carried.shape, dtype=bool)
+        cols = [snapshot.col[r] for r in resources]
+        alloc = snapshot.allocatable[idx][:, cols].astype(np.float64)
+        own = np.zeros(alloc.shape)
+        np.divide(np.array(amounts), alloc, out=own, where=alloc > 0)
+        # NaN: a stale row, replaced below; below 0 is idle for both curves.
+        curve = self._curve(np.fmax(carried + own, 0.0))
         total = np.zeros(len(idx))
-        for res, weight in self.weights.items():
-            use = usage[res]
-            col = snapshot.col[res]
-            alloc = snapshot.allocatable[idx, col].astype(np.float64)
-            if use.measured:
-                pod_amount = float(incoming[CPU_COL] if res == CPU else incoming[MEMORY_COL])
-            else:
-                pod_amount = float(pod.nonzero_cpu if res == CPU else pod.nonzero_memory)
-            u = use.utilisation[idx] + ratio(np.full(len(idx), pod_amount), alloc)
-            u = np.nan_to_num(u, nan=0.0)  # stale rows are replaced below
-            total += weight * fill_stale(self._curve(u), use.fresh[idx], self.source.fail_closed)
+        for j, weight in enumerate(self.weights.values()):
+            total += weight * fill_stale(curve[:, j], fresh[:, j], self.source.fail_closed)
         return to_int_scores(total / sum(self.weights.values()))
+
+    def _carried(self, snapshot: Snapshot, rows: IntArray) -> FloatArray:
+        """Per row: each resource's utilisation, then 1.0 / 0.0 for fresh / stale, by column."""
+        usage = resource_usage(self.source, snapshot, tuple(self.weights), rows)
+        return np.stack(
+            [u.utilisation for u in usage.values()] + [u.fresh.astype(np.float64) for u in usage.values()],
+            axis=1,
+        )
 
     def _curve(self, u: FloatArray) -> FloatArray:
         tlp = self.args.target_load_packing

@@ -93,6 +93,8 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
             for kind, pct in limits
             if pct > 0
         )
+        self._texts: dict[int, tuple[str, ...]] = {}
+        self._all_stale = sum(2 << (2 * i) for i in range(len(self.checks)))  # "no recent metrics" bits
         self.source = source_for(handle, self.args.prometheus, self.name)
         for c in self.checks:
             if c.kind == NETWORK:
@@ -110,7 +112,7 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
-        codes = self._bits(state, snapshot)[idx]
+        codes = self.source.view(snapshot).per_row(self, lambda rows: self.reason_bits(snapshot, rows), idx)
         rejected = codes != 0
         if not rejected.any():
             return []
@@ -122,18 +124,20 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         snapshot = self.handle.snapshot()
         row = snapshot.index.get(node.name)
         if row is None:  # a node this cycle knows nothing of: no metrics for it either
-            bits = sum(2 << (2 * i) for i in range(len(self.checks))) if self.source.fail_closed else 0
+            bits = self._all_stale if self.source.fail_closed else 0
         else:
             bits = int(self._bits(state, snapshot)[row])
         return Status(CODE, list(self._reasons(bits)), self.name) if bits else Status.success()
 
     def _bits(self, state: CycleState, snapshot: Snapshot) -> IntArray:
-        """reason_bits for every row, once per cycle (preemption calls filter() node by node)."""
+        """reason_bits for every row, read once per cycle: preemption calls filter() node by
+        node.  The verdict describes the node, not the pod, so the source's view keeps it
+        between pods and recomputes only rows whose estimates changed (filter_nodes too)."""
         cached = state.get(_STATE)
         if cached is not None and cached[0] is snapshot.index:
             bits: IntArray = cached[1]
             return bits
-        bits = self.reason_bits(snapshot, snapshot.all_rows)
+        bits = self.source.view(snapshot).per_row(self, lambda rows: self.reason_bits(snapshot, rows))
         state.write(_STATE, (snapshot.index, bits))
         return bits
 
@@ -141,15 +145,18 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         """Per row of `idx`: bit 2i = check i over its limit, bit 2i+1 = no fresh metrics for it."""
         out = np.zeros(len(idx), dtype=np.int64)
         fail_closed = self.source.fail_closed
+        if not self.source.view(snapshot).measured:
+            # Nothing measured is fresh: no check is over its limit, each is stale under failClosed.
+            return out | self._all_stale if fail_closed else out
         resources = tuple(c.kind for c in self.checks if c.kind != NETWORK)
-        usage = resource_usage(self.source, snapshot, resources) if resources else {}
+        usage = resource_usage(self.source, snapshot, resources, idx) if resources else {}
         for i, c in enumerate(self.checks):
             if c.kind == NETWORK:
-                net = network_load(self.source, snapshot)
-                u, fresh = net.utilisation()[idx], net.fresh[idx] & net.measured
+                net = network_load(self.source, snapshot, idx)
+                u, fresh = net.utilisation(), net.fresh & net.measured
             else:
                 use = usage[c.kind]
-                u, fresh = use.utilisation[idx], use.fresh[idx] & use.measured
+                u, fresh = use.utilisation, use.fresh & use.measured
             over = fresh & (u > c.limit)  # NaN (no link speed) compares False
             out |= over.astype(np.int64) << (2 * i)
             if fail_closed:
@@ -157,6 +164,13 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         return out
 
     def _reasons(self, bits: int) -> tuple[str, ...]:
+        """The texts of a reason-bits value, built the first time a node is rejected with it."""
+        got = self._texts.get(bits)
+        if got is None:
+            got = self._texts[bits] = self._build_reasons(bits)
+        return got
+
+    def _build_reasons(self, bits: int) -> tuple[str, ...]:
         out = []
         for i, c in enumerate(self.checks):
             if bits & (1 << (2 * i)):

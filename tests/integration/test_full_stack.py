@@ -97,6 +97,7 @@ def stack(tmp_path: Path) -> Iterator[tuple[FakeAPIServer, PrometheusServer, Sch
             assert app.start_informers(sync_timeout=10)
             app.start_background()
             app.start_scheduling()
+            assert app.hub.wait_polled(timeout=10)  # the first poll runs beside the loop
             yield server, prom, app
         finally:
             if app is not None:

@@ -204,6 +204,8 @@ def test_dashboards_cover_the_metrics_operators_need() -> None:
         "netsched_shadow_placements_total",
         "netsched_config_reloads_total",
         "netsched_events_dropped_total",
+        "netsched_traffic_cross_node_ratio",
+        "netsched_traffic_cross_level_ratio",
     ):
         assert metric in text, metric
     assert "stddev(" in text and "histogram_quantile(" in text
@@ -372,6 +374,8 @@ profiles:
       - name: LoadAware
         weight: 3
       - name: LoadThreshold
+      - name: TrafficAffinity
+        weight: 5
   pluginConfig:
   - name: NetworkTraffic
     args:
@@ -384,6 +388,9 @@ profiles:
         estimation:
           coverMarginSeconds: 2
   - name: LoadAware
+    args:
+      prometheus: *live
+  - name: TrafficAffinity
     args:
       prometheus: *live
   - name: LoadThreshold
@@ -404,6 +411,9 @@ profiles:
         maxSampleAgeSeconds: 5
         rateWindow: {rate_window}s
   - name: LoadAware
+    args:
+      prometheus: *dead
+  - name: TrafficAffinity
     args:
       prometheus: *dead
   - name: LoadThreshold

@@ -13,6 +13,7 @@ from netsched.framework import PluginArgs
 from netsched.plugins.load_aware import LoadAwareArgs
 from netsched.plugins.load_threshold import LoadThresholdArgs
 from netsched.plugins.network_traffic import NetworkTrafficArgs
+from netsched.plugins.traffic_affinity import TrafficAffinityArgs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
         ("network_traffic", "NetworkTraffic", NetworkTrafficArgs),
         ("load_aware", "LoadAware", LoadAwareArgs),
         ("load_threshold", "LoadThreshold", LoadThresholdArgs),
+        ("traffic_affinity", "TrafficAffinity", TrafficAffinityArgs),
     ],
 )
 def test_readme_example_loads_and_validates(folder: str, name: str, args_type: type[PluginArgs]) -> None:

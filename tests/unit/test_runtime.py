@@ -22,6 +22,7 @@ from netsched.framework import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    Rejection,
     ReservePlugin,
     ScorePlugin,
 )
@@ -420,6 +421,41 @@ def test_rotating_start_index_spreads_evaluation() -> None:
         assert len(feasible) == 100 and evaluated == 100
         firsts.append(int(feasible[0]))
     assert firsts == [0, 100, 200]
+
+
+class RejectTenthCounting(FilterPlugin):
+    """Rejects every tenth node; counts the filter passes (chunks) it is called for."""
+
+    name = "RejectTenth"
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        super().__init__(args, handle)
+        self.chunks = 0
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: Any) -> list[Rejection]:
+        self.chunks += 1
+        return [Rejection(idx % 10 == 9, ("node(s) were tenth",))]
+
+
+def test_chunks_follow_the_pass_rate_and_never_change_what_is_found() -> None:
+    """The first search filters `want` nodes, falls short (a tenth rejected) and filters a
+    small second chunk, not a doubled one; the next search sizes its first chunk by that pass
+    rate and needs one.  Found nodes and the next start are kube's either way."""
+    fwk = build_framework([RejectTenthCounting], percentage_of_nodes_to_score=10)
+    plugin = fwk.plugins["RejectTenth"]
+    search = NodeSearch(fwk)
+    snap = Snapshot.of(node_infos([make_node(f"n{i:04d}") for i in range(2000)]))
+    pod = make_pod("p").info()
+    expected_start = 0
+    for chunks in (2, 1, 1):
+        diag = Diagnosis(len(snap), np.zeros(len(snap), dtype=np.int8))
+        before = plugin.chunks
+        feasible, evaluated = search.find_feasible(CycleState(), pod, snap, None, diag)
+        assert plugin.chunks - before == chunks
+        rows = [r for r in range(expected_start, expected_start + 300) if r % 10 != 9][:200]
+        assert feasible.tolist() == rows
+        assert evaluated == rows[-1] + 1 - expected_start
+        expected_start = rows[-1] + 1
 
 
 def test_plugin_exception_becomes_error_with_plugin_name() -> None:

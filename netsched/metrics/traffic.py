@@ -1,0 +1,202 @@
+"""The traffic graph: bytes/s between workload pairs, from one query per poll.
+
+Service meshes and CNI observability export traffic per (source workload,
+destination workload) pair.  The graph source asks Prometheus once per poll
+for all pairs together (the number of queries never depends on nodes or
+pods), through the same poller and cache as the per-node metrics, so it
+ages, fails and falls back like them.  The query joins the four pair labels
+into one (`label_join` into `netsched_pair`), so the cache keys its series
+by pair as it keys the others by node.
+
+Presets (`traffic.preset`):
+- `istio` (default): TCP sent/received bytes plus HTTP request/response bytes,
+  `reporter="source"`, as rate over `rateWindow`, summed by source_workload,
+  source_workload_namespace, destination_workload, destination_workload_namespace;
+- `hubble`: flows per pair (`hubble_flows_processed_total` with the workload
+  label context) times `bytesPerFlow`;
+- `custom`: `query` (any PromQL returning the four labels; `labels` names them).
+
+Both directions of a pair add up to one undirected edge weight.  The graph
+is used only while its sample is fresh (maxSampleAgeSeconds): stale edges say
+nothing about today's traffic, so under either stalePolicy a stale graph is
+empty and the plugins reading it fall back to declared edges or stay inert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from netsched.framework.fields import Fields, join
+from netsched.metrics.args import LABEL_NAME
+from netsched.metrics.cache import Series
+
+TRAFFIC_PAIRS = "traffic_pairs"  # the metric name the graph's query is polled under
+PAIR_LABEL = "netsched_pair"
+_SEP = "|"  # never part of a namespace or workload name
+ISTIO, HUBBLE, CUSTOM = "istio", "hubble", "custom"
+PRESETS = (ISTIO, HUBBLE, CUSTOM)
+DEFAULT_BYTES_PER_FLOW = 16384.0
+# Names a mesh gives a peer it could not identify: no workload to place next to.
+UNKNOWN_WORKLOADS = frozenset({"unknown", ""})
+
+_ISTIO_METRICS = "istio_tcp_sent_bytes_total|istio_tcp_received_bytes_total|istio_request_bytes_sum|istio_response_bytes_sum"
+
+
+@dataclass(frozen=True, slots=True)
+class PairLabels:
+    """The label names of one pair's four parts."""
+
+    source_workload: str
+    source_namespace: str
+    destination_workload: str
+    destination_namespace: str
+
+    def ordered(self) -> tuple[str, str, str, str]:
+        return (
+            self.source_namespace,
+            self.source_workload,
+            self.destination_namespace,
+            self.destination_workload,
+        )
+
+
+ISTIO_LABELS = PairLabels(
+    "source_workload", "source_workload_namespace", "destination_workload", "destination_workload_namespace"
+)
+HUBBLE_LABELS = PairLabels(
+    "source_workload", "source_namespace", "destination_workload", "destination_namespace"
+)
+_LABEL_FIELDS = ("sourceWorkload", "sourceNamespace", "destinationWorkload", "destinationNamespace")
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficArgs:
+    """The `traffic:` block: where the pair traffic comes from."""
+
+    preset: str = ISTIO
+    query: str = ""  # custom only
+    labels: PairLabels = field(default_factory=lambda: ISTIO_LABELS)
+    bytes_per_flow: float = DEFAULT_BYTES_PER_FLOW  # hubble only
+
+    @classmethod
+    def decode(cls, f: Fields) -> Self:
+        preset = f.str("preset", ISTIO, choices=PRESETS)
+        query = f.str("query", "").strip()
+        if preset == CUSTOM and not query:
+            f.errs.required(join(f.path, "query"), "PromQL returning bytes/s per workload pair")
+        elif preset != CUSTOM and query:
+            f.errs.forbidden(join(f.path, "query"), f"only with preset {CUSTOM}")
+        bytes_per_flow = f.float("bytesPerFlow", DEFAULT_BYTES_PER_FLOW, min=1.0)
+        if f.has("bytesPerFlow") and preset != HUBBLE:
+            f.errs.forbidden(join(f.path, "bytesPerFlow"), f"only with preset {HUBBLE}")
+        labels = _labels(f.sub("labels"), HUBBLE_LABELS if preset == HUBBLE else ISTIO_LABELS)
+        f.finish()
+        return cls(preset, query, labels, bytes_per_flow)
+
+    def encode(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"preset": self.preset}
+        if self.query:
+            out["query"] = self.query
+        if self.preset == HUBBLE:
+            out["bytesPerFlow"] = self.bytes_per_flow
+        out["labels"] = dict(zip(_LABEL_FIELDS, _values(self.labels), strict=True))
+        return out
+
+    def promql(self) -> str:
+        """The one query per poll: bytes/s per pair, keyed by PAIR_LABEL ($window is substituted later)."""
+        by = ", ".join(self.labels.ordered())
+        if self.preset == ISTIO:
+            inner = f'sum by ({by}) (rate({{__name__=~"{_ISTIO_METRICS}", reporter="source"}}[$window]))'
+        elif self.preset == HUBBLE:
+            inner = f"sum by ({by}) (rate(hubble_flows_processed_total[$window])) * {self.bytes_per_flow:g}"
+        else:
+            inner = self.query
+        parts = ", ".join(f'"{label}"' for label in self.labels.ordered())
+        return f'label_join({inner}, "{PAIR_LABEL}", "{_SEP}", {parts})'
+
+
+def _values(labels: PairLabels) -> tuple[str, str, str, str]:
+    return (
+        labels.source_workload,
+        labels.source_namespace,
+        labels.destination_workload,
+        labels.destination_namespace,
+    )
+
+
+def _labels(f: Fields, default: PairLabels) -> PairLabels:
+    got = []
+    for key, d in zip(_LABEL_FIELDS, _values(default), strict=True):
+        value = f.str(key, d)
+        if not LABEL_NAME.match(value):
+            f.errs.invalid(
+                join(f.path, key), value, "must be a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)"
+            )
+            value = d
+        got.append(value)
+    f.finish()
+    return PairLabels(*got)
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficGraph:
+    """Undirected edges between workload keys ("namespace/name"), bytes/s both ways together."""
+
+    edges: Mapping[str, Mapping[str, float]]
+    sampled_at: float = 0.0  # wall time of the sample (0: none)
+    pairs: int = 0  # usable pair series
+    dropped: int = 0  # pair series naming no workload
+
+    @classmethod
+    def empty(cls) -> TrafficGraph:
+        return cls({})
+
+    def of(self, workload: str) -> Mapping[str, float]:
+        return self.edges.get(workload, {})
+
+    def total(self) -> float:
+        """Sum of all edge weights, each edge once."""
+        twice = sum(r for peers in self.edges.values() for r in peers.values())
+        loops = sum(peers.get(w, 0.0) for w, peers in self.edges.items())
+        return (twice + loops) / 2
+
+
+def build_graph(series: Series) -> TrafficGraph:
+    """Edges from one polled answer (keys "src_ns|src|dst_ns|dst")."""
+    edges: dict[str, dict[str, float]] = {}
+    dropped = 0
+    for key, rate in zip(series.keys, series.values.tolist(), strict=True):
+        parts = key.split(_SEP)
+        if len(parts) != 4 or parts[1] in UNKNOWN_WORKLOADS or parts[3] in UNKNOWN_WORKLOADS:
+            dropped += 1
+            continue
+        a, b = f"{parts[0]}/{parts[1]}", f"{parts[2]}/{parts[3]}"
+        if rate <= 0:
+            continue
+        edges.setdefault(a, {})
+        edges[a][b] = edges[a].get(b, 0.0) + rate
+        if a != b:
+            edges.setdefault(b, {})
+            edges[b][a] = edges[b].get(a, 0.0) + rate
+    sampled = float(series.timestamps.min()) if len(series.timestamps) else 0.0
+    return TrafficGraph(edges, sampled, len(series.keys) - dropped, dropped)
+
+
+class GraphReader:
+    """The fresh graph of one source: rebuilt once per polled answer, empty when stale."""
+
+    def __init__(self, max_age: float) -> None:
+        self._max_age = max_age
+        self._series: Series | None = None
+        self._graph = TrafficGraph.empty()
+
+    def read(self, series: Series | None, now: float) -> TrafficGraph:
+        if series is None:
+            return TrafficGraph.empty()
+        if series is not self._series:
+            self._graph, self._series = build_graph(series), series
+        if not self._graph.pairs or now - self._graph.sampled_at > self._max_age:
+            return TrafficGraph.empty()
+        return self._graph

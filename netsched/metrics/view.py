@@ -1,0 +1,277 @@
+"""The read side of the metrics cache: what a sample says about the nodes, derived once.
+
+Every metric plugin of every profile reads one source's nodes through a
+LoadView (`source.view(snapshot)`).  A view is built at most once per
+(metrics table, fallback state, snapshot layout) and kept in the snapshot's
+cache, so the per-node work a sample implies (aligning series with rows,
+freshness masks, the fallback decision) is done once per poll, not once per
+pod and plugin.  What changes between two polls is kept current in place:
+the estimator's per-row totals (updated O(1) at reserve / unreserve) and the
+freshness masks (recomputed only when a sample actually ages out).
+
+Per pod, a plugin asks for the rows its cycle looks at (`idx`: the chunk
+being filtered, the feasible nodes being scored) and gets those rows only,
+so the load-aware profile costs what the default profile costs: work over
+the nodes the cycle considers, not over the whole cluster.
+
+Not every reading is a node column: `derived(name, build)` memoises any value
+computed from the view's table (e.g. a graph of workload pairs), once per
+sample generation, for every plugin that asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
+from netsched.metrics.cache import MetricsTable
+from netsched.metrics.estimation import CPU_COL, MEMORY_COL, RX_COL, TX_COL, Coverage
+from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
+
+T = TypeVar("T")
+
+
+class _Rows(Protocol):
+    def rows(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> FloatArray: ...
+    def changes(self, since: int) -> tuple[int, IntArray | None]: ...
+
+
+class Source(Protocol):
+    """What a view reads of its MetricSource (source.py builds views; this avoids the cycle)."""
+
+    @property
+    def fail_closed(self) -> bool: ...
+    @property
+    def max_age(self) -> float: ...
+    @property
+    def estimator(self) -> _Rows: ...
+    def wall(self) -> float: ...
+    def requires(self, metric: str) -> bool: ...
+    def aligned(
+        self, metric: str, snapshot: Snapshot, table: MetricsTable
+    ) -> tuple[FloatArray, FloatArray]: ...
+    def requested_bandwidth(self, snapshot: Snapshot, idx: IntArray) -> tuple[FloatArray, FloatArray]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkLoad:
+    """Network load of the rows asked for (arrays in the order of `idx`)."""
+
+    busy: FloatArray  # bytes/s of the busier direction (links are full duplex)
+    speed: FloatArray  # link speed bytes/s, NaN when unknown
+    fresh: BoolArray
+    measured: bool
+
+    def utilisation(self) -> FloatArray:
+        """busy / link speed; NaN where the link speed is unknown."""
+        known = np.isfinite(self.speed) & (self.speed > 0)
+        out = np.full(len(self.busy), np.nan)
+        np.divide(self.busy, self.speed, out=out, where=known)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """CPU or memory utilisation of the rows asked for (0..1, may exceed 1 with estimates)."""
+
+    utilisation: FloatArray
+    fresh: BoolArray
+    measured: bool
+
+
+class LoadView:
+    """One source's readings of one snapshot layout as of one metrics table."""
+
+    __slots__ = (
+        "measured",
+        "table",
+        "_src",
+        "_snapshot",
+        "_values",
+        "_stamps",
+        "_fresh",
+        "_fresh_epoch",
+        "_derived",
+        "_per_row",
+    )
+
+    def __init__(self, src: Source, snapshot: Snapshot, table: MetricsTable, measured: bool) -> None:
+        self.measured = measured  # False: fallback, readings come from requests
+        self.table = table
+        self._src = src
+        self._snapshot = snapshot
+        self._values: dict[str, FloatArray] = {}
+        self._stamps: dict[str, FloatArray] = {}
+        # metric -> (mask, wall time it was computed at, oldest fresh stamp)
+        self._fresh: dict[str, tuple[BoolArray, float, float]] = {}
+        self._fresh_epoch = 0  # bumped whenever a freshness mask is recomputed
+        self._derived: dict[str, Any] = {}
+        self._per_row: dict[Hashable, _Kept] = {}
+
+    @property
+    def fail_closed(self) -> bool:
+        return self._src.fail_closed
+
+    def current(self, table: MetricsTable, measured: bool, snapshot: Snapshot) -> bool:
+        """Still the view of this table, fallback state and snapshot."""
+        return table is self.table and measured == self.measured and snapshot is self._snapshot
+
+    # ------------------------------------------------------------ per-row columns (all rows)
+
+    def value(self, metric: str) -> FloatArray:
+        """The polled value per snapshot row (NaN: no sample); read-only, shared."""
+        got = self._values.get(metric)
+        if got is None:
+            got, self._stamps[metric] = self._src.aligned(metric, self._snapshot, self.table)
+            self._values[metric] = got
+        return got
+
+    def stamps(self, metric: str) -> FloatArray:
+        """Sample timestamp per snapshot row (NaN: no sample); read-only, shared."""
+        if metric not in self._stamps:
+            self.value(metric)
+        return self._stamps[metric]
+
+    def fresh(self, metric: str) -> BoolArray:
+        """Rows whose sample is no older than maxSampleAgeSeconds, now.
+
+        Recomputed only when the clock went back or the oldest fresh sample aged
+        out since the last call: as time goes forward no stale row turns fresh.
+        """
+        now = self._src.wall()
+        max_age = self._src.max_age
+        got = self._fresh.get(metric)
+        if got is not None and got[1] <= now and now - got[2] <= max_age:
+            return got[0]
+        ts = self.stamps(metric)
+        mask = (now - ts) <= max_age  # NaN (no sample) compares False
+        oldest = float(ts[mask].min()) if mask.any() else float("inf")
+        mask.flags.writeable = False
+        self._fresh[metric] = (mask, now, oldest)
+        self._fresh_epoch += 1
+        return mask
+
+    def estimates(self) -> FloatArray:
+        """Estimated load of pods reserved since their node's samples: (rows, 4) with the
+        estimation module's CPU_COL, MEMORY_COL, RX_COL, TX_COL; live and read-only."""
+        return self._src.estimator.rows(self._snapshot, self.table.version, self._coverage)
+
+    def _coverage(self) -> Coverage:
+        n = len(self._snapshot)
+
+        def ts(metric: str) -> FloatArray:
+            return self.stamps(metric) if self._src.requires(metric) else np.full(n, np.nan)
+
+        # A network estimate ends when both directions have been sampled after it.
+        return ts(CPU), ts(MEMORY), np.fmin(ts(NETWORK_RX), ts(NETWORK_TX))
+
+    # ------------------------------------------------------------ per pod: the rows a cycle looks at
+
+    def network(self, idx: IntArray) -> NetworkLoad:
+        """Network load of rows `idx`: measured + estimated, or requested bandwidth in fallback."""
+        speed = self.value(LINK_SPEED)[idx]  # a link speed does not go stale
+        if not self.measured:
+            rx, tx = self._src.requested_bandwidth(self._snapshot, idx)
+            return NetworkLoad(np.fmax(rx, tx), speed, np.ones(len(idx), dtype=bool), False)
+        est = self.estimates()
+        busy = np.fmax(
+            self.value(NETWORK_RX)[idx] + est[idx, RX_COL], self.value(NETWORK_TX)[idx] + est[idx, TX_COL]
+        )
+        fresh = self.fresh(NETWORK_RX)[idx] & self.fresh(NETWORK_TX)[idx]
+        return NetworkLoad(busy, speed, fresh, True)
+
+    def usage(self, resource: str, idx: IntArray) -> Usage:
+        """CPU or memory (netsched.metrics CPU / MEMORY) utilisation of rows `idx`."""
+        snapshot = self._snapshot
+        # The metric names "cpu" and "memory" are also the node table's resource columns.
+        alloc = snapshot.allocatable[idx, snapshot.col[resource]].astype(np.float64)
+        col = CPU_COL if resource == CPU else MEMORY_COL
+        if not self.measured:
+            requested = snapshot.nonzero_requested[idx, col].astype(np.float64)
+            return Usage(ratio(requested, alloc), np.ones(len(idx), dtype=bool), False)
+        extra = self.estimates()[idx, col]
+        return Usage(self.value(resource)[idx] + ratio(extra, alloc), self.fresh(resource)[idx], True)
+
+    # ------------------------------------------------------------ per-row results kept between pods
+
+    def per_row(
+        self, key: Hashable, compute: Callable[[IntArray], NDArray[Any]], idx: IntArray | None = None
+    ) -> NDArray[Any]:
+        """`compute(rows)` for rows `idx` (default: every row, read-only), kept for the view's
+        life.  For a result that does not depend on the pod (a filter's verdict, a
+        pod-independent score); `compute` must be elementwise (row i's result reads only row i).
+
+        Kept up to date lazily: a row whose estimates changed is marked, and the marked rows
+        are recomputed together when a call asks for one of them (a search's chunks rotate
+        over the nodes, so the node the last pod went to is seldom in the next pod's chunk);
+        everything is recomputed after a sample ages out or an allocatable changes.  Not kept
+        in fallback, where readings come from requests that change with every bind."""
+        snapshot = self._snapshot
+        if not self.measured:
+            return compute(snapshot.all_rows if idx is None else idx)
+        kept = self._current(key)
+        if kept is None:
+            gen, _ = self._src.estimator.changes(0)
+            result = np.array(compute(snapshot.all_rows))
+            kept = _Kept(
+                result,
+                np.zeros(len(result), dtype=bool),
+                gen,
+                self._fresh_epoch,
+                snapshot.allocatable_version,
+            )
+            self._per_row[key] = kept
+        else:
+            gen, changed = self._src.estimator.changes(kept.gen)
+            kept.dirty[snapshot.all_rows if changed is None else changed] = True
+            kept.gen = gen
+            if kept.dirty.any() if idx is None else kept.dirty[idx].any():
+                rows = np.flatnonzero(kept.dirty)
+                kept.result[rows] = compute(rows)
+                kept.dirty[rows] = False
+        if idx is not None:
+            return kept.result[idx]
+        out = kept.result.view()
+        out.flags.writeable = False
+        return out
+
+    def _current(self, key: Hashable) -> _Kept | None:
+        """The kept result for `key`, None when it must be computed afresh."""
+        self.estimates()  # expire and cover estimates first: they are part of the result
+        for metric in tuple(self._fresh):
+            self.fresh(metric)  # re-validates; recomputes a mask only when a sample aged out
+        kept = self._per_row.get(key)
+        if kept is None or kept.fresh_epoch != self._fresh_epoch:
+            return None
+        return kept if kept.allocatable_version == self._snapshot.allocatable_version else None
+
+    # ------------------------------------------------------------ anything else a sample implies
+
+    def derived(self, name: str, build: Callable[[LoadView], T]) -> T:
+        """`build(self)` once per view (sample generation, fallback state, layout), shared by
+        every plugin asking for `name` (e.g. a traffic graph read from `self.table`)."""
+        if name not in self._derived:
+            self._derived[name] = build(self)
+        got: T = self._derived[name]
+        return got
+
+
+@dataclass(slots=True)
+class _Kept:
+    result: NDArray[Any]
+    dirty: BoolArray  # rows whose estimates changed since their result was computed
+    gen: int  # estimator generation `dirty` reflects
+    fresh_epoch: int
+    allocatable_version: int
+
+
+def ratio(num: FloatArray, den: FloatArray) -> FloatArray:
+    """num / den, 0 where den is 0 (a node without allocatable is not ours to score)."""
+    out = np.zeros(len(num))
+    np.divide(num, den, out=out, where=den > 0)
+    return out

@@ -1,0 +1,245 @@
+"""TrafficAffinity: place a pod next to the pods its workload talks to.
+
+PreScore: the pod's workload edges (measured, else declared: the pod's
+annotation and its scheduler-plugins AppGroup), each edge's
+rate shared among the peer workload's placed pods, and every candidate's
+cost = sum of rate x distance to each peer's node (cost.py).  A pod with no
+known edge, or whose peers are not placed yet, makes the plugin Skip: its
+score is then left out and the profile places exactly as without it.
+
+Score: the cost in bytes/s x distance (what /debug/explain shows as the raw
+score).  NormalizeScore: min-max inverted, the cheapest candidate 100.
+The pod's explanation gets a section (explain.py): its top edges, the peers'
+nodes and the cheapest candidates.
+
+Reserve/Unreserve are not needed: the peers are read from the snapshot, which
+holds assumed pods.  Link headroom stays with LoadThreshold and NetworkTraffic; this
+plugin only tells them how much of a new pod's traffic leaves its node (the
+estimator's bandwidth hint: the workload's measured per-pod traffic minus the
+part exchanged with peers on the same node).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from netsched.framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    IntArray,
+    NodeInfo,
+    PodInfo,
+    PreScorePlugin,
+    ScorePlugin,
+    Snapshot,
+    Status,
+    label_codes,
+    names,
+    workload_key,
+)
+from netsched.metrics.plugin_api import (
+    PAIR_LABEL,
+    TRAFFIC_PAIRS,
+    GraphReader,
+    TrafficGraph,
+    source_for,
+)
+
+from .appgroup import APPGROUP_LABEL, APPGROUPS_KEY, appgroup_edges
+from .args import TrafficAffinityArgs
+from .cost import invert, traffic_costs
+from .declared import DeclaredEdgesError, declared_edges
+from .explain import TrafficNote
+from .placed import Peers, PeerWeights, WorkloadIndex, local_weight
+from .shares import NODE_LEVEL, cross_shares
+
+MEASURED, DECLARED = "measured", "declared"
+_WORKLOAD_INDEX = "traffic-affinity/workload/"  # + the workload label: pods by workload key
+_REPORTED_MAX = 4096  # pods whose malformed annotation was reported (an Event once per pod)
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficCosts:
+    """One pod's costs over the snapshot rows of its cycle, and what they came from."""
+
+    index: Mapping[str, int]
+    rows: IntArray  # cost per snapshot row (candidates only)
+    workload: str
+    origin: str  # MEASURED or DECLARED
+    edges: Mapping[str, float]
+    peers: Peers
+
+
+class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAffinityArgs]):
+    name = names.TRAFFIC_AFFINITY
+
+    def __init__(self, args: TrafficAffinityArgs | None, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.source = source_for(handle, self.args.prometheus, self.name)
+        self.source.require_keyed_query(TRAFFIC_PAIRS, self.args.traffic.promql(), PAIR_LABEL)
+        self._reader = GraphReader(self.source.max_age)
+        self._distances = self.args.level_distances
+        self._placed = WorkloadIndex(self.args.workload_label)
+        self._weights = PeerWeights()
+        self._lock = threading.Lock()  # explain and the estimator's hint read from other threads
+        self._reported: set[str] = set()
+        self._last: tuple[str, str, Mapping[str, float]] = ("", "", {})  # pod uid, workload, measured edges
+        self.source.estimator.bandwidth_hint = self.pod_bandwidth
+        self._publish_shares()
+
+    @property
+    def _key(self) -> str:
+        return f"{self.name}/costs"
+
+    # ------------------------------------------------------------ edges
+
+    def graph(self) -> TrafficGraph:
+        """The measured graph, empty while stale or never polled."""
+        with self._lock:
+            return self._reader.read(self.source.series(TRAFFIC_PAIRS), self.handle.clock.wall())
+
+    def edges(self, pod: PodInfo) -> tuple[str, str, Mapping[str, float]]:
+        """(workload, origin, peer -> bytes/s): measured edges win over declared ones."""
+        workload = workload_key(pod, self.args.workload_label)
+        measured = self.graph().of(workload)
+        self._last = (pod.uid, workload, measured)  # Reserve's bandwidth hint asks again
+        if measured:
+            return workload, MEASURED, measured
+        try:
+            declared = declared_edges(pod)
+        except DeclaredEdgesError as e:
+            self._report(pod, str(e))
+            declared = {}
+        group = pod.labels.get(APPGROUP_LABEL)
+        if group:  # scheduler-plugins' AppGroup, when the CRD is installed; the annotation wins
+            appgroup = self.handle.objects.get(APPGROUPS_KEY, pod.namespace, group)
+            declared = {**appgroup_edges(pod, appgroup), **declared}
+        return workload, DECLARED, declared
+
+    def _report(self, pod: PodInfo, message: str) -> None:
+        if pod.uid in self._reported:
+            return
+        if len(self._reported) >= _REPORTED_MAX:
+            self._reported.clear()
+        self._reported.add(pod.uid)
+        self.handle.events.event(pod, "Warning", "InvalidTrafficPeers", "Scheduling", message)
+
+    # ------------------------------------------------------------ scoring
+
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
+        got = self.costs(state, pod, snapshot, idx)
+        if got is None:
+            return Status.skip()
+        state.write(self._key, got)
+        state.note(self.name, self._note(got, snapshot, idx))
+        return Status.success()
+
+    def _note(self, got: TrafficCosts, snapshot: Snapshot, idx: IntArray) -> TrafficNote:
+        """The explain section, computed only if an explanation reads it (right after this
+        cycle's scoring: it reads the placed pods and nodes as they are then)."""
+        return TrafficNote(
+            got.workload, got.origin, got.edges, self._placed.rows, snapshot.nodes, idx, got.rows
+        )
+
+    def costs(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
+    ) -> TrafficCosts | None:
+        """The pod's costs over rows `idx`, or None when nothing is known (the plugin is inert)."""
+        workload, origin, edges = self.edges(pod)
+        if not edges:
+            return None
+        with self._lock:
+            self._placed.sync(snapshot)
+            peers = self._weights.of(self._placed, workload, edges, len(snapshot))
+        if peers.total <= 0:
+            return None
+        levels = [label_codes(snapshot, key) for key in reversed(self.args.levels)]
+        cost = traffic_costs(peers, idx, levels, self._distances)
+        rows = np.zeros(len(snapshot), dtype=np.int64)
+        rows[idx] = np.rint(cost).astype(np.int64)
+        return TrafficCosts(snapshot.index, rows, workload, origin, edges, peers)
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        got: TrafficCosts = state.read(self._key)
+        return got.rows[idx]
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        got: TrafficCosts = state.read(self._key)
+        row = got.index.get(node.name)
+        return int(got.rows[row]) if row is not None else int(got.rows.max(initial=0))
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
+        scores[:] = invert(scores.astype(np.float64), MAX_NODE_SCORE)
+
+    # ------------------------------------------------------------ /metrics: what crosses nodes and levels
+
+    def _publish_shares(self) -> None:
+        """Keep the cross-node / cross-level shares current on /metrics (when observed)."""
+        m = self.handle.plugin_metrics
+        if m is None:
+            return
+        label = self.args.workload_label
+        self.handle.add_pod_index(_WORKLOAD_INDEX + label, lambda p: workload_key(p, label))
+        total = m.gauge(
+            "netsched_traffic_pair_bytes_per_second",
+            "Measured traffic between workload pairs whose pods are placed (both directions), bytes/s.",
+            ["profile"],
+        )
+        node = m.gauge(
+            "netsched_traffic_cross_node_ratio",
+            "Share of the measured pair traffic whose two ends are on different nodes (current placement).",
+            ["profile"],
+        )
+        level = m.gauge(
+            "netsched_traffic_cross_level_ratio",
+            "Share of the measured pair traffic whose two ends are in different domains of a topology level.",
+            ["profile", "level"],
+        )
+        profile = self.handle.profile_name
+
+        def publish() -> None:
+            got = cross_shares(self.graph(), self._nodes_of, self._domain_of, self.args.levels)
+            total.labels(profile).set(got.total)
+            node.labels(profile).set(got.crossing.get(NODE_LEVEL, 0.0))
+            for lv in self.args.levels:
+                level.labels(profile, lv).set(got.crossing.get(lv, 0.0))
+
+        self.handle.every(
+            f"{self.name}/shares/{profile}", self.args.prometheus.poll_interval_seconds, publish
+        )
+
+    def _nodes_of(self, workload: str) -> list[str]:
+        pods = self.handle.pods_by_index(_WORKLOAD_INDEX + self.args.workload_label, workload)
+        return [p.node_name for p in pods if p.node_name and not p.deleting]
+
+    def _domain_of(self, node: str, level: str) -> str | None:
+        info = self.handle.snapshot().get(node)
+        return info.labels.get(level) if info is not None else None
+
+    # ------------------------------------------------------------ link-load estimate
+
+    def pod_bandwidth(self, pod: PodInfo, node_name: str) -> tuple[float, float] | None:
+        """(rx, tx) bytes/s of a just-placed pod whose workload's traffic is measured: its
+        workload's per-pod traffic, less the part exchanged with peers on `node_name`
+        (pod-to-pod traffic on one node never reaches the NIC).  None: not measured."""
+        last = self._last
+        if last[0] == pod.uid:  # this cycle's PreScore looked them up
+            workload, edges = last[1], last[2]
+        else:
+            workload = workload_key(pod, self.args.workload_label)
+            edges = self.graph().of(workload)
+        if not edges:
+            return None
+        snapshot = self.handle.snapshot()
+        row = snapshot.index.get(node_name)
+        with self._lock:
+            self._placed.sync(snapshot)
+            own = max(self._placed.placed(workload) if workload in self._placed.rows else 0, 1)
+            local = local_weight(self._placed, edges, row) if row is not None else 0.0
+        leaving = max((sum(edges.values()) - local) / own, 0.0)
+        return leaving / 2, leaving / 2  # an edge's rate counts both directions together

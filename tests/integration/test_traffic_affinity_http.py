@@ -1,0 +1,146 @@
+"""TrafficAffinity end to end: fake API server over HTTP, a real Prometheus scraping Istio pair
+counters from the synthetic exporter, the scheduler placing a pod next to its measured peer.
+
+The exporter's pair counter grows only while both workloads have pods (it reads where they
+are from the fake API server), so the graph the scheduler polls is the one its own placements
+make.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from netsched.app import AppOptions, SchedulerApp, build_registry
+from netsched.config import load_config
+from netsched.kube import KubeAPI, build_api_client
+from netsched.testing.builders import make_node, make_pod
+from netsched.testing.exporter import fake_nodes
+from netsched.testing.fakeapi import FakeAPIServer
+from netsched.testing.prometheus import PrometheusServer, require_prometheus
+from netsched.testing.traffic_exporter import PairTrafficExporter
+from netsched.testing.wait import wait_until
+
+pytestmark = pytest.mark.integration
+
+WINDOW = "4s"
+NAME = "app.kubernetes.io/name"
+RATE = 40e6  # bytes/s between web and db
+CONFIG = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 1
+profiles:
+- schedulerName: netsched
+  plugins:
+    multiPoint:
+      enabled:
+      - name: NetworkTraffic
+        weight: 3
+      - name: LoadThreshold
+      - name: TrafficAffinity
+        weight: 5
+  pluginConfig:
+  - name: NetworkTraffic
+    args:
+      prometheus: &prom
+        prometheusAddress: {url}
+        pollIntervalSeconds: 1
+        timeoutSeconds: 0.5
+        maxSampleAgeSeconds: 4
+        rateWindow: {window}
+  - name: LoadThreshold
+    args:
+      prometheus: *prom
+      networkUtilizationPercent: 80
+      cpuUtilizationPercent: 0
+      memoryUtilizationPercent: 0
+  - name: TrafficAffinity
+    args:
+      levels: [example.com/rack]
+      workloadLabel: app.kubernetes.io/name
+      prometheus: *prom
+"""
+
+
+def placement(server: FakeAPIServer) -> dict[str, list[str]]:
+    """Workload key -> nodes of its bound pods, read from the API server."""
+    out: dict[str, list[str]] = {}
+    for pod in server.list("pods"):
+        node = pod["spec"].get("nodeName")
+        name = (pod["metadata"].get("labels") or {}).get(NAME)
+        if node and name:
+            out.setdefault(f"{pod['metadata'].get('namespace', 'default')}/{name}", []).append(node)
+    return out
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[tuple[FakeAPIServer, PrometheusServer, SchedulerApp]]:
+    binary = require_prometheus()
+    nodes = fake_nodes(4)
+    exporter = PairTrafficExporter(nodes)
+    with exporter, FakeAPIServer(watch_timeout=5.0) as server:
+        exporter.set_pairs({("default/web", "default/db"): RATE}, lambda: placement(server))
+        for i, n in enumerate(nodes):
+            node = make_node(n.name).capacity(cpu="8", memory="16Gi").address("InternalIP", n.ip)
+            server.create("nodes", node.label("example.com/rack", f"rack-{i // 2}").obj())
+        prom = PrometheusServer([exporter.target], binary=binary)
+        app = None
+        try:
+            prom.start()
+            kubeconfig = tmp_path / "kubeconfig"
+            server.write_kubeconfig(kubeconfig)
+            registry = build_registry()
+            cfg = load_config(CONFIG.format(url=prom.url, window=WINDOW), registry)
+            app = SchedulerApp(
+                cfg,
+                registry,
+                KubeAPI(build_api_client(str(kubeconfig), qps=500, burst=1000)),
+                options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5),
+            )
+            assert app.start_informers(sync_timeout=10)
+            app.start_background()
+            app.start_scheduling()
+            yield server, prom, app
+        finally:
+            if app is not None:
+                app.shutdown(timeout=5)
+            prom.close()
+
+
+def create(server: FakeAPIServer, name: str, workload: str, node: str = "") -> None:
+    pod = make_pod(name).scheduler("netsched").req(cpu="100m").label(NAME, workload)
+    server.create("pods", (pod.node(node) if node else pod).obj())
+
+
+def node_of(server: FakeAPIServer, name: str) -> str:
+    got: str = wait_until(lambda: server.get("pods", name)["spec"].get("nodeName"), what=f"{name} placed")
+    return got
+
+
+def test_pod_follows_its_measured_peer(stack: tuple[FakeAPIServer, PrometheusServer, SchedulerApp]) -> None:
+    server, prom, app = stack
+    # Already running, on two nodes: their flows load both nodes' links (16 % each way), so
+    # NetworkTraffic alone would send the next web pod to an idle node.
+    create(server, "db-0", "db", "node-3")
+    create(server, "web-0", "web", "node-0")
+    # The mesh measures the pair; wait for a full rate window of it in Prometheus.
+    query = f'rate(istio_tcp_sent_bytes_total{{source_workload="web",destination_workload="db"}}[{WINDOW}])'
+    prom.wait_for(query, lambda r: bool(r) and abs(float(r[0]["value"][1]) - RATE) < 0.05 * RATE, timeout=30)
+    link = f'rate(node_network_receive_bytes_total{{node="node-3",device="eth0"}}[{WINDOW}])'
+    prom.wait_for(link, lambda r: bool(r) and float(r[0]["value"][1]) > 0.9 * RATE / 2, timeout=30)
+    source = app.hub.sources[0]
+    assert app.hub.trigger(timeout=10)
+    pairs = source.series("traffic_pairs")
+    assert pairs is not None and "default|web|default|db" in pairs.keys
+    # The next web pod goes next to db, whatever the first one did.
+    create(server, "web-1", "web")
+    assert node_of(server, "web-1") == "node-3"
+    # One query per poll for the whole graph, however many pods and pairs.
+    polled = source.poller.keys()
+    assert [k.name for k in polled].count("traffic_pairs") == 1

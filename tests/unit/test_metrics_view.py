@@ -1,0 +1,192 @@
+"""LoadView: derived once per poll and layout, shared by plugins, rows asked for equal all-rows reads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from netsched.framework.snapshot import Snapshot
+from netsched.metrics import (
+    CPU,
+    LINK_SPEED,
+    MEMORY,
+    NETWORK_RX,
+    NETWORK_TX,
+    MetricsHub,
+    PrometheusArgs,
+    QueryError,
+)
+from netsched.metrics.plugin_api import RX_COL, network_load, resource_usage
+from netsched.metrics.source import MetricSource
+from netsched.testing.builders import make_node, make_pod
+from netsched.testing.clock import FakeClock
+from netsched.testing.prometheus import FakePrometheus, fake_hub
+
+GIB = 1024**3
+
+
+def world(n: int = 6) -> tuple[FakeClock, MetricSource, FakePrometheus, Snapshot, MetricsHub]:
+    clock = FakeClock()
+    hub, fake = fake_hub(clock)
+    src = hub.source(PrometheusArgs())
+    src.require(NETWORK_RX, NETWORK_TX, LINK_SPEED, CPU, MEMORY)
+    now = clock.wall()
+    names = [f"n{i}" for i in range(n)]
+    fake.serve(src, NETWORK_RX, {m: (1e6 * (i + 1), now - i) for i, m in enumerate(names)})
+    fake.serve(src, NETWORK_TX, {m: (2e6 * (n - i), now - i) for i, m in enumerate(names)})
+    fake.serve(src, LINK_SPEED, {m: 1e8 for m in names[:-1]})  # the last node: speed unknown
+    fake.serve(src, CPU, {m: (0.1 * i, now - 10 * i) for i, m in enumerate(names)})
+    fake.serve(src, MEMORY, {m: 0.5 for m in names[1:]})  # n0: no memory series
+    hub.poll_now()
+    snap = Snapshot.of([make_node(m).capacity(cpu="4", memory="8Gi").info() for m in names])
+    return clock, src, fake, snap, hub
+
+
+def test_one_view_per_poll_and_layout_shared_by_every_reader() -> None:
+    _, src, _, snap, hub = world()
+    view = src.view(snap)
+    assert src.view(snap) is view
+    assert view.value(CPU) is src.view(snap).value(CPU)  # aligned once
+    hub.poll_now()
+    assert src.view(snap) is not view
+    other = Snapshot.of(list(snap.nodes))
+    assert src.view(other) is not src.view(snap)
+
+
+def test_rows_asked_for_read_the_same_as_every_row() -> None:
+    _, src, _, snap, _ = world()
+    src.reserve(make_pod("p").req(cpu="1", memory="1Gi").info(), "n2")
+    idx = np.array([4, 2, 0], dtype=np.int64)
+    full, part = network_load(src, snap), network_load(src, snap, idx)
+    assert part.busy.tolist() == full.busy[idx].tolist()
+    assert part.fresh.tolist() == full.fresh[idx].tolist()
+    np.testing.assert_array_equal(part.utilisation(), full.utilisation()[idx])
+    for res in (CPU, MEMORY):
+        a, b = resource_usage(src, snap, (res,))[res], resource_usage(src, snap, (res,), idx)[res]
+        np.testing.assert_array_equal(b.utilisation, a.utilisation[idx])
+        assert b.fresh.tolist() == a.fresh[idx].tolist()
+    assert part.busy[1] == 8e6 + 1024 * 1024  # n2: tx busier; the reserved pod adds 1 MiB/s each way
+    assert src.view(snap).estimates()[2, RX_COL] == 1024 * 1024
+
+
+def test_freshness_follows_the_clock_without_a_new_poll() -> None:
+    clock, src, _, snap, _ = world()
+    view = src.view(snap)
+    assert view.fresh(CPU).tolist() == [True] * 6  # ages 0..50 s, maxSampleAge 60 s
+    clock.step(15)  # n5 (50 s old) and n4 (40 s) cross 60 s at 10 s and 20 s
+    assert view.fresh(CPU).tolist() == [True] * 5 + [False]
+    clock.step(10)
+    assert view.fresh(CPU).tolist() == [True] * 4 + [False] * 2
+    assert not view.fresh(MEMORY)[0]  # no series
+
+
+def test_estimates_are_live_and_read_only() -> None:
+    _, src, _, snap, _ = world()
+    rows = src.view(snap).estimates()
+    assert not rows.flags.writeable
+    pod = make_pod("p").req(cpu="2").info()
+    src.reserve(pod, "n1")
+    assert src.view(snap).estimates()[1, 0] == pytest.approx(2000 * 0.85)
+    src.unreserve(pod)
+    assert not src.view(snap).estimates().any()
+
+
+def test_fallback_is_decided_per_view_and_reads_requests() -> None:
+    _, src, fake, snap, hub = world()
+    fake.fail_all = QueryError("unreachable", "ConnectionError: refused", transient=True)
+    hub.poll_now()
+    view = src.view(snap)
+    assert not view.measured
+    use = view.usage(CPU, np.array([0, 1], dtype=np.int64))
+    assert not use.measured and use.fresh.all() and use.utilisation.tolist() == [0.0, 0.0]
+
+
+def test_derived_readings_are_built_once_per_view() -> None:
+    _, src, _, snap, hub = world()
+    built: list[int] = []
+
+    def build(view: object) -> int:
+        built.append(1)
+        return len(built)
+
+    assert src.view(snap).derived("graph", build) == 1
+    assert src.view(snap).derived("graph", build) == 1
+    hub.poll_now()
+    assert src.view(snap).derived("graph", build) == 2
+
+
+def kept_rows(src: MetricSource, snap: Snapshot, seen: list[list[int]]) -> np.ndarray:
+    """A per-row result (CPU utilisation) that records the rows each compute call got."""
+    view = src.view(snap)
+
+    def compute(rows: np.ndarray) -> np.ndarray:
+        seen.append(rows.tolist())
+        return view.usage(CPU, rows).utilisation
+
+    return view.per_row("test", compute)
+
+
+def test_per_row_results_recompute_only_rows_whose_estimates_changed() -> None:
+    _, src, _, snap, _ = world()
+    seen: list[list[int]] = []
+    first = kept_rows(src, snap, seen).copy()
+    assert seen == [list(range(6))]
+    kept_rows(src, snap, seen)
+    assert len(seen) == 1  # nothing changed: nothing recomputed
+    pod = make_pod("p").req(cpu="2").info()
+    src.reserve(pod, "n3")
+    after = kept_rows(src, snap, seen)
+    assert seen[-1] == [3]
+    assert after[3] == pytest.approx(first[3] + 2000 * 0.85 / 4000)
+    np.testing.assert_array_equal(after, src.view(snap).usage(CPU, snap.all_rows).utilisation)
+    src.unreserve(pod)
+    np.testing.assert_array_equal(kept_rows(src, snap, seen), first)
+    assert seen[-1] == [3]
+    assert not kept_rows(src, snap, seen).flags.writeable
+
+
+def test_per_row_results_recompute_everything_when_a_sample_ages_or_allocatable_changes() -> None:
+    clock, src, _, snap, _ = world()
+    seen: list[list[int]] = []
+    kept_rows(src, snap, seen)
+    src.view(snap).fresh(CPU)
+    clock.step(15)  # n5's CPU sample ages out
+    kept_rows(src, snap, seen)
+    assert seen[-1] == list(range(6))
+    n = len(seen)
+    snap.set_node(2, make_node("n2").capacity(cpu="8", memory="8Gi").info())
+    kept_rows(src, snap, seen)
+    assert len(seen) == n + 1 and seen[-1] == list(range(6))
+    assert kept_rows(src, snap, seen)[2] == pytest.approx(0.2)  # measured 0.2, no estimates
+
+
+def test_per_row_results_are_not_kept_in_fallback() -> None:
+    _, src, fake, snap, hub = world()
+    fake.fail_all = QueryError("unreachable", "ConnectionError: refused", transient=True)
+    hub.poll_now()
+    seen: list[list[int]] = []
+    kept_rows(src, snap, seen)
+    kept_rows(src, snap, seen)
+    assert seen == [list(range(6))] * 2  # requests change with every bind: read afresh
+
+
+def test_per_row_results_recompute_marked_rows_only_when_asked_for() -> None:
+    _, src, _, snap, _ = world()
+    view = src.view(snap)
+    seen: list[list[int]] = []
+
+    def compute(rows: np.ndarray) -> np.ndarray:
+        seen.append(rows.tolist())
+        return view.usage(CPU, rows).utilisation
+
+    view.per_row("lazy", compute)
+    src.reserve(make_pod("a").req(cpu="1").info(), "n4")
+    src.reserve(make_pod("b").req(cpu="1").info(), "n1")
+    got = view.per_row("lazy", compute, np.array([2, 3], dtype=np.int64))
+    assert len(seen) == 1  # n1 and n4 changed, neither asked for
+    np.testing.assert_array_equal(got, view.usage(CPU, np.array([2, 3], dtype=np.int64)).utilisation)
+    got = view.per_row("lazy", compute, np.array([0, 1], dtype=np.int64))
+    assert seen[-1] == [1, 4]  # every marked row at once
+    np.testing.assert_array_equal(got, view.usage(CPU, np.array([0, 1], dtype=np.int64)).utilisation)
+    view.per_row("lazy", compute, np.array([4], dtype=np.int64))
+    assert len(seen) == 2

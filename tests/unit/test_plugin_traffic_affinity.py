@@ -1,0 +1,456 @@
+"""TrafficAffinity: workload identity, distances by level, inert without edges, stale edges,
+declared edges as the prior, the estimator's bandwidth hint, args and the graph query."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import subprocess
+from typing import Any
+
+import numpy as np
+import pytest
+from prometheus_client import CollectorRegistry
+
+from netsched.framework.cycle_state import CycleState
+from netsched.framework.fields import ErrorList, Fields
+from netsched.framework.snapshot import Snapshot
+from netsched.framework.types import PodInfo
+from netsched.framework.workload import workload_key, workload_name
+from netsched.metrics.cache import Series
+from netsched.metrics.plugin_api import PAIR_LABEL, TRAFFIC_PAIRS, PrometheusArgs, TrafficArgs
+from netsched.metrics.queries import render
+from netsched.metrics.traffic import build_graph
+from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
+from netsched.plugins.traffic_affinity import placed as placed_module
+from netsched.plugins.traffic_affinity.appgroup import appgroup_edges
+from netsched.plugins.traffic_affinity.cost import invert
+from netsched.plugins.traffic_affinity.declared import ANNOTATION, DeclaredEdgesError, declared_edges
+from netsched.plugins.traffic_affinity.placed import PeerWeights, WorkloadIndex
+from netsched.plugins.traffic_affinity.shares import NODE_LEVEL, cross_shares
+from netsched.testing.builders import make_node, make_pod, node_infos
+from netsched.testing.clock import FakeClock
+from netsched.testing.framework import build_framework, plugin_of
+from netsched.testing.handle import RecordingEvents
+from netsched.testing.prometheus import fake_hub
+
+ZONE, RACK = "topology.kubernetes.io/zone", "example.com/rack"
+
+
+# ---------------------------------------------------------------- workload identity
+
+
+@pytest.mark.parametrize(
+    ("owner", "labels", "label", "want"),
+    [
+        (("ReplicaSet", "api-7d9f8c6b5d"), {"pod-template-hash": "7d9f8c6b5d"}, "", "api"),
+        (("ReplicaSet", "my-api-v2-5f6d"), {"pod-template-hash": "5f6d"}, "", "my-api-v2"),
+        (("ReplicaSet", "bare-rs"), {}, "", "bare-rs"),  # no template hash: a bare ReplicaSet
+        (("ReplicaSet", "api-abc"), {"pod-template-hash": "zzz"}, "", "api-abc"),  # hash does not match
+        (("StatefulSet", "db"), {}, "", "db"),
+        (("DaemonSet", "agent"), {}, "", "agent"),
+        (("Job", "migrate"), {}, "", "migrate"),
+        (("Job", "report-28473920"), {}, "", "report"),  # a CronJob's run
+        (("Job", "build-1234"), {}, "", "build-1234"),  # too few digits for a CronJob's run
+        (None, {}, "", "lonely"),  # no controller: the pod's own name
+        (("ReplicaSet", "api-7d9f"), {"pod-template-hash": "7d9f", "app": "shop"}, "app", "shop"),
+        (("ReplicaSet", "api-7d9f"), {"pod-template-hash": "7d9f"}, "app", "api"),  # label absent
+    ],
+)
+def test_workload_identity(
+    owner: tuple[str, str] | None, labels: dict[str, str], label: str, want: str
+) -> None:
+    b = make_pod("lonely", "shop").labels(**labels)
+    if owner is not None:
+        b = b.owner(*owner)
+    pod = b.info()
+    assert workload_name(pod, label) == want
+    assert workload_key(pod, label) == f"shop/{want}"
+
+
+# ---------------------------------------------------------------- the plugin over a small cluster
+
+
+def replica(workload: str, i: int, node: str = "") -> Any:
+    b = make_pod(f"{workload}-{i}").owner("ReplicaSet", f"{workload}-h1").label("pod-template-hash", "h1")
+    return b.node(node) if node else b
+
+
+class Rig:
+    """8 nodes: 2 zones x 2 racks x 2 nodes; n0,n1 = zone a rack r0; n2,n3 = a/r1; n4.. = zone b."""
+
+    def __init__(self, placed: list[Any], args: TrafficAffinityArgs | None = None) -> None:
+        self.clock = FakeClock()
+        self.hub, self.fake = fake_hub(self.clock)
+        nodes = [make_node(f"n{i}").labels(**{ZONE: "ab"[i // 4], RACK: f"r{i // 2}"}) for i in range(8)]
+        self.snap = Snapshot.of(node_infos(nodes, placed))
+        self.events = RecordingEvents()
+        args = args or TrafficAffinityArgs(levels=(ZONE, RACK))
+        self.fwk = build_framework(
+            [TrafficAffinity],
+            args={TrafficAffinity.name: args},
+            metrics=self.hub,
+            clock=self.clock,
+            snapshot=self.snap,
+            events=self.events,
+        )
+        self.plugin = plugin_of(self.fwk, TrafficAffinity)
+
+    def edges(self, pairs: dict[str, float], ts: float | None = None) -> None:
+        values: dict[str, Any] = {k: (v, ts) if ts is not None else v for k, v in pairs.items()}
+        self.fake.serve(self.plugin.source, TRAFFIC_PAIRS, values, label=PAIR_LABEL)
+        self.hub.poll_now()
+
+    def run(self, pod: PodInfo) -> tuple[bool, list[int], list[int]]:
+        """(scored?, raw costs, normalised scores) over all rows."""
+        state = CycleState()
+        idx = self.snap.all_rows
+        st = self.plugin.pre_score(state, pod, self.snap, idx)
+        if st.is_skip:
+            return False, [], []
+        assert st.ok, st
+        raw = np.asarray(self.plugin.score_nodes(state, pod, self.snap, idx))
+        per_node = [self.plugin.score(state, pod, n) for n in self.snap.nodes]
+        assert raw.tolist() == per_node
+        norm = raw.copy()
+        self.plugin.normalize_scores(state, pod, norm)
+        return True, raw.tolist(), norm.tolist()
+
+
+def test_distances_by_level() -> None:
+    # One peer pod of "db" on n0; the pod of "api" talks to db at 100 B/s.
+    r = Rig([replica("db", 0, "n0")])
+    r.edges({"default|api|default|db": 100.0})
+    scored, raw, norm = r.run(replica("api", 0).info())
+    assert scored
+    # same node 0, same rack 1, same zone 2, elsewhere 3 (default distances 1, 2, 3)
+    assert raw == [0, 100, 200, 200, 300, 300, 300, 300]
+    assert norm == [100, 67, 33, 33, 0, 0, 0, 0]
+
+
+def test_rate_shared_among_peer_pods_and_both_directions_add_up() -> None:
+    r = Rig([replica("db", 0, "n0"), replica("db", 1, "n4")])
+    # db -> api and api -> db both count: 60 + 40 = 100 B/s, 50 per db pod.
+    r.edges({"default|api|default|db": 60.0, "default|db|default|api": 40.0})
+    _, raw, _ = r.run(replica("api", 0).info())
+    assert raw[0] == 0 + 50 * 3  # n0: its db pod at 0, the other in zone b at 3
+    assert raw[1] == 50 * 1 + 50 * 3
+    assert raw[4] == 50 * 3 + 0
+
+
+def test_profile_distances() -> None:
+    args = TrafficAffinityArgs(levels=(ZONE, RACK), distances=(1.0, 10.0, 100.0))
+    r = Rig([replica("db", 0, "n0")], args)
+    r.edges({"default|api|default|db": 1.0})
+    _, raw, _ = r.run(replica("api", 0).info())
+    assert raw == [0, 1, 10, 10, 100, 100, 100, 100]
+
+
+def test_inert_without_edges_or_without_placed_peers() -> None:
+    r = Rig([replica("db", 0, "n0")])
+    assert r.run(replica("api", 0).info())[0] is False  # nothing polled
+    r.edges({"default|web|default|cache": 100.0})
+    assert r.run(replica("api", 0).info())[0] is False  # edges, none of api's
+    r.edges({"default|api|default|queue": 100.0})
+    assert r.run(replica("api", 0).info())[0] is False  # api's peer has no placed pod
+
+
+def test_stale_edges_are_dropped() -> None:
+    r = Rig([replica("db", 0, "n0")])
+    r.edges({"default|api|default|db": 100.0})
+    assert r.run(replica("api", 0).info())[0]
+    max_age = r.plugin.source.max_age
+    r.fake.fail_all = None
+    r.clock.step(max_age + 1)  # no new poll: the last answer ages past maxSampleAgeSeconds
+    assert r.run(replica("api", 0).info())[0] is False
+
+
+def test_declared_edges_are_the_prior_and_measured_ones_win() -> None:
+    r = Rig([replica("db", 0, "n0"), replica("cache", 0, "n7")])
+    pod = replica("api", 0).annotation(ANNOTATION, "db=10Mi").info()
+    scored, raw, _ = r.run(pod)
+    assert scored and raw.index(min(raw)) == 0  # declared: next to db
+    r.edges({"default|api|default|cache": 100.0})
+    _, raw, _ = r.run(pod)
+    assert raw.index(min(raw)) == 7  # measured: next to cache, the declaration is ignored
+
+
+def test_malformed_declaration_is_an_event_on_the_pod_once() -> None:
+    r = Rig([replica("db", 0, "n0")])
+    pod = replica("api", 0).annotation(ANNOTATION, "db=fast").info()
+    assert r.run(pod)[0] is False
+    assert r.run(pod)[0] is False
+    assert len(r.events.events) == 1
+    key, type_, reason, _, message = r.events.events[0]
+    assert (key, type_, reason) == ("default/api-0", "Warning", "InvalidTrafficPeers")
+    assert ANNOTATION in message and "db=fast" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("db", {"default/db": 1024.0 * 1024.0}),
+        ("db=2Mi, shop/cache=500", {"default/db": 2 * 1024.0 * 1024.0, "shop/cache": 500.0}),
+        (" , db=1k,", {"default/db": 1000.0}),
+    ],
+)
+def test_declared_edges_format(text: str, want: dict[str, float]) -> None:
+    assert declared_edges(make_pod("p").annotation(ANNOTATION, text).info()) == want
+
+
+@pytest.mark.parametrize("text", ["Db", "db=-1", "db=0", "a/b/c", "db=x"])
+def test_declared_edges_rejects(text: str) -> None:
+    with pytest.raises(DeclaredEdgesError, match=ANNOTATION):
+        declared_edges(make_pod("p").annotation(ANNOTATION, text).info())
+
+
+def test_estimate_counts_only_traffic_leaving_the_node() -> None:
+    # api has 2 placed pods and 200 B/s with db (one pod on n0): 100 B/s per api pod.
+    r = Rig([replica("db", 0, "n0"), replica("api", 0, "n5"), replica("api", 1, "n6")])
+    r.edges({"default|api|default|db": 200.0})
+    pod = replica("api", 2).info()
+    assert r.plugin.pod_bandwidth(pod, "n3") == (50.0, 50.0)  # all 100 B/s leave n3, half each way
+    assert r.plugin.pod_bandwidth(pod, "n0") == (0.0, 0.0)  # its peer is on n0: nothing leaves
+    unmeasured = replica("web", 0).info()
+    assert r.plugin.pod_bandwidth(unmeasured, "n0") is None
+    # The shared estimator takes the hint instead of the 1 MiB/s default.
+    r.plugin.source.reserve(pod, "n3")
+    est = r.plugin.source.estimates(r.snap)
+    assert est.rx[3] == 50.0 and est.tx[3] == 50.0
+
+
+def test_invert() -> None:
+    assert invert(np.array([0.0, 50.0, 100.0]), 100).tolist() == [100, 50, 0]
+    assert invert(np.array([7.0, 7.0]), 100).tolist() == [100, 100]
+
+
+# ---------------------------------------------------------------- graph and args
+
+
+def test_graph_is_undirected_and_drops_unknown_workloads() -> None:
+    keys = ("a|x|a|y", "a|y|a|x", "a|x|a|unknown", "a|x|a|x")
+    s = Series(keys, np.array([1.0, 2.0, 5.0, 4.0]), np.array([10.0, 10.0, 10.0, 10.0]), 4)
+    g = build_graph(s)
+    assert g.of("a/x") == {"a/y": 3.0, "a/x": 4.0}
+    assert g.of("a/y") == {"a/x": 3.0}
+    assert g.total() == 7.0
+    assert g.dropped == 1
+
+
+def decode(raw: dict[str, Any]) -> tuple[TrafficAffinityArgs, list[str]]:
+    errs = ErrorList()
+    args = TrafficAffinityArgs.decode(Fields(raw, "args", errs))
+    return args, [str(e) for e in errs]
+
+
+def test_args_defaults_and_roundtrip() -> None:
+    args, errs = decode({})
+    assert errs == []
+    assert args.level_distances == (1.0, 2.0)
+    again, errs = decode(args.encode())
+    assert errs == [] and again == args
+
+
+@pytest.mark.parametrize(
+    ("raw", "path"),
+    [
+        ({"traffic": {"preset": "linkerd"}}, "args.traffic.preset"),
+        ({"traffic": {"preset": "custom"}}, "args.traffic.query"),
+        ({"traffic": {"query": "up"}}, "args.traffic.query"),
+        ({"traffic": {"bytesPerFlow": 10}}, "args.traffic.bytesPerFlow"),
+        ({"traffic": {"labels": {"sourceWorkload": "a-b"}}}, "args.traffic.labels.sourceWorkload"),
+        ({"traffic": {"labels": {"nope": "x"}}}, "args.traffic.labels.nope"),
+        ({"levels": ["kubernetes.io/hostname"]}, "args.levels[0]"),
+        ({"levels": ["a", "a"]}, "args.levels[1]"),
+        ({"levels": ["a"], "distances": [1]}, "args.distances"),
+        ({"levels": ["a"], "distances": [2, 1]}, "args.distances[1]"),
+        ({"levels": ["a"], "distances": [0, 1]}, "args.distances[0]"),
+        ({"workloadLabel": "bad label"}, "args.workloadLabel"),
+        ({"prometheus": {"pollIntervalSeconds": 0}}, "args.prometheus.pollIntervalSeconds"),
+    ],
+)
+def test_args_errors_name_the_field(raw: dict[str, Any], path: str) -> None:
+    _, errs = decode(raw)
+    assert any(e.startswith(path + ":") for e in errs), errs
+
+
+def test_presets_query_shape() -> None:
+    istio = TrafficArgs().promql()
+    assert 'reporter="source"' in istio and "istio_request_bytes_sum" in istio and "$window" in istio
+    assert istio.startswith("label_join(") and f'"{PAIR_LABEL}"' in istio
+    hubble, _ = decode({"traffic": {"preset": "hubble", "bytesPerFlow": 1000}})
+    assert "hubble_flows_processed_total" in hubble.traffic.promql() and "* 1000" in hubble.traffic.promql()
+    custom, _ = decode(
+        {"traffic": {"preset": "custom", "query": "my_pairs", "labels": {"sourceWorkload": "src"}}}
+    )
+    q = custom.traffic.promql()
+    assert q.startswith("label_join(my_pairs,") and '"src"' in q
+
+
+def test_cross_shares_from_placement() -> None:
+    s = Series(("d|a|d|b", "d|b|d|c"), np.array([100.0, 50.0]), np.array([1.0, 1.0]), 2)
+    where = {"d/a": ["n0"], "d/b": ["n0", "n1"], "d/c": ["n2"]}
+    racks = {"n0": "r0", "n1": "r0", "n2": "r1"}
+    got = cross_shares(build_graph(s), lambda w: where.get(w, []), lambda n, _lv: racks[n], [RACK])
+    assert got.total == 150.0
+    # a-b: half of b's pods share a's node, all share its rack; b-c: nothing shared.
+    assert got.crossing[NODE_LEVEL] == pytest.approx((100 * 0.5 + 50) / 150)
+    assert got.crossing[RACK] == pytest.approx(50 / 150)
+    unplaced = cross_shares(build_graph(s), lambda w: [], lambda n, _lv: None, [RACK])
+    assert unplaced.total == 0.0 and unplaced.crossing == {}
+
+
+APPGROUP = {
+    "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+    "kind": "AppGroup",
+    "metadata": {"name": "shop", "namespace": "default"},
+    "spec": {
+        "numMembers": 3,
+        "workloads": [
+            {
+                "workload": {"kind": "Deployment", "name": "api", "selector": "p-api"},
+                "dependencies": [
+                    {
+                        "workload": {"kind": "Deployment", "name": "db", "selector": "p-db"},
+                        "minBandwidth": "10Mi",
+                    }
+                ],
+            },
+            {
+                "workload": {"kind": "Deployment", "name": "web", "selector": "p-web"},
+                "dependencies": [{"workload": {"kind": "Deployment", "name": "api", "selector": "p-api"}}],
+            },
+            {"workload": {"kind": "Deployment", "name": "db", "selector": "p-db"}},
+        ],
+    },
+}
+
+
+def appgroup_pod(selector: str) -> Any:
+    return (
+        replica("x", 0)
+        .label("appgroup.diktyo.x-k8s.io", "shop")
+        .label("appgroup.diktyo.x-k8s.io.workload", selector)
+    )
+
+
+def test_appgroup_dependencies_both_ways() -> None:
+    api = appgroup_pod("p-api").info()
+    assert appgroup_edges(api, APPGROUP) == {"default/db": 10 * 1024 * 1024, "default/web": 1024 * 1024}
+    assert appgroup_edges(appgroup_pod("p-db").info(), APPGROUP) == {"default/api": 10 * 1024 * 1024}
+    assert appgroup_edges(appgroup_pod("p-none").info(), APPGROUP) == {}
+    assert appgroup_edges(api, None) == {}
+
+
+def test_appgroup_is_a_declared_prior_through_the_object_store() -> None:
+    r = Rig([replica("db", 0, "n6")])
+    r.fwk = build_framework(
+        [TrafficAffinity],
+        args={TrafficAffinity.name: TrafficAffinityArgs(levels=(ZONE, RACK))},
+        metrics=r.hub,
+        clock=r.clock,
+        snapshot=r.snap,
+        objects={"appgroup.diktyo.x-k8s.io/appgroups": [APPGROUP]},
+    )
+    r.plugin = plugin_of(r.fwk, TrafficAffinity)
+    scored, raw, _ = r.run(appgroup_pod("p-api").info())
+    assert scored and raw.index(min(raw)) == 6
+    assert r.plugin.edges(appgroup_pod("p-api").info())[1:] == (
+        "declared",
+        {"default/db": 10 * 1024 * 1024, "default/web": 1024 * 1024},
+    )
+
+
+@pytest.mark.parametrize("n", [100, 5000])
+def test_one_query_per_poll_for_the_whole_graph_whatever_the_node_count(n: int) -> None:
+    clock = FakeClock()
+    hub, fake = fake_hub(clock)
+    snap = Snapshot.of(node_infos([make_node(f"n{i}") for i in range(n)], []))
+    fwk = build_framework([TrafficAffinity], metrics=hub, clock=clock, snapshot=snap)
+    src = plugin_of(fwk, TrafficAffinity).source
+    fake.serve(
+        src, TRAFFIC_PAIRS, {f"default|w{i}|default|w{i + 1}": 1.0 for i in range(1000)}, label=PAIR_LABEL
+    )
+    before = len(fake.calls)
+    hub.poll_now()
+    polled = fake.calls[before:]
+    assert polled.count(src.query(TRAFFIC_PAIRS)) == 1
+    assert len(polled) == len(src.poller.keys())  # one query per required metric, none per node
+    series = src.series(TRAFFIC_PAIRS)
+    assert series is not None and len(series.keys) == 1000
+
+
+def test_promtool_accepts_every_preset_query(tmp_path: Any) -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool not installed (apt-get install prometheus)")
+    raw = [{}, {"preset": "hubble", "bytesPerFlow": 1500}, {"preset": "custom", "query": "sum by (a) (up)"}]
+    exprs = [
+        render(TrafficArgs.decode(Fields(r, "traffic", ErrorList())).promql(), PrometheusArgs()) for r in raw
+    ]
+    rules = {
+        "groups": [
+            {"name": "traffic", "rules": [{"record": f"r{i}", "expr": e} for i, e in enumerate(exprs)]}
+        ]
+    }
+    path = tmp_path / "rules.yaml"
+    path.write_text(json.dumps(rules))  # JSON is YAML
+    result = subprocess.run(
+        [promtool, "check", "rules", str(path)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_an_empty_graph_is_reported_by_the_self_check_and_a_metric_not_per_node(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = CollectorRegistry()
+    clock = FakeClock()
+    hub, fake = fake_hub(clock, registry)
+    snap = Snapshot.of(node_infos([make_node("n0"), make_node("n1")], []))
+    hub.update_nodes(snap.nodes)
+    fwk = build_framework([TrafficAffinity], metrics=hub, clock=clock, snapshot=snap)
+    src = plugin_of(fwk, TrafficAffinity).source
+    fake.serve(src, TRAFFIC_PAIRS, {})  # the mesh reports nothing
+    with caplog.at_level(logging.INFO):
+        hub.poll_now()
+        hub.poll_now()
+    report = src.self_check()
+    (pairs,) = [m for m in report.metrics if m.metric == TRAFFIC_PAIRS]
+    assert pairs.empty and pairs.nodes_without_series_count == 0 and pairs.unmapped_count == 0
+    assert any("traffic_pairs: query returned no series" in p for p in report.problems())
+    labels = {"source": src.name, "metric": TRAFFIC_PAIRS}
+    assert registry.get_sample_value("netsched_metrics_query_empty", labels) == 1
+    assert (
+        sum("self-check found problems" in r.getMessage() for r in caplog.records) == 1
+    )  # once, not per poll
+
+
+@pytest.mark.parametrize("recompute_share", [0.0, 1.0])  # always recomputed / always updated
+def test_kept_peer_weights_match_a_fresh_computation_as_pods_come_and_go(
+    recompute_share: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(placed_module, "RECOMPUTE_SHARE", recompute_share)
+    rng = np.random.default_rng(7)
+    nodes = [make_node(f"n{i}").labels(**{ZONE: "ab"[i % 2]}) for i in range(6)]
+    snap = Snapshot.of(node_infos(nodes, []))
+    index, kept = WorkloadIndex(""), PeerWeights()
+    edges = {"default/db": 100.0, "default/cache": 30.0, "default/api": 5.0}
+    placed: list[Any] = []
+    for step in range(40):
+        if placed and rng.random() < 0.3:
+            placed.pop(int(rng.integers(len(placed))))
+        else:
+            wl = ["db", "cache", "api", "web"][int(rng.integers(4))]
+            placed.append(replica(wl, step, f"n{int(rng.integers(6))}"))
+        if step == 20:  # a new snapshot (a node added, say): rows are numbered anew
+            snap = Snapshot.of(node_infos(nodes, placed))
+        for row, node in enumerate(node_infos(nodes, placed)):
+            if [p.uid for p in node.pods.values()] != [p.uid for p in snap.nodes[row].pods.values()]:
+                snap.set_node(row, node)
+        index.sync(snap)
+        got = kept.of(index, "default/api", edges, len(snap))
+        fresh = PeerWeights().of(index, "default/api", edges, len(snap))
+        np.testing.assert_allclose(got.rows, fresh.rows, atol=1e-9)
+        assert got.total == pytest.approx(fresh.total)

@@ -1,0 +1,120 @@
+"""The traffic model of `netsched simulate` and issue 30's targets on the shipped example.
+
+Placements go through the real scheduler and metrics pipeline; the figures are
+traffic shares and link utilisations, never time.  The targets: on
+traffic-scenario.yaml, TrafficAffinity's cross-node traffic <= 0.5x kube's
+default profile's and <= 0.6x the load-aware profile's, cross-rack <= 0.5x the
+default's, highest link <= 80 % and <= the load-aware profile's + 5 points; with
+no edges known, placements identical with and without TrafficAffinity.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from netsched.app import build_registry
+from netsched.config import ConfigError, SchedulerConfig, load_config
+from netsched.simulate import Run, Spread, load_scenario, simulate
+from netsched.simulate.configs import default_profile, example_config, example_text
+from netsched.simulate.traffic import Pair, Traffic, counts, nic_load, shares
+
+REGISTRY = build_registry()
+RACK = "example.com/rack"
+
+
+def traffic_config() -> SchedulerConfig:
+    return load_config(example_text("traffic-config.yaml"), REGISTRY, default_scheduler_name="netsched")
+
+
+def max_network(run: Run) -> float:
+    assert run.after is not None
+    return Spread.of(run.after.network).max
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, Run]:
+    s = load_scenario(example_text("traffic-scenario.yaml"))
+    ours = simulate(s, traffic_config(), REGISTRY, label="netsched")
+    return {
+        "ours": ours,
+        "default": simulate(s, default_profile(ours.profile, REGISTRY), REGISTRY, label="default"),
+        "load-aware": simulate(s, example_config(REGISTRY), REGISTRY, label="config"),
+    }
+
+
+def test_example_meets_the_traffic_targets(runs: dict[str, Run]) -> None:
+    ours, default, current = runs["ours"].traffic, runs["default"].traffic, runs["load-aware"].traffic
+    assert ours is not None and default is not None and current is not None
+    figures = {
+        k: (r.traffic.cross_node, r.traffic.cross_level[RACK], max_network(r))
+        for k, r in runs.items()
+        if r.traffic
+    }
+    print("cross-node, cross-rack, highest link:", figures)
+    assert all(len(r.placements) == 27 for r in runs.values())
+    assert ours.cross_node <= 0.5 * default.cross_node
+    assert ours.cross_node <= 0.6 * current.cross_node
+    assert ours.cross_level[RACK] <= 0.5 * default.cross_level[RACK]
+    assert max_network(runs["ours"]) <= 0.80
+    assert max_network(runs["ours"]) <= max_network(runs["load-aware"]) + 0.05
+    assert runs["ours"].queries_while_scheduling == 0
+
+
+def test_no_edges_known_places_exactly_as_without_the_plugin() -> None:
+    s = load_scenario(example_text("traffic-scenario.yaml"))
+    s.traffic = Traffic()  # no pair is measured...
+    for pod in s.pods:
+        pod["metadata"].pop("annotations", None)  # ...and none is declared
+    assert not s.traffic and not any("netsched.io/traffic-peers" in str(p) for p in s.pods)
+    with_plugin = simulate(s, traffic_config(), REGISTRY)
+    without = simulate(s, example_config(REGISTRY), REGISTRY)
+    assert len(with_plugin.placements) == 27
+    assert with_plugin.placements == without.placements  # 100 % agreement
+
+
+def test_flows_cross_the_nics_of_both_ends_half_each_way() -> None:
+    t = Traffic((Pair("default/a", "default/b", 100.0),))
+    # a on node 0, b on nodes 0 and 1: half of the pair's traffic stays on node 0.
+    c = counts(["default/a", "default/b", "default/b"], [0, 0, 1], np.ones(3), 3)
+    assert nic_load(t, c, 3).tolist() == [25.0, 25.0, 0.0]
+    got = shares(t, c, 3, {RACK: ["r0", "r0", "r1"]})
+    assert got.cross_node == 0.5 and got.cross_level[RACK] == 0.0
+    assert math.isnan(shares(t, counts([], [], np.ones(0), 3), 3, {}).cross_node)
+
+
+@pytest.mark.parametrize(
+    ("pairs", "path"),
+    [
+        ([{"source": "a", "destination": "a", "rate": "1Mbit"}], "traffic.pairs[0].destination"),
+        ([{"source": "A", "destination": "b", "rate": "1Mbit"}], "traffic.pairs[0].source"),
+        ([{"source": "a", "destination": "b", "rate": "fast"}], "traffic.pairs[0].rate"),
+        ([{"source": "a", "destination": "b", "rate": 0}], "traffic.pairs[0].rate"),
+        (["a-b"], "traffic.pairs[0]"),
+    ],
+)
+def test_traffic_section_errors_name_the_field(pairs: list[object], path: str) -> None:
+    doc = {"nodes": "2 nodes, 4 cpu, 8Gi", "pods": "2 pods of 100m cpu", "traffic": {"pairs": pairs}}
+    with pytest.raises(ConfigError) as e:
+        load_scenario(json.dumps(doc))
+    assert path in str(e.value)
+
+
+def test_explain_shows_the_pods_edges_peers_and_costs() -> None:
+    s = load_scenario(example_text("traffic-scenario.yaml"))
+    run = simulate(s, traffic_config(), REGISTRY, explain_pod="default/api-02")
+    ex = run.explanation
+    assert ex is not None
+    note = ex.notes["TrafficAffinity"].to_dict()
+    assert note["workload"] == "default/api" and note["origin"] == "measured"
+    edges = note["edges"]
+    assert isinstance(edges, list) and edges[0]["peer"] == "default/frontend"  # the heaviest first
+    assert edges[0]["bytesPerSecond"] == 40e6 and edges[0]["peerNodes"]
+    cheapest = note["cheapestNodes"]
+    assert isinstance(cheapest, list) and cheapest[0]["cost"] <= cheapest[-1]["cost"]
+    text = ex.table()
+    assert "traffic of workload default/api (measured edges):" in text
+    assert "default/frontend: 40 MB/s with pods on" in text
