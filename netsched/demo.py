@@ -280,7 +280,11 @@ def _place(
             cfg, registry, KubeAPI(client), options=AppOptions(metrics_bind_address="127.0.0.1:0")
         )
         app.start_informers(sync_timeout=30)
-        app.start_background()  # waits for the metric sources' first poll
+        app.start_background()
+        # Production starts scheduling beside the first poll (the stale policy covers the pods
+        # placed before it lands); the demo waits for it so what it shows is the measured load.
+        if not app.hub.wait_polled(timeout=30):
+            log.warning("First metrics poll still running; the first pods are placed by requests")
         app.start_scheduling()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -375,7 +375,7 @@ profiles:
         weight: 3
       - name: LoadThreshold
       - name: TrafficAffinity
-        weight: 5
+        weight: 4
   pluginConfig:
   - name: NetworkTraffic
     args:
