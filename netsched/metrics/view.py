@@ -41,7 +41,7 @@ class _Rows(Protocol):
     def changes(self, since: int) -> tuple[int, IntArray | None]: ...
 
 
-class Source(Protocol):
+class _Source(Protocol):
     """What a view reads of its MetricSource (source.py builds views; this avoids the cycle)."""
 
     @property
@@ -100,7 +100,7 @@ class LoadView:
         "_per_row",
     )
 
-    def __init__(self, src: Source, snapshot: Snapshot, table: MetricsTable, measured: bool) -> None:
+    def __init__(self, src: _Source, snapshot: Snapshot, table: MetricsTable, measured: bool) -> None:
         self.measured = measured  # False: fallback, readings come from requests
         self.table = table
         self._src = src
