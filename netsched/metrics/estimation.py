@@ -40,6 +40,7 @@ COLUMNS = 4
 GROUP_COLUMNS = ((CPU_COL,), (MEMORY_COL,), (RX_COL, TX_COL))
 CPU_GROUP, MEMORY_GROUP, NETWORK_GROUP = 0, 1, 2
 _NO_ROWS: IntArray = np.zeros(0, dtype=np.int64)
+_LOG_MAX = 4096  # row changes kept for readers (each reads them once per pod)
 
 
 def annotated_bandwidth(pod: PodInfo, key: str, default: float) -> float:
@@ -106,10 +107,11 @@ class Estimator:
         self._rows: FloatArray = np.zeros((0, COLUMNS))
         self._synced_version = -1
         # Change tracking for readers that keep per-row results (LoadView.per_row): every
-        # change of a row stamps it with a new generation; realigning stamps everything.
+        # change of a row is a new generation, logged; realigning changes everything.
         self._gen = 0
         self._aligned_gen = 0
-        self._row_gen: IntArray = np.zeros(0, dtype=np.int64)
+        self._log: list[int] = []  # row changed in generation _log_base + i + 1
+        self._log_base = 0
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -168,7 +170,10 @@ class Estimator:
             if row is not None:
                 self._rows[row] = self._by_node.get(node, 0.0)
                 self._gen += 1
-                self._row_gen[row] = self._gen
+                self._log.append(row)
+                if len(self._log) > _LOG_MAX:  # a reader this far behind recomputes everything
+                    del self._log[: _LOG_MAX // 2]
+                    self._log_base += _LOG_MAX // 2
 
     # ------------------------------------------------------------ reading
 
@@ -200,18 +205,18 @@ class Estimator:
         """(current generation, rows changed after generation `since`); None: every row may
         have changed (realigned since).  Call after rows() for the same snapshot."""
         with self._lock:
-            if since < self._aligned_gen:
+            if since < self._aligned_gen or since < self._log_base:
                 return self._gen, None
             if since == self._gen:
                 return self._gen, _NO_ROWS
-            return self._gen, np.flatnonzero(self._row_gen > since)
+            return self._gen, np.array(self._log[since - self._log_base :], dtype=np.int64)
 
     def _align(self, snapshot: Snapshot) -> None:
         self._index = snapshot.index
         self._rows = np.zeros((len(snapshot), COLUMNS))
         self._gen += 1
-        self._aligned_gen = self._gen
-        self._row_gen = np.zeros(len(snapshot), dtype=np.int64)
+        self._aligned_gen = self._log_base = self._gen
+        self._log.clear()
         for node, tot in self._by_node.items():
             row = snapshot.index.get(node)
             if row is not None:
