@@ -109,4 +109,4 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         tlp = self.args.target_load_packing
         if tlp.enabled:
             return target_load_packing(100.0 * u, tlp.target_utilization)
-        return MAX_NODE_SCORE * (1.0 - np.clip(u, 0.0, 1.0))
+        return MAX_NODE_SCORE * (1.0 - np.minimum(u, 1.0))  # u >= 0 here
