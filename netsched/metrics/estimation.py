@@ -106,6 +106,7 @@ class Estimator:
         self._index: dict[str, int] | None = None  # the snapshot.index `_rows` is aligned with
         self._rows: FloatArray = np.zeros((0, COLUMNS))
         self._synced_version = -1
+        self._last_load: tuple[PodInfo, FloatArray] | None = None
         # Change tracking for readers that keep per-row results (LoadView.per_row): every
         # change of a row is a new generation, logged; realigning changes everything.
         self._gen = 0
@@ -123,7 +124,7 @@ class Estimator:
         old = self._pods.get(pod.uid)
         if old is not None and old.node == node:
             return  # the second and third plugin reserving the pod: nothing to parse again
-        load = pod_load(pod, self.args)
+        load = self.load(pod)
         with self._lock:
             old = self._pods.get(pod.uid)
             if old is not None:
@@ -135,6 +136,16 @@ class Estimator:
             self._order.append((p.at, p.uid))
             self._count[node] = self._count.get(node, 0) + 1
             self._apply(node, load)
+
+    def load(self, pod: PodInfo) -> FloatArray:
+        """pod_load(pod), computed once for the pod being scheduled (a scoring plugin reads it,
+        then reserving it does); the array is shared: do not modify it."""
+        last = self._last_load
+        if last is not None and last[0] is pod:
+            return last[1]
+        load = pod_load(pod, self.args)
+        self._last_load = (pod, load)
+        return load
 
     def remove(self, uid: str) -> None:
         with self._lock:

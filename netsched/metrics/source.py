@@ -176,6 +176,11 @@ class MetricSource:
         """Count the pod's expected load on the node until metrics cover it (idempotent per uid)."""
         self.estimator.add(pod, node_name, self._wall())
 
+    def pod_load(self, pod: PodInfo) -> FloatArray:
+        """What `pod` is expected to add to a node ([cpu, memory, rx, tx]: CPU_COL...), as the
+        estimator counts it; computed once per pod (shared array: do not modify)."""
+        return self.estimator.load(pod)
+
     def unreserve(self, pod: PodInfo) -> None:
         self.estimator.remove(pod.uid)
 

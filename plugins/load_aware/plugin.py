@@ -39,7 +39,6 @@ from netsched.metrics.plugin_api import (
     FloatArray,
     MetricScorePlugin,
     fill_stale,
-    pod_load,
     resource_usage,
     source_for,
     to_int_scores,
@@ -78,7 +77,7 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         k = len(self.weights)
         view = self.source.view(snapshot)
         if view.measured:
-            incoming = pod_load(pod, self.source.args.estimation)
+            incoming = self.source.pod_load(pod)
             amounts = [float(incoming[CPU_COL] if r == CPU else incoming[MEMORY_COL]) for r in self.weights]
             # What the node carries does not depend on the pod: kept by the view between pods.
             kept = view.per_row(self, lambda rows: self._carried(snapshot, rows), idx)
