@@ -71,6 +71,17 @@ def pod_load(pod: PodInfo, args: EstimationArgs) -> FloatArray:
     return np.array([cpu, mem, rx, tx], dtype=np.float64)
 
 
+def _same_load_fields(a: PodInfo, b: PodInfo) -> bool:
+    """Whether pod_load(a) is pod_load(b): what it reads is the same."""
+    return (
+        a.uid == b.uid
+        and a.limits is b.limits
+        and a.annotations is b.annotations
+        and a.nonzero_cpu == b.nonzero_cpu
+        and a.nonzero_memory == b.nonzero_memory
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Estimates:
     """Estimated extra load per snapshot row (copies: safe to keep for the cycle)."""
@@ -141,7 +152,8 @@ class Estimator:
         """pod_load(pod), computed once for the pod being scheduled (a scoring plugin reads it,
         then reserving it does); the array is shared: do not modify it."""
         last = self._last_load
-        if last is not None and last[0] is pod:
+        # Reserve sees the assumed copy of the pod scoring saw: same uid, same field objects.
+        if last is not None and _same_load_fields(last[0], pod):
             return last[1]
         load = pod_load(pod, self.args)
         self._last_load = (pod, load)
