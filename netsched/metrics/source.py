@@ -141,7 +141,7 @@ class MetricSource:
         table = self.poller.table
         measured = not self.in_fallback
         v: LoadView | None = snapshot.cache.get(self._view_key)
-        if v is None or not v.current(table, measured, snapshot):
+        if v is None or not v.current(self, table, measured, snapshot):
             v = snapshot.cache[self._view_key] = LoadView(self, snapshot, table, measured)
         return v
 

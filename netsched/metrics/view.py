@@ -120,9 +120,15 @@ class LoadView:
     def fail_closed(self) -> bool:
         return self._src.fail_closed
 
-    def current(self, table: MetricsTable, measured: bool, snapshot: Snapshot) -> bool:
-        """Still the view of this table, fallback state and snapshot."""
-        return table is self.table and measured == self.measured and snapshot is self._snapshot
+    def current(self, src: object, table: MetricsTable, measured: bool, snapshot: Snapshot) -> bool:
+        """Still the view of this source (a reloaded config may make another one under the
+        same cache key), table, fallback state and snapshot."""
+        return (
+            src is self._src
+            and table is self.table
+            and measured == self.measured
+            and snapshot is self._snapshot
+        )
 
     # ------------------------------------------------------------ per-row columns (all rows)
 
