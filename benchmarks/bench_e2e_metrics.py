@@ -28,20 +28,13 @@ import multiprocessing as mp
 from typing import Any
 
 from benchmarks.bench_e2e import run as run_e2e
+from benchmarks.bench_inprocess import GBIT_BYTES, METRICS_PROFILE
 from benchmarks.common import isolated, out
 
-GBIT_BYTES = 125_000_000.0
-
-# deploy/'s load-aware plugins and weights, all on one `prometheus:` block (one source).
-LOAD_AWARE = """\
-  plugins:
-    multiPoint:
-      enabled:
-      - name: NetworkTraffic
-        weight: 3
-      - name: LoadAware
-        weight: 2
-      - name: LoadThreshold
+# bench_inprocess's (deploy/'s) load-aware plugins and weights, all on one `prometheus:` block.
+LOAD_AWARE = (
+    METRICS_PROFILE
+    + """\
   pluginConfig:
   - name: NetworkTraffic
     args:
@@ -56,6 +49,7 @@ LOAD_AWARE = """\
     args:
       prometheus: *prom
 """
+)
 
 
 def _load(i: int) -> tuple[float, float, float]:

@@ -41,6 +41,7 @@ COLUMNS = 4
 GROUP_COLUMNS = ((CPU_COL,), (MEMORY_COL,), (RX_COL, TX_COL))
 CPU_GROUP, MEMORY_GROUP, NETWORK_GROUP = 0, 1, 2
 _NO_ROWS: IntArray = np.zeros(0, dtype=np.int64)
+_LOG_MAX = 4096  # row changes kept for readers (each reads them once per pod)
 
 
 def annotated_bandwidth(pod: PodInfo, key: str, default: float) -> float:
@@ -77,6 +78,17 @@ def pod_load(pod: PodInfo, args: EstimationArgs) -> FloatArray:
     mem = max(pod.nonzero_memory, pod.limits.get(MEMORY, 0)) * args.memory_factor
     rx, tx = pod_bandwidth(pod, args.default_bandwidth_bytes)
     return np.array([cpu, mem, rx, tx], dtype=np.float64)
+
+
+def _same_load_fields(a: PodInfo, b: PodInfo) -> bool:
+    """Whether pod_load(a) is pod_load(b): what it reads is the same."""
+    return (
+        a.uid == b.uid
+        and a.limits is b.limits
+        and a.annotations is b.annotations
+        and a.nonzero_cpu == b.nonzero_cpu
+        and a.nonzero_memory == b.nonzero_memory
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,11 +129,13 @@ class Estimator:
         # Set by a plugin that knows a pod's traffic better than the default (TrafficAffinity:
         # its workload's measured per-pod traffic that leaves the node); None: not known.
         self.bandwidth_hint: BandwidthHint | None = None
+        self._last_load: tuple[PodInfo, FloatArray] | None = None
         # Change tracking for readers that keep per-row results (LoadView.per_row): every
-        # change of a row stamps it with a new generation; realigning stamps everything.
+        # change of a row is a new generation, logged; realigning changes everything.
         self._gen = 0
         self._aligned_gen = 0
-        self._row_gen: IntArray = np.zeros(0, dtype=np.int64)
+        self._log: list[int] = []  # row changed in generation _log_base + i + 1
+        self._log_base = 0
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -133,11 +147,12 @@ class Estimator:
         old = self._pods.get(pod.uid)
         if old is not None and old.node == node:
             return  # the second and third plugin reserving the pod: nothing to parse again
-        load = pod_load(pod, self.args)
+        load = self.load(pod)
         hint = self.bandwidth_hint
         if hint is not None and not _annotated(pod):
             got = hint(pod, node)
             if got is not None:
+                load = load.copy()  # load() shares its array with the scoring plugins
                 load[RX_COL], load[TX_COL] = got
         with self._lock:
             old = self._pods.get(pod.uid)
@@ -150,6 +165,17 @@ class Estimator:
             self._order.append((p.at, p.uid))
             self._count[node] = self._count.get(node, 0) + 1
             self._apply(node, load)
+
+    def load(self, pod: PodInfo) -> FloatArray:
+        """pod_load(pod), computed once for the pod being scheduled (a scoring plugin reads it,
+        then reserving it does); the array is shared: do not modify it."""
+        last = self._last_load
+        # Reserve sees the assumed copy of the pod scoring saw: same uid, same field objects.
+        if last is not None and _same_load_fields(last[0], pod):
+            return last[1]
+        load = pod_load(pod, self.args)
+        self._last_load = (pod, load)
+        return load
 
     def remove(self, uid: str) -> None:
         with self._lock:
@@ -185,7 +211,10 @@ class Estimator:
             if row is not None:
                 self._rows[row] = self._by_node.get(node, 0.0)
                 self._gen += 1
-                self._row_gen[row] = self._gen
+                self._log.append(row)
+                if len(self._log) > _LOG_MAX:  # a reader this far behind recomputes everything
+                    del self._log[: _LOG_MAX // 2]
+                    self._log_base += _LOG_MAX // 2
 
     # ------------------------------------------------------------ reading
 
@@ -217,18 +246,18 @@ class Estimator:
         """(current generation, rows changed after generation `since`); None: every row may
         have changed (realigned since).  Call after rows() for the same snapshot."""
         with self._lock:
-            if since < self._aligned_gen:
+            if since < self._aligned_gen or since < self._log_base:
                 return self._gen, None
             if since == self._gen:
                 return self._gen, _NO_ROWS
-            return self._gen, np.flatnonzero(self._row_gen > since)
+            return self._gen, np.array(self._log[since - self._log_base :], dtype=np.int64)
 
     def _align(self, snapshot: Snapshot) -> None:
         self._index = snapshot.index
         self._rows = np.zeros((len(snapshot), COLUMNS))
         self._gen += 1
-        self._aligned_gen = self._gen
-        self._row_gen = np.zeros(len(snapshot), dtype=np.int64)
+        self._aligned_gen = self._log_base = self._gen
+        self._log.clear()
         for node, tot in self._by_node.items():
             row = snapshot.index.get(node)
             if row is not None:

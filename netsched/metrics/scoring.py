@@ -41,10 +41,20 @@ from netsched.metrics.source import MetricSource
 from netsched.metrics.utilisation import METRICS_EVENTS, source_for
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RowScores:
     index: dict[str, int]  # snapshot.index the rows refer to
-    rows: IntArray  # score per snapshot row (candidates only; others 0)
+    idx: IntArray  # the candidates' rows, as PreScore got them
+    scores: IntArray  # their scores, aligned with idx
+    n: int  # rows in the snapshot
+    _rows: IntArray | None = None
+
+    def rows(self) -> IntArray:
+        """Score per snapshot row (candidates only; others 0), built when first asked for."""
+        if self._rows is None:
+            self._rows = np.zeros(self.n, dtype=np.int64)
+            self._rows[self.idx] = self.scores
+        return self._rows
 
 
 class MetricScorePlugin(PreScorePlugin[ArgsT], ScorePlugin[ArgsT], ReservePlugin[ArgsT]):
@@ -62,21 +72,22 @@ class MetricScorePlugin(PreScorePlugin[ArgsT], ScorePlugin[ArgsT], ReservePlugin
         raise NotImplementedError
 
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
-        rows = np.zeros(len(snapshot), dtype=np.int64)
-        rows[idx] = self.candidate_scores(pod, snapshot, idx)
-        state.write(self._state_key, RowScores(snapshot.index, rows))
+        scores = self.candidate_scores(pod, snapshot, idx)
+        state.write(self._state_key, RowScores(snapshot.index, idx, scores, len(snapshot)))
         return Status.success()
 
     def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
         st: RowScores = state.read(self._state_key)
-        return st.rows[idx]
+        if idx is st.idx:  # the runtime scores the rows PreScore got: no scatter and gather
+            return st.scores.copy()  # NormalizeScore works in place
+        return st.rows()[idx]
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         st: RowScores = state.read(self._state_key)
         row = st.index.get(node.name)
         if row is None:  # not a node of this cycle's snapshot: nothing is known about it
             return 0 if self.source.fail_closed else MAX_NODE_SCORE // 2
-        return int(st.rows[row])
+        return int(st.rows()[row])
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         self.source.reserve(pod, node_name)

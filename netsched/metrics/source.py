@@ -149,7 +149,7 @@ class MetricSource:
         table = self.poller.table
         measured = not self.in_fallback
         v: LoadView | None = snapshot.cache.get(self._view_key)
-        if v is None or not v.current(table, measured, snapshot):
+        if v is None or not v.current(self, table, measured, snapshot):
             v = snapshot.cache[self._view_key] = LoadView(self, snapshot, table, measured)
         return v
 
@@ -183,6 +183,11 @@ class MetricSource:
     def reserve(self, pod: PodInfo, node_name: str) -> None:
         """Count the pod's expected load on the node until metrics cover it (idempotent per uid)."""
         self.estimator.add(pod, node_name, self._wall())
+
+    def pod_load(self, pod: PodInfo) -> FloatArray:
+        """What `pod` is expected to add to a node ([cpu, memory, rx, tx]: CPU_COL...), as the
+        estimator counts it; computed once per pod (shared array: do not modify)."""
+        return self.estimator.load(pod)
 
     def unreserve(self, pod: PodInfo) -> None:
         self.estimator.remove(pod.uid)

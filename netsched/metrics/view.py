@@ -34,6 +34,7 @@ from netsched.metrics.estimation import CPU_COL, MEMORY_COL, RX_COL, TX_COL, Cov
 from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
 
 T = TypeVar("T")
+_NO_BOUNDS = (float("-inf"), float("inf"))
 
 
 class _Rows(Protocol):
@@ -41,7 +42,7 @@ class _Rows(Protocol):
     def changes(self, since: int) -> tuple[int, IntArray | None]: ...
 
 
-class Source(Protocol):
+class _Source(Protocol):
     """What a view reads of its MetricSource (source.py builds views; this avoids the cycle)."""
 
     @property
@@ -96,11 +97,12 @@ class LoadView:
         "_stamps",
         "_fresh",
         "_fresh_epoch",
+        "_fresh_bounds",
         "_derived",
         "_per_row",
     )
 
-    def __init__(self, src: Source, snapshot: Snapshot, table: MetricsTable, measured: bool) -> None:
+    def __init__(self, src: _Source, snapshot: Snapshot, table: MetricsTable, measured: bool) -> None:
         self.measured = measured  # False: fallback, readings come from requests
         self.table = table
         self._src = src
@@ -110,6 +112,7 @@ class LoadView:
         # metric -> (mask, wall time it was computed at, oldest fresh stamp)
         self._fresh: dict[str, tuple[BoolArray, float, float]] = {}
         self._fresh_epoch = 0  # bumped whenever a freshness mask is recomputed
+        self._fresh_bounds = _NO_BOUNDS  # (latest computation, oldest fresh sample) over the masks
         self._derived: dict[str, Any] = {}
         self._per_row: dict[Hashable, _Kept] = {}
 
@@ -117,9 +120,15 @@ class LoadView:
     def fail_closed(self) -> bool:
         return self._src.fail_closed
 
-    def current(self, table: MetricsTable, measured: bool, snapshot: Snapshot) -> bool:
-        """Still the view of this table, fallback state and snapshot."""
-        return table is self.table and measured == self.measured and snapshot is self._snapshot
+    def current(self, src: object, table: MetricsTable, measured: bool, snapshot: Snapshot) -> bool:
+        """Still the view of this source (a reloaded config may make another one under the
+        same cache key), table, fallback state and snapshot."""
+        return (
+            src is self._src
+            and table is self.table
+            and measured == self.measured
+            and snapshot is self._snapshot
+        )
 
     # ------------------------------------------------------------ per-row columns (all rows)
 
@@ -154,7 +163,22 @@ class LoadView:
         mask.flags.writeable = False
         self._fresh[metric] = (mask, now, oldest)
         self._fresh_epoch += 1
+        # Conservative for a replaced mask (an older oldest): _revalidate then recomputes these.
+        self._fresh_bounds = (max(self._fresh_bounds[0], now), min(self._fresh_bounds[1], oldest))
         return mask
+
+    def _revalidate(self) -> None:
+        """Every freshness mask current, now.  One comparison while none can have changed:
+        every mask holds while the latest computation is not in the future and the oldest
+        fresh sample of any mask has not aged out."""
+        now = self._src.wall()
+        latest, oldest = self._fresh_bounds
+        if latest <= now and now - oldest <= self._src.max_age:
+            return
+        for metric in tuple(self._fresh):
+            self.fresh(metric)  # recomputes only the masks that changed
+        got = self._fresh.values()
+        self._fresh_bounds = (max(g[1] for g in got), min(g[2] for g in got)) if got else _NO_BOUNDS
 
     def estimates(self) -> FloatArray:
         """Estimated load of pods reserved since their node's samples: (rows, 4) with the
@@ -243,8 +267,7 @@ class LoadView:
     def _current(self, key: Hashable) -> _Kept | None:
         """The kept result for `key`, None when it must be computed afresh."""
         self.estimates()  # expire and cover estimates first: they are part of the result
-        for metric in tuple(self._fresh):
-            self.fresh(metric)  # re-validates; recomputes a mask only when a sample aged out
+        self._revalidate()
         kept = self._per_row.get(key)
         if kept is None or kept.fresh_epoch != self._fresh_epoch:
             return None

@@ -40,7 +40,6 @@ from netsched.metrics.plugin_api import (
     MetricScorePlugin,
     MetricSource,
     fill_stale,
-    pod_load,
     resource_usage,
     source_for,
     to_int_scores,
@@ -81,39 +80,38 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
 
         Resources are columns: what the node carries (measured + estimated, or requested) over
         allocatable, then the pod's own load over allocatable, in one pass for all of them."""
-        resources = tuple(self.weights)
+        k = len(self.weights)
         view = self.source.view(snapshot)
         if view.measured:
-            incoming = pod_load(pod, self.source.args.estimation)
-            amounts = [float(incoming[CPU_COL] if r == CPU else incoming[MEMORY_COL]) for r in resources]
+            incoming = self.source.pod_load(pod)
+            amounts = [float(incoming[CPU_COL] if r == CPU else incoming[MEMORY_COL]) for r in self.weights]
             # What the node carries does not depend on the pod: kept by the view between pods.
             kept = view.per_row(self, lambda rows: self._carried(snapshot, rows), idx)
-            carried, fresh = kept[:, : len(resources)], kept[:, len(resources) :] > 0
         else:
-            amounts = [float(pod.nonzero_cpu if r == CPU else pod.nonzero_memory) for r in resources]
-            carried = self._carried(snapshot, idx)[:, : len(resources)]
-            fresh = np.ones(carried.shape, dtype=bool)
-        cols = [snapshot.col[r] for r in resources]
-        alloc = snapshot.allocatable[idx][:, cols].astype(np.float64)
+            amounts = [float(pod.nonzero_cpu if r == CPU else pod.nonzero_memory) for r in self.weights]
+            kept = self._carried(snapshot, idx)
+        carried, fresh, alloc = kept[:, :k], kept[:, k : 2 * k] > 0, kept[:, 2 * k :]
         own = np.zeros(alloc.shape)
         np.divide(np.array(amounts), alloc, out=own, where=alloc > 0)
         # NaN: a stale row, replaced below; below 0 is idle for both curves.
         curve = self._curve(np.fmax(carried + own, 0.0))
+        all_fresh = bool(fresh.all())
         total = np.zeros(len(idx))
         for j, weight in enumerate(self.weights.values()):
-            total += weight * fill_stale(curve[:, j], fresh[:, j], self.source.fail_closed)
+            col = curve[:, j] if all_fresh else fill_stale(curve[:, j], fresh[:, j], self.source.fail_closed)
+            total += weight * col
         return to_int_scores(total / sum(self.weights.values()))
 
     def _carried(self, snapshot: Snapshot, rows: IntArray) -> FloatArray:
-        """Per row: each resource's utilisation, then 1.0 / 0.0 for fresh / stale, by column."""
+        """Per row, by column: each resource's utilisation (measured + estimated, or requested,
+        over allocatable), then 1.0 / 0.0 for fresh / stale, then allocatable."""
         usage = resource_usage(self.source, snapshot, tuple(self.weights), rows)
-        return np.stack(
-            [u.utilisation for u in usage.values()] + [u.fresh.astype(np.float64) for u in usage.values()],
-            axis=1,
-        )
+        alloc = [snapshot.allocatable[rows, snapshot.col[r]].astype(np.float64) for r in self.weights]
+        fresh = [u.fresh.astype(np.float64) for u in usage.values()]
+        return np.stack([u.utilisation for u in usage.values()] + fresh + alloc, axis=1)
 
     def _curve(self, u: FloatArray) -> FloatArray:
         tlp = self.args.target_load_packing
         if tlp.enabled:
             return target_load_packing(100.0 * u, tlp.target_utilization)
-        return MAX_NODE_SCORE * (1.0 - np.clip(u, 0.0, 1.0))
+        return MAX_NODE_SCORE * (1.0 - np.minimum(u, 1.0))  # u >= 0 here

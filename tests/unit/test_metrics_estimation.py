@@ -131,3 +131,19 @@ def test_estimates_survive_a_relayout() -> None:
     src.estimates(snap)
     snap.rebuild(list(reversed(snap.nodes)))
     assert np.flatnonzero(src.estimates(snap).cpu).tolist() == [0]
+
+
+def test_changed_rows_are_logged_for_readers_and_a_reader_far_behind_recomputes_everything() -> None:
+    _, _, (src, _), snap = setup()
+    est = src.estimator
+    src.estimates(snap)  # aligns
+    start, _ = est.changes(0)
+    pod = make_pod("p").req(cpu="1").info()
+    src.reserve(pod, "n2")
+    gen, rows = est.changes(start)
+    assert rows is not None and rows.tolist() == [2]
+    assert est.changes(gen)[1].tolist() == []  # type: ignore[union-attr]
+    for _ in range(3000):  # 6000 changes: more than the log keeps
+        src.unreserve(pod)
+        src.reserve(pod, "n1")
+    assert est.changes(gen)[1] is None

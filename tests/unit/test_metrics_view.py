@@ -190,3 +190,11 @@ def test_per_row_results_recompute_marked_rows_only_when_asked_for() -> None:
     np.testing.assert_array_equal(got, view.usage(CPU, np.array([0, 1], dtype=np.int64)).utilisation)
     view.per_row("lazy", compute, np.array([4], dtype=np.int64))
     assert len(seen) == 2
+
+
+def test_each_source_has_its_own_view_even_when_they_share_a_poller() -> None:
+    _, src, _, snap, hub = world()
+    closed = hub.source(PrometheusArgs(stale_policy="failClosed"))
+    assert closed.poller is src.poller  # same connection: one poller, one table
+    assert closed.view(snap) is not src.view(snap)
+    assert closed.view(snap).fail_closed and not src.view(snap).fail_closed
