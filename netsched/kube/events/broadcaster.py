@@ -152,7 +152,7 @@ class EventBroadcaster(Delivery):
     def _write_off(self, w: Writer) -> None:
         """Count as dropped what a writer still stuck in a request (up to the sink's timeout) holds,
         so the shutdown log and metric say what is lost; the process is about to exit."""
-        for _ in range(w.in_flight):
+        for _ in range(w.write_off()):
             self._drop("shutdown")
         while True:
             try:
