@@ -264,7 +264,9 @@ class Scheduler:
         if fit is not None:
             qp.unschedulable_plugins = frozenset(p for p in fit.diagnosis.unschedulable_plugins if p)
             qp.pending_plugins = frozenset(fit.diagnosis.pending_plugins)
-        elif plugin:
+        elif plugin and code != Code.ERROR:
+            # A rejection names its plugin (kube's Reserve/Permit FitError); an Error names none:
+            # the pod goes to backoff and no plugin rejected it.
             qp.unschedulable_plugins = frozenset({plugin})
         log.info(
             "Unable to schedule pod; waiting pod=%s profile=%s err=%r", pod.key, fwk.profile_name, message

@@ -39,7 +39,7 @@ class MetricsProvider(Protocol):
     queries Prometheus itself.
     """
 
-    def source(self, args: Any) -> object: ...
+    def source(self, args: Any, *, filters: bool = False) -> object: ...
 
 
 class _Observer(Protocol):

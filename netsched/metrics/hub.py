@@ -71,28 +71,41 @@ class MetricsHub:
         # The generation in which each source was last asked for (hot reload: see prune_before).
         self._generation = 0
         self._asked: dict[PrometheusArgs, int] = {}
+        # The same for the sources a filtering plugin asked for (filters=True): their failClosed
+        # rejects nodes in an outage, which the poller's log line must say.
+        self._filtering: dict[PrometheusArgs, int] = {}
         self._directory: NodeResolver | None = None
         self._scheduler: BackgroundScheduler | None = None
         self._jobs: dict[str, Job] = {}
 
     # ------------------------------------------------------------ sources
 
-    def source(self, args: PrometheusArgs) -> MetricSource:
-        """The shared source for these args (the same object for equal args)."""
+    def source(self, args: PrometheusArgs, *, filters: bool = False) -> MetricSource:
+        """The shared source for these args (the same object for equal args).
+
+        `filters`: the caller rejects nodes on the source's readings (a Filter plugin such as
+        LoadThreshold), so with failClosed an outage keeps pods pending, not only re-scored."""
         with self._lock:
             self._asked[args] = self._generation
+            changed = filters and args not in self._filtering
+            if filters:
+                self._filtering[args] = self._generation
             src = self._sources.get(args)
             if src is None:
                 poller = self._poller(args)
                 src = self._sources[args] = MetricSource(args, poller, self.clock.wall, len(self._sources))
+                changed = True
+            if changed:
                 self._note_policies()
             return src
 
     def _note_policies(self) -> None:
-        """Tell each poller the stalePolicies of the sources it serves (lock held)."""
+        """Tell each poller the stalePolicies of the sources it serves, and whether a failClosed
+        one is read by a filter (lock held)."""
         for poller in self._pollers.values():
-            policies = {s.args.stale_policy for s in self._sources.values() if s.poller is poller}
-            poller.stale_policies = tuple(sorted(policies))
+            mine = [a for a, s in self._sources.items() if s.poller is poller]
+            poller.stale_policies = tuple(sorted({a.stale_policy for a in mine}))
+            poller.filters_fail_closed = any(a.fail_closed and a in self._filtering for a in mine)
 
     def new_generation(self) -> int:
         """Start a generation of plugins (a config reload builds new ones); returns its number."""
@@ -110,6 +123,8 @@ class MetricsHub:
             for args in [a for a, gen in self._asked.items() if gen < generation]:
                 del self._asked[args]
                 self._sources.pop(args, None)
+            for args in [a for a, gen in self._filtering.items() if gen < generation]:
+                del self._filtering[args]  # no filter of the new plugins reads it
             self._note_policies()
             used = {src.poller.conn for src in self._sources.values()}
             gone = [p for conn, p in self._pollers.items() if conn not in used]

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from netsched.clock import Clock
-from netsched.metrics.args import BY_LABEL, FAIL_CLOSED, FAIL_OPEN, ConnectionKey, NodeMappingArgs
+from netsched.metrics.args import BY_LABEL, FAIL_OPEN, ConnectionKey, NodeMappingArgs
 from netsched.metrics.cache import BadResponse, MetricsTable, Series, parse_vector
 from netsched.metrics.client import QueryClient, QueryError, retrying
 from netsched.metrics.instruments import Instruments
@@ -84,6 +84,7 @@ class Poller:
         # The stalePolicy of each source polled through this connection (MetricsHub keeps it):
         # what an outage does, and so what its log line says, depends on them.
         self.stale_policies: tuple[str, ...] = ()
+        self.filters_fail_closed = False  # a failClosed source here is read by a filter plugin
         self._failing: dict[QueryKey, tuple[str, bool]] = {}  # query -> (reason, was it logged)
         self._logged_check: tuple[str, ...] | None = None
         self._check_lock = threading.Lock()  # polls and node relists both run the check
@@ -196,9 +197,9 @@ class Poller:
         self._ins.fallback.labels(self.name).set(1 if down else 0)
         if down:
             self._fallback_since = self._clock.now()
-            if FAIL_CLOSED in self.stale_policies:
-                # In fallback nothing is fresh: failClosed's load filter (LoadThreshold) rejects every
-                # node, so its pods stay pending; scorers still use requests.
+            if self.filters_fail_closed:
+                # In fallback nothing is fresh: a filter (LoadThreshold) reading a failClosed source
+                # rejects every node, so its pods stay pending. A scorer's failClosed blocks nothing.
                 log.warning(
                     "Prometheus unreachable, stalePolicy failClosed: load filters reject every node, pods "
                     "wait until it answers; metrics plugins score by requests source=%s err=%r stalePolicies=%s",

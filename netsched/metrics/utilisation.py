@@ -43,12 +43,13 @@ METRICS_EVENTS = (
 )
 
 
-def source_for(handle: Handle, args: PrometheusArgs, plugin: str) -> MetricSource:
-    """The plugin's MetricSource from the process-wide hub (handle.metrics)."""
+def source_for(handle: Handle, args: PrometheusArgs, plugin: str, *, filters: bool = False) -> MetricSource:
+    """The plugin's MetricSource from the process-wide hub (handle.metrics); `filters` for a
+    plugin that rejects nodes on its readings (what failClosed does in an outage depends on it)."""
     hub = handle.metrics
     if hub is None:
         raise ValueError(f"plugin {plugin} needs the metrics hub, but handle.metrics is None")
-    src = hub.source(args)
+    src = hub.source(args, filters=filters)
     if not isinstance(src, MetricSource):
         raise TypeError(f"plugin {plugin} needs a netsched.metrics hub, got {type(hub).__name__}")
     return src

@@ -79,7 +79,9 @@ class PlacementEffects:
         self._plans: weakref.WeakKeyDictionary[Framework, dict[str, tuple[MetricSource, float | None]]] = (
             weakref.WeakKeyDictionary()
         )
-        self._cache: dict[tuple[MetricSource, str], _Polled] = {}
+        # Per source, per resource: held weakly, so the sources (and their per-node arrays) a
+        # config reload replaced go with the frameworks that read them.
+        self._cache: weakref.WeakKeyDictionary[MetricSource, dict[str, _Polled]] = weakref.WeakKeyDictionary()
 
     def _plan(self, fwk: Framework) -> dict[str, tuple[MetricSource, float | None]]:
         plan = self._plans.get(fwk)
@@ -121,12 +123,15 @@ class PlacementEffects:
         if src.in_fallback:
             return None
         key = (src.poller.table, snapshot.index)
-        cached = self._cache.get((src, res))
+        per_res = self._cache.get(src)
+        if per_res is None:
+            per_res = self._cache[src] = {}
+        cached = per_res.get(res)
         if cached is None or cached.key[0] is not key[0] or cached.key[1] is not key[1]:
             u, fresh = _utilisation(src, snapshot, res)
             fresh = fresh & np.isfinite(u)
             median = float(np.median(u[fresh])) if fresh.any() else math.nan
-            cached = self._cache[(src, res)] = _Polled(key, u, fresh, median)
+            cached = per_res[res] = _Polled(key, u, fresh, median)
         return cached if math.isfinite(cached.median) else None
 
     def bound(self, fwk: Framework, state: CycleState) -> None:

@@ -246,6 +246,10 @@ class SchedulingQueue:
                         return None
                     self._cond.wait(remaining)
             qp.attempts += 1
+            # As kube's pop: the rejectors of the last attempt leave with it (this attempt
+            # records its own on failure), so scheduler_unschedulable_pods never keeps a stale one.
+            qp.unschedulable_plugins = frozenset()
+            qp.pending_plugins = frozenset()
             if qp.initial_attempt_timestamp is None:
                 qp.initial_attempt_timestamp = self._clock.now()
             self._scheduling_cycle += 1

@@ -95,7 +95,7 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         )
         self._texts: dict[int, tuple[str, ...]] = {}
         self._all_stale = sum(2 << (2 * i) for i in range(len(self.checks)))  # "no recent metrics" bits
-        self.source = source_for(handle, self.args.prometheus, self.name)
+        self.source = source_for(handle, self.args.prometheus, self.name, filters=True)
         for c in self.checks:
             if c.kind == NETWORK:
                 self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)

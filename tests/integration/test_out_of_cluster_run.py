@@ -1,11 +1,15 @@
 """The first run from an operator's machine: README's commands, as written, against the fake API server.
 
-Each README block marked "tested" runs in bash in an empty directory with HOME holding the fake
-server's kubeconfig at ~/.kube/config (and no $KUBECONFIG), `netsched` being the command from
-this checkout; the block must schedule a pod. The only addition: `--secure-port=0`, so parallel
-test runs on one machine do not fight over 10259. And the mistakes that used to end the first
-run: --kubeconfig with --config (ignored, as kube-scheduler does: the error names
-clientConnection.kubeconfig), a ConfigMap manifest or an empty file as --config.
+Every bash block of the README's "Run it against a cluster" section is marked "tested" and runs
+in bash in a directory laid out like the checkout after the set-up command (`.venv/bin/netsched`
+and `.venv/bin/python` being this checkout's, `deploy/` its own) with HOME holding the fake
+server's kubeconfig at ~/.kube/config (and no $KUBECONFIG), and no `netsched` on PATH: a block
+that calls a bare `netsched`, or the system python3 (which has no PyYAML), fails. A block that
+starts netsched must schedule a pod; the others must succeed. The only addition:
+`--secure-port=0`, so parallel test runs on one machine do not fight over 10259. And the
+mistakes that used to end the first run: --kubeconfig with --config (ignored, as kube-scheduler
+does: the error names clientConnection.kubeconfig), a ConfigMap manifest or an empty file as
+--config.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer
@@ -29,32 +34,83 @@ REPO = Path(__file__).resolve().parents[2]
 MARKER = "<!-- tested: tests/integration/test_out_of_cluster_run.py runs this block as written -->"
 
 
-def readme_blocks() -> list[str]:
+def section_blocks() -> list[str]:
+    """Every bash block of the README's out-of-cluster section, each of them marked tested."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(re.escape(MARKER) + r"\n```bash\n(.*?)```", readme, re.S)
-    assert len(blocks) == 2, "README.md's tested out-of-cluster commands are not where this test looks"
-    return blocks
+    section = readme.split("### Run it against a cluster\n", 1)[1].split("\n## ", 1)[0]
+    every = re.findall(r"([^\n]*)\n```bash\n(.*?)```", section, re.S)
+    assert len(every) == 3, "README.md's out-of-cluster commands are not where this test looks"
+    assert all(before == MARKER for before, _ in every), "a block of the section is not marked tested"
+    return [block for _, block in every]
+
+
+def starts_netsched(block: str) -> bool:
+    return "netsched --" in block
 
 
 def operator(tmp_path: Path, server: FakeAPIServer) -> dict[str, str]:
-    """The environment: a HOME with ~/.kube/config, `netsched` on PATH, no KUBECONFIG."""
+    """The environment: a HOME with ~/.kube/config, no `netsched` on PATH, no KUBECONFIG."""
     home = tmp_path / "home"
     (home / ".kube").mkdir(parents=True)
     server.write_kubeconfig(home / ".kube" / "config")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "netsched"
-    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m netsched.cli "$@" --secure-port=0\n')
-    shim.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    env.update(HOME=str(home), PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", PYTHONPATH=str(REPO))
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "VIRTUAL_ENV")}
+    # The test's own venv may be on PATH: keep only directories without a netsched in them.
+    path = [d for d in env["PATH"].split(os.pathsep) if d and not (Path(d) / "netsched").exists()]
+    # The system's python has no PyYAML (it is in .venv only): a block that calls it fails here
+    # whether or not this machine's python3 happens to have it.
+    system = tmp_path / "system-bin"
+    system.mkdir()
+    for name in ("python", "python3"):
+        (system / name).write_text("#!/bin/sh\necho 'the system python: no PyYAML here' >&2\nexit 1\n")
+        (system / name).chmod(0o755)
+    env.update(HOME=str(home), PATH=os.pathsep.join([str(system), *path]), PYTHONPATH=str(REPO))
     return env
 
 
-@pytest.mark.parametrize("block", readme_blocks(), ids=["config-file", "kubeconfig-flag"])
-def test_the_readme_commands_schedule_a_pod_from_outside_the_cluster(tmp_path: Path, block: str) -> None:
+def checkout(tmp_path: Path) -> Path:
+    """A directory laid out like the checkout after the set-up command: .venv/bin/netsched and
+    .venv/bin/python (this checkout's, the first with --secure-port=0) and deploy/."""
     work = tmp_path / "work"
-    work.mkdir()
+    venv_bin = work / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    shims = {
+        "netsched": f'exec {sys.executable} -m netsched.cli "$@" --secure-port=0',
+        "python": f'exec {sys.executable} "$@"',
+    }
+    for name, line in shims.items():
+        (venv_bin / name).write_text(f"#!/bin/sh\n{line}\n")
+        (venv_bin / name).chmod(0o755)
+    (work / "deploy").symlink_to(REPO / "deploy")
+    return work
+
+
+BLOCKS = section_blocks()
+RUNS = [b for b in BLOCKS if starts_netsched(b)]
+
+
+def test_every_block_of_the_section_is_run_here() -> None:
+    assert len(RUNS) == 2 and len(BLOCKS) == 3
+
+
+def test_the_readme_extracts_the_configmaps_config_as_written(tmp_path: Path) -> None:
+    (block,) = [b for b in BLOCKS if not starts_netsched(b)]
+    work = checkout(tmp_path)
+    with FakeAPIServer() as server:
+        env = operator(tmp_path, server)
+    done = subprocess.run(
+        ["bash", "-e", "-c", block], cwd=work, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    manifest = yaml.safe_load((REPO / "deploy" / "configmap.yaml").read_text(encoding="utf-8"))
+    assert (work / "netsched-deploy.yaml").read_text(encoding="utf-8") == manifest["data"]["config.yaml"]
+    # And what it wrote is a config file --config takes (the kubeconfig still to be added).
+    check = run_cli(work, env, "--config", "netsched-deploy.yaml", "--write-config-to", "out.yaml")
+    assert check.returncode == 0, check.stderr
+
+
+@pytest.mark.parametrize("block", RUNS, ids=["config-file", "kubeconfig-flag"])
+def test_the_readme_commands_schedule_a_pod_from_outside_the_cluster(tmp_path: Path, block: str) -> None:
+    work = checkout(tmp_path)
     with FakeAPIServer() as server:
         env = operator(tmp_path, server)
         server.create("nodes", make_node("n0").capacity(cpu="4").obj())

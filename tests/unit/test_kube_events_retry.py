@@ -363,3 +363,33 @@ def test_stop_counts_what_a_writer_stuck_in_a_request_still_holds() -> None:
     assert not b.stop(timeout=0.1)
     assert drops == ["shutdown"] * 4  # the one in the hanging request and the three queued
     sink.gate.set()
+
+
+def test_a_half_written_batch_holds_only_its_rest_and_is_dropped_once_at_shutdown() -> None:
+    # The reviewer's probe: a first round writes 4 of 12, the rest get 503, and the retry hangs on
+    # a dead connection past stop()'s deadline. Only the 8 unwritten are held, and dropped once.
+    sink = BatchSink()
+    hung = threading.Event()
+    release = threading.Event()
+    down = ServerError(503, "ServiceUnavailable", "down")
+
+    def half_then_hang(api: str, items: list[tuple[str, dict[str, Any]]]) -> list[Exception | None]:
+        if not sink.batches:
+            sink.batches.append([body["note"] for _, body in items])
+            sink.created.extend(body for _, body in items[:4])
+            return [None] * 4 + [down] * (len(items) - 4)
+        hung.set()
+        release.wait(5)
+        return [down] * len(items)
+
+    sink.create_many = half_then_hang  # type: ignore[method-assign]
+    drops: list[str] = []
+    b = _busy_writer(sink, 12, on_drop=drops.append)
+    sink.gate.set()
+    assert hung.wait(5)
+    assert (b.written, b.unwritten) == (5, 8)  # "first" and 4 of the batch written
+    assert not b.stop(timeout=0.1)
+    assert drops == ["shutdown"] * 8
+    release.set()
+    assert _wait_until(lambda: not any(w.thread.is_alive() for w in b._writers))
+    assert drops == ["shutdown"] * 8 and b.dropped == 8  # not dropped again when the request returns

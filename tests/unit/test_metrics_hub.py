@@ -148,37 +148,62 @@ def test_prune_before_stops_the_pollers_a_reload_no_longer_uses() -> None:
         hub.stop()
 
 
+REJECT = "stalePolicy failClosed: load filters reject every node, pods wait"
+SCORE = "metrics plugins score by requests until it answers"
+
+
 @pytest.mark.parametrize(
-    ("policies", "says", "policies_field"),
+    ("sources", "says", "policies_field"),
     [
-        (("failOpen",), "metrics plugins score by requests until it answers", "failOpen"),
-        (("failClosed",), "stalePolicy failClosed: load filters reject every node, pods wait", "failClosed"),
-        # One failClosed source is enough for pods to wait: the line says so.
-        (("failOpen", "failClosed"), "stalePolicy failClosed", "failClosed,failOpen"),
+        # (stalePolicy, read by a filter plugin) per source on one connection
+        ((("failOpen", False),), SCORE, "failOpen"),
+        ((("failOpen", True),), SCORE, "failOpen"),
+        ((("failClosed", True),), REJECT, "failClosed"),
+        # A scorer's failClosed falls back to requests like failOpen: nothing is rejected.
+        ((("failClosed", False),), SCORE, "failClosed"),
+        # Mixed: one failClosed source a filter reads is enough for pods to wait ...
+        ((("failOpen", False), ("failClosed", True)), REJECT, "failClosed,failOpen"),
+        # ... but a failClosed scorer next to a failOpen filter blocks nothing.
+        ((("failOpen", True), ("failClosed", False)), SCORE, "failClosed,failOpen"),
     ],
 )
 def test_an_unreachable_prometheus_is_logged_as_what_its_policies_do(
-    caplog: pytest.LogCaptureFixture, policies: tuple[str, ...], says: str, policies_field: str
+    caplog: pytest.LogCaptureFixture, sources: tuple[tuple[str, bool], ...], says: str, policies_field: str
 ) -> None:
     caplog.set_level(logging.INFO, logger="netsched.metrics")
     hub, fake = fake_hub()
-    for i, policy in enumerate(policies):  # one connection, one source per policy
-        hub.source(PrometheusArgs(stale_policy=policy, max_sample_age_seconds=60.0 + i)).require(CPU)
+    for i, (policy, filters) in enumerate(sources):  # one connection, one source each
+        args = PrometheusArgs(stale_policy=policy, max_sample_age_seconds=60.0 + i)
+        hub.source(args, filters=filters).require(CPU)
     assert len(hub.pollers) == 1
     fake.fail_all = QueryError("unreachable", "ConnectionError: refused", transient=True)
     assert hub.trigger()
     (line,) = [r.getMessage() for r in caplog.records if "Prometheus unreachable" in r.getMessage()]
     assert says in line and f"stalePolicies={policies_field}" in line
-    if policies == ("failOpen",):
-        assert "failClosed" not in line and "reject" not in line
+    if says == SCORE:
+        assert "reject" not in line
+
+
+def test_a_filter_asking_later_for_a_scorers_failclosed_source_changes_the_line() -> None:
+    hub, _fake = fake_hub()
+    args = PrometheusArgs(stale_policy=FAIL_CLOSED)
+    src = hub.source(args)
+    (poller,) = hub.pollers
+    assert not poller.filters_fail_closed
+    assert hub.source(args, filters=True) is src
+    assert poller.filters_fail_closed
+    gen = hub.new_generation()
+    hub.source(args)  # the reloaded config keeps the scorer, drops the filter
+    hub.prune_before(gen)
+    assert not poller.filters_fail_closed and poller.stale_policies == ("failClosed",)
 
 
 def test_a_reload_that_drops_the_failclosed_source_changes_the_line() -> None:
     hub, _fake = fake_hub()
-    hub.source(PrometheusArgs(stale_policy=FAIL_CLOSED))
+    hub.source(PrometheusArgs(stale_policy=FAIL_CLOSED), filters=True)
     (poller,) = hub.pollers
-    assert poller.stale_policies == ("failClosed",)
+    assert poller.stale_policies == ("failClosed",) and poller.filters_fail_closed
     gen = hub.new_generation()
-    hub.source(PrometheusArgs())
+    hub.source(PrometheusArgs(), filters=True)
     hub.prune_before(gen)
-    assert poller.stale_policies == ("failOpen",)
+    assert poller.stale_policies == ("failOpen",) and not poller.filters_fail_closed

@@ -92,6 +92,28 @@ def test_no_figures_while_prometheus_is_down() -> None:
     assert samples == []
 
 
+def test_the_figures_cache_does_not_keep_a_replaced_source_alive() -> None:
+    """A reload that changes the metric args builds new sources; the old one (and its per-node
+    arrays) must go with the frameworks that read it, not stay in the effects' cache."""
+    import gc
+    import weakref
+
+    metrics = SchedulerMetrics(CollectorRegistry())
+    effects = PlacementEffects(metrics)
+    r = rig()
+    effects.decided(r.framework, CycleState(), r.snap, "n4")
+    gone = weakref.ref(r.plugin.source)
+    del r
+    gc.collect()
+    assert gone() is None
+    r = rig()  # the new generation's source is cached in its place
+    state = CycleState()
+    effects.decided(r.framework, state, r.snap, "n4")
+    effects.bound(r.framework, state)
+    labels = {"profile": r.framework.profile_name, "resource": "cpu"}
+    assert value(metrics.registry, "netsched_placements_over_threshold_total", **labels) == 1
+
+
 def test_collector_reports_rejections_weights_thresholds_and_requests() -> None:
     r = rig()
     nodes = [

@@ -182,3 +182,18 @@ def test_args_errors(raw: dict[str, Any], expected: str | None) -> None:
         assert errs == []
     else:
         assert any(expected in e for e in errs), errs
+
+
+def test_a_failclosed_outage_says_reject_only_when_the_filter_reads_the_source() -> None:
+    from netsched.metrics import MetricsHub
+    from netsched.plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
+    from netsched.testing.clock import FakeClock
+    from netsched.testing.framework import build_plugin
+    from netsched.testing.prometheus import FakePrometheus
+
+    closed = PrometheusArgs(stale_policy="failClosed")
+    hub = MetricsHub(clock=FakeClock(), client_factory=FakePrometheus().factory)
+    scorer = build_plugin(NetworkTraffic, NetworkTrafficArgs(prometheus=closed), metrics=hub)
+    assert not scorer.source.poller.filters_fail_closed  # it falls back to requests: nothing waits
+    build_plugin(LoadThreshold, LoadThresholdArgs(prometheus=closed), metrics=hub)
+    assert scorer.source.poller.filters_fail_closed  # the filter shares the source: pods wait

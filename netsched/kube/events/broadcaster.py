@@ -8,7 +8,8 @@ the queue bound is hit (counted, `on_drop`, and logged once) or at shutdown.
 Shutdown: `stop(timeout)` (SchedulerApp.shutdown, on SIGTERM) writes every
 queued event and pending series count within `timeout`, retries included;
 what is still unwritten then is dropped and counted (reason "shutdown"),
-including what a writer stuck in a request still holds.
+including what a writer stuck in a request still holds (counted once: when
+that request returns, the writer drops nothing again).
 
 SIGKILL (or an OOM kill) loses what the process holds unwritten (`unwritten`),
 as it does for kube-scheduler's broadcaster: the queue, and the batch a writer
@@ -87,8 +88,9 @@ class EventBroadcaster(Delivery):
 
     @property
     def unwritten(self) -> int:
-        """Events held in memory: queued (with markers), or taken by a writer and not yet written:
-        what a SIGKILL at this moment would lose (see the module docstring)."""
+        """Events held in memory: queued (with markers), or taken by a writer and not yet written,
+        failed or dropped (a half-written batch counts only its rest): what a SIGKILL at this
+        moment would lose (see the module docstring)."""
         return sum(w.queue.qsize() + w.in_flight for w in self._writers)
 
     def submit(self, occ: Occurrence) -> None:
@@ -152,7 +154,7 @@ class EventBroadcaster(Delivery):
     def _write_off(self, w: Writer) -> None:
         """Count as dropped what a writer still stuck in a request (up to the sink's timeout) holds,
         so the shutdown log and metric say what is lost; the process is about to exit."""
-        for _ in range(w.in_flight):
+        for _ in range(w.write_off()):
             self._drop("shutdown")
         while True:
             try:

@@ -210,7 +210,11 @@ class Writer:
         self.series = SeriesCache(max_series, owner.dedup_window)
         self.last_sweep = owner.clock.wall()
         self.retrying = owner._retrying()
-        self.in_flight = 0  # occurrences taken off the queue and not yet written, failed or dropped
+        # Occurrences taken off the queue and not yet written, failed, merged into a series or
+        # dropped: each settles on its own, so a half-written batch counts only what is left.
+        self.in_flight = 0
+        self.written_off = False  # stop() has counted what this writer holds as dropped
+        self._held = threading.Lock()
         self.thread = threading.Thread(target=self._run, name=f"event-writer-{index}", daemon=True)
 
     def _run(self) -> None:
@@ -250,11 +254,41 @@ class Writer:
                         held = nxt
                         break
                     batch.append(nxt)
-                self.in_flight = len(batch)
+                with self._held:
+                    self.in_flight = len(batch)
                 self._guarded(self._record_all, batch)
-                self.in_flight = 0
+                with self._held:
+                    self.in_flight = 0  # settled one by one; this catches a batch the writer failed on
             if o.clock.wall() - self.last_sweep >= o.series_interval:
                 self._guarded(self._sweep, False)
+
+    def _settle(self) -> None:
+        with self._held:
+            self.in_flight = max(0, self.in_flight - 1)
+
+    def _written(self, occ: Occurrence) -> None:
+        self._settle()
+        self.owner._written(occ)
+
+    def _failed(self, e: Exception, occ: Occurrence) -> None:
+        self._settle()
+        self.owner._failed(e, occ)
+
+    def _dropped(self) -> None:
+        """Drop a held occurrence at shutdown, unless stop() has counted it already (write_off)."""
+        with self._held:
+            if self.written_off:
+                return
+            self.in_flight = max(0, self.in_flight - 1)
+        self.owner._drop("shutdown")
+
+    def write_off(self) -> int:
+        """How many occurrences this writer holds, now counted as dropped by the caller: a
+        writer still stuck in a request drops none of them again when the request returns."""
+        with self._held:
+            self.written_off = True
+            held, self.in_flight = self.in_flight, 0
+        return held
 
     def _guarded(self, fn: Any, arg: Any) -> None:
         try:
@@ -303,6 +337,7 @@ class Writer:
         if series is None:
             self.series.remember(occ, self._create(occ))
             return
+        self._settle()  # merged into its series: the series' own write carries it
         self.owner._count("deduplicated")
         if self.series.seen_again(occ, series):
             self._write_series(occ.key, series)
@@ -339,7 +374,7 @@ class Writer:
                 if not o._abandon.is_set():
                     raise
                 for _ in pending:  # only shutdown ends the retries of transient failures
-                    o._drop("shutdown")
+                    self._dropped()
 
     def _try_many(
         self, api: str, pending: list[tuple[Occurrence, str]]
@@ -352,7 +387,7 @@ class Writer:
         again: list[tuple[Occurrence, str, Exception]] = []
         for (occ, name), err in zip(pending, errors, strict=True):
             if err is None or isinstance(err, AlreadyExists):
-                o._written(occ)
+                self._written(occ)
                 self.series.remember(occ, EventSeries.first(api, name, occ))
             elif is_transient(err):
                 again.append((occ, name, err))
@@ -389,15 +424,15 @@ class Writer:
                     o.api = CORE_V1
                     api, first = "", None
                     continue
-                o._failed(e, occ)
+                self._failed(e, occ)
                 return None
             except Abandoned:
-                o._drop("shutdown")
+                self._dropped()
                 return None
             except Exception as e:
-                o._failed(e, occ)
+                self._failed(e, occ)
                 return None
-            o._written(occ)
+            self._written(occ)
             return EventSeries.first(api, name, occ)
         return None
 
