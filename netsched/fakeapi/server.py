@@ -99,6 +99,7 @@ class FakeAPIServer:
         self._authenticate = False  # require_authentication()
         self._grants: set[tuple[str, str, str]] = set()  # (user or "group:NAME", path, verb)
         self._hanging = False  # a "hang" outage: requests are held, unanswered
+        self._refusing = False  # a "refuse" outage: a request that slips in is closed unanswered
         self._release = threading.Event()  # set to close the connections of held requests
         self.held_requests = 0  # requests caught by "hang" outages
 
@@ -176,6 +177,9 @@ class FakeAPIServer:
                 self._hanging = True
         elif mode == "refuse":
             with self._lock:
+                # Before anything is closed: a request read on a kept-alive connection between
+                # here and the reset must not be served (a killed server stores nothing).
+                self._refusing = True
                 self._hanging = False
             self._release_held()
             self._close(reset=True)
@@ -186,13 +190,17 @@ class FakeAPIServer:
         """End an outage: answer requests again, on the same port after a "refuse" outage."""
         with self._lock:
             self._hanging = False
+            self._refusing = False
         if self._httpd is None:
             self._serve()
 
     def held(self) -> bool:
         """Called by the handler for every request: during a "hang" outage, wait without answering
-        until the connection is to be closed (True); False at once otherwise."""
+        until the connection is to be closed (True); during a "refuse" outage, True at once (close
+        the connection unanswered); False at once otherwise."""
         with self._lock:
+            if self._refusing:
+                return True
             if not self._hanging:
                 return False
             release = self._release
