@@ -294,13 +294,15 @@ class Coscheduling(
     def _release(
         self, pg: PodGroup, why: str, outcome: GangOutcome | None, pod: PodInfo | None = None
     ) -> None:
-        """Reject every waiting member (their bindings then unreserve and forget them); the
-        manager forgets the attempt, and says how it ended for the event and the metrics."""
+        """The manager forgets the attempt and records the members released, then every
+        waiting member is rejected (their bindings then unreserve and forget them); the
+        manager says how the attempt ended, for the event and the metrics.  Recorded first: a
+        Permit on the scheduling thread meanwhile must not count the rejected as placed."""
         waiting = self.gangs.waiting(self.handle, pg.full_name)
-        for wp in waiting:
-            wp.reject(self.name, why)
         gone = [wp.pod.uid for wp in waiting] + ([pod.uid] if pod is not None else [])
         release = self.gangs.release(pg, why, outcome, gone)
+        for wp in waiting:
+            wp.reject(self.name, why)
         if release is not None:
             self.handle.events.event(pg.ref(), "Warning", "GangReleased", "Permit", release.message)
             self._ended(release.ended, release.outcome)

@@ -278,21 +278,25 @@ class GangManager:
         all.  The cache already counts this pod (assumed) among the placed members."""
         group = pg.full_name
         members = self.members(pg)
-        placed = len(self.placed(pg, members))
-        if placed >= pg.min_member:
-            with self._lock:
+        now = self.clock.now()
+        # Counted under the lock `release` records the released members under: a gang is
+        # never allowed on members a release on the binding thread is rejecting.
+        with self._lock:
+            placed = len(self.placed(pg, members))
+            allow = placed >= pg.min_member
+            if allow:
                 self._holding.pop(group, None)
                 ended = self._attempts.pop(group, None)
+            else:
+                # The status changes with the first member to wait (phase Scheduling); the
+                # next ones leave it as it is.
+                first = group not in self._attempts
+                self._holding.setdefault(group, set()).add(pod.uid)
+                if first:
+                    self._attempts[group] = Attempt(now, timeout, profile)
+        if allow:
             self.status.mark(group)
             return PermitAnswer(PermitVerdict.ALLOW, ended=ended)
-        now = self.clock.now()
-        with self._lock:
-            # The status changes with the first member to wait (phase Scheduling); the next
-            # ones leave it as it is.
-            first = group not in self._attempts
-            self._holding.setdefault(group, set()).add(pod.uid)
-            if first:
-                self._attempts[group] = Attempt(now, timeout, profile)
         if first:
             self.status.mark(group)
         # The siblings turned away (too few members then, backed off, or held out at
@@ -305,19 +309,20 @@ class GangManager:
     def release(
         self, pg: PodGroup, why: str, outcome: GangOutcome | None, released: Iterable[str]
     ) -> Release | None:
-        """Forget the gang's attempt: the members `released` (rejected at Permit, or the one
-        unreserved) no longer count as placed, the minResources pass and the placement
+        """Forget the gang's attempt: the members `released` (to be rejected at Permit by the
+        caller, after this returns, or the one unreserved) no longer count as placed, the minResources pass and the placement
         decision are dropped (the next attempt decides again).  `outcome` None: timed out
         when the wait had run its course, else rejected.  None when no attempt was under way."""
         group = pg.full_name
         now = self.clock.now()
-        placed = len(self.placed(pg))  # what the gang held when it was released
-        with self._lock:
+        members = self.members(pg)
+        with self._lock:  # atomic with Permit's count (see permit)
+            placed = len(self.placed(pg, members))  # what the gang held when it was released
             gone = set(released) | self._holding.pop(group, set())
             self._placements.pop(group, None)
             attempt = self._attempts.pop(group, None)
-        if gone:
-            self._released.update(group, lambda g: (g or frozenset()) | gone, now + RELEASED_SECONDS, now)
+            if gone:
+                self._released.update(group, lambda g: (g or frozenset()) | gone, now + RELEASED_SECONDS, now)
         self._permitted.pop(group)
         if attempt is None:
             if gone:
