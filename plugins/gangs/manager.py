@@ -16,8 +16,9 @@ it remembers per gang expires by time, with a bound (expiring.py).
 
 The first gang plugin built makes the one manager of the process (a shared
 service: it outlives a config reload, as the pods waiting at Permit do), with
-the members' pod index, the PodGroup status writer, and a periodic task that
-calls `wake_backed_off()`: a gang whose backoff is over is retried then, not
+the members' pod index and the PodGroup status writer; every gang plugin built
+registers the periodic tasks (so a reload that drops them all stops them): the
+status writes, and one that wakes the gangs whose backoff ended: a gang whose backoff is over is retried then, not
 at the next unrelated cluster event or the 5-minute flush of unschedulable pods.
 """
 
@@ -472,15 +473,16 @@ STATUS_PERIOD_SECONDS = 1.0
 def gangs_of(handle: Handle) -> GangManager:
     """The scheduler's gang manager, built by the first gang plugin that asks (one per process:
     every profile and every reload share it, as the pods waiting at Permit are shared)."""
-    return handle.shared(GANGS, lambda: _build(handle))
+    gangs = handle.shared(GANGS, lambda: _build(handle))
+    _register_tasks(handle, gangs)  # by every gang plugin built: the tasks live while one does
+    return gangs
 
 
 def _build(handle: Handle) -> GangManager:
     handle.add_pod_index(MEMBERS_INDEX, full_name)
-    inline = handle.api.synchronous
     status = PodGroupStatusWriter(
         handle.api,
-        inline=inline,
+        inline=handle.api.synchronous,
         soon=lambda: handle.run_soon(STATUS_TASK),
         sleep=lambda s: handle.shutting_down(s),
         stopped=handle.shutting_down,
@@ -490,8 +492,10 @@ def _build(handle: Handle) -> GangManager:
         return handle.pods_by_index(MEMBERS_INDEX, f"{namespace}/{name}")
 
     metrics = GangMetrics(handle.plugin_metrics) if handle.plugin_metrics is not None else None
-    gangs = GangManager(handle.clock, handle.objects, members, status, metrics)
+    return GangManager(handle.clock, handle.objects, members, status, metrics)
 
+
+def _register_tasks(handle: Handle, gangs: GangManager) -> None:
     def wake_backed_off() -> None:
         """A gang whose backoff is over, or that was held out at PreEnqueue and is short no
         more, is retried now: no cluster event would wake members held out at PreEnqueue, nor
@@ -500,6 +504,5 @@ def _build(handle: Handle) -> GangManager:
             handle.activate(pending)
 
     handle.every(BACKOFF_TASK, BACKOFF_PERIOD_SECONDS, wake_backed_off)
-    if not inline:
-        handle.every(STATUS_TASK, STATUS_PERIOD_SECONDS, status.write_marked)
-    return gangs
+    if not handle.api.synchronous:
+        handle.every(STATUS_TASK, STATUS_PERIOD_SECONDS, gangs.status.write_marked)
