@@ -139,6 +139,10 @@ class Attempt:
 # far less), and a member turned away for too few siblings (the next ones wait, gated).
 RELEASED_SECONDS = 300.0
 SHORT_SECONDS = 300.0
+# How long a group counts as seen (its status recomputed, its malformed-group Event sent), and
+# how many are remembered: past either, the status is recomputed or the Event sent once more.
+SEEN_SECONDS = 3600.0
+SEEN_BOUND = 10_000
 
 
 class GangManager:
@@ -165,7 +169,8 @@ class GangManager:
         self._attempts: dict[str, Attempt] = {}  # gangs with members waiting at Permit
         self._holding: dict[str, set[str]] = {}  # gang -> members told to Wait, not yet allowed
         self._placements: dict[str, Placement] = {}  # gang -> its committed placement decision
-        self._seen: set[str] = set()  # groups whose status was recomputed, events sent once
+        # Groups whose status was recomputed, events sent once: a memory, not a record.
+        self._seen: Expiring[bool] = Expiring(SEEN_BOUND)
         self._lock = threading.Lock()
         status.computes_with(self.status_of)
 
@@ -236,10 +241,10 @@ class GangManager:
     def pre_filter(self, pod: PodInfo, pg: PodGroup, snapshot: Snapshot, permit_seconds: float) -> Status:
         """Backed off, too few members, or minResources beyond the cluster: rejected at once."""
         group = pg.full_name
-        if group not in self._seen:  # recompute a status a crash may have left stale
-            self._seen.add(group)
-            self.status.mark(group)
         now = self.clock.now()
+        if self._seen.get(group, now) is None:  # recompute a status a crash may have left stale
+            self._seen.put(group, True, now + SEEN_SECONDS, now)
+            self.status.mark(group)
         left = self.backed_off.remaining(group, now)
         if left > 0:
             return Status.unresolvable(f"podGroup {group} failed recently (backoff {left:.0f}s left)")
@@ -399,7 +404,8 @@ class GangManager:
         """The PodGroup's status as the pods show it now (see status.py)."""
         ns, _, name = group.partition("/")
         raw = self._objects.get(PODGROUPS_KEY, ns, name)
-        if raw is None:
+        if raw is None:  # deleted: forget it (a group of that name later is a new one)
+            self._seen.pop(group)
             return None
         try:
             pg = self.groups.parse(raw)
@@ -429,12 +435,11 @@ class GangManager:
         """True the first time this message is asked about for the group (a malformed group is
         retried often: its Event is sent once)."""
         key = f"event:{ns}/{name}:{msg}"
+        now = self.clock.now()
         with self._lock:
-            if key in self._seen:
+            if self._seen.get(key, now) is not None:
                 return False
-            if len(self._seen) >= MAX_PLACEMENTS:  # a memory, not a record: start over
-                self._seen.clear()
-            self._seen.add(key)
+            self._seen.put(key, True, now + SEEN_SECONDS, now)
         return True
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from netsched.cache import ObjectStore
 from netsched.framework import Code, PodInfo, Snapshot
 from netsched.plugins.gangs import (
@@ -16,6 +18,7 @@ from netsched.plugins.gangs import (
     PermitVerdict,
     PodGroupStatusWriter,
 )
+from netsched.plugins.gangs import manager as manager_module
 from netsched.plugins.gangs.expiring import Expiring
 from netsched.testing.builders import make_pod
 from netsched.testing.clock import FakeClock
@@ -134,3 +137,36 @@ def test_expiring_entries_end_by_time_and_the_map_keeps_its_bound() -> None:
     m.put("g", 7, until=100.0, now=2.0)  # over the bound with f ended: f goes, not d
     assert m.get("d", now=2.0) == 2 and m.get("f", now=0.5) is None
     assert m.take_ended(now=50.0) == [] and m.take_ended(now=200.0) == ["d", "e", "g"] and len(m) == 0
+
+
+def test_the_groups_seen_are_a_bounded_memory_and_a_deleted_group_is_forgotten(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PreFilter remembers each group it recomputed a status for (once), and first_time each
+    Event sent: bounded, whatever the number of gangs over the scheduler's life."""
+    monkeypatch.setattr(manager_module, "SEEN_BOUND", 50)
+    clock = FakeClock()
+    groups = [
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"namespace": "default", "name": f"g{i}", "uid": f"pg{i}", "resourceVersion": "1"},
+            "spec": {"minMember": 1},
+        }
+        for i in range(500)
+    ]
+    objects = ObjectStore({PODGROUPS_KEY: groups})
+    pods = {f"g{i}": [make_pod(f"m{i}").label(POD_GROUP_LABEL, f"g{i}").info()] for i in range(500)}
+    gm = GangManager(clock, objects, lambda _ns, n: pods[n], PodGroupStatusWriter(MemoryAPI(), inline=True))
+    for i in range(500):
+        pod = pods[f"g{i}"][0]
+        pg = gm.group_of(pod)
+        assert pg is not None
+        assert gm.pre_filter(pod, pg, Snapshot(), 10.0).ok
+        assert gm.first_time("default", f"g{i}", "bad")
+        clock.step(1.0)
+    assert len(gm._seen) <= 50
+    assert not gm.first_time("default", "g499", "bad")  # recent ones are remembered
+    objects.apply(PODGROUPS_KEY, "DELETED", groups[499])
+    assert gm.status_of("default/g499") is None
+    assert gm._seen.get("default/g499", clock.now()) is None
