@@ -195,12 +195,16 @@ class GangManager:
     def placed(self, pg: PodGroup, members: list[PodInfo] | None = None) -> list[PodInfo]:
         """THE placed members: on a node (bound, or reserved), not released since.  A member
         released at Permit stays reserved until its binding cycle unreserves it; it counts
-        again once it is reserved anew (Reserve: `reserved`).  Permit, PostFilter, the status
-        and GangTopology all count with this."""
-        gone = self._released.get(pg.full_name, self.clock.now()) or frozenset()
+        again once it is reserved anew (Reserve: `reserved`).  Permit, PostFilter, the status,
+        minResources and GangTopology's decision and locality all count with this."""
+        return self.placed_of(pg.namespace, pg.name, members)
+
+    def placed_of(self, namespace: str, name: str, members: list[PodInfo] | None = None) -> list[PodInfo]:
+        """`placed` for PodGroup namespace/name (it need not exist: members may come first)."""
+        gone = self._released.get(f"{namespace}/{name}", self.clock.now()) or frozenset()
         return [
             p
-            for p in (members if members is not None else self.members(pg))
+            for p in (members if members is not None else self.group_members(namespace, name))
             if p.node_name and p.uid not in gone
         ]
 
@@ -259,7 +263,7 @@ class GangManager:
         self._short.pop(group)
         if not pg.min_resources or self._permitted.get(group, now):
             return Status.success()
-        gap = resource_gap(pg, snapshot, members)
+        gap = resource_gap(pg, snapshot, self.placed(pg, members))
         if gap:
             return Status.unresolvable(f"podGroup {group} cannot fit the cluster: resource gap: {gap}")
         self._permitted.put(group, True, now + permit_seconds, now)
@@ -443,18 +447,17 @@ class GangManager:
         return True
 
 
-def resource_gap(pg: PodGroup, snapshot: Snapshot, members: list[PodInfo]) -> str:
+def resource_gap(pg: PodGroup, snapshot: Snapshot, placed: list[PodInfo]) -> str:
     """What minResources (plus minMember pod slots) misses of the cluster's free room, the
-    group's own assigned pods counted as free ("" when it fits)."""
+    group's own placed members (GangManager.placed) counted as free ("" when it fits)."""
     want = dict(pg.min_resources)
     want[PODS] = max(want.get(PODS, 0), pg.min_member)
     free = (snapshot.allocatable - snapshot.requested).sum(axis=0) if len(snapshot) else np.zeros(0)
     own: dict[str, int] = {}
-    for p in members:
-        if p.node_name:
-            for r, v in p.requests.items():
-                own[r] = own.get(r, 0) + v
-            own[PODS] = own.get(PODS, 0) + 1
+    for p in placed:
+        for r, v in p.requests.items():
+            own[r] = own.get(r, 0) + v
+        own[PODS] = own.get(PODS, 0) + 1
     missing = []
     for r, amount in sorted(want.items()):
         col = snapshot.col.get(r)
