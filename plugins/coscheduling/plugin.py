@@ -215,7 +215,7 @@ class Coscheduling(
             pg = self.group_of(pod)
         except GroupError as e:
             if self.gangs.first_time(pod.namespace, name, str(e)):
-                ref = PodGroup(pod.namespace, name, 0).ref()
+                ref = self.gangs.ref_of(pod.namespace, name)
                 self.handle.events.event(ref, "Warning", "InvalidPodGroup", "Scheduling", str(e))
             return None, Status.unresolvable(str(e))
         if pg is None:

@@ -221,7 +221,7 @@ class GangTopology(
             msg = placement.message()
             if self.gangs.first_time(ns, name, msg):
                 self.handle.events.event(
-                    PodGroup(ns, name, 0).ref(), "Warning", "FailedScheduling", "Scheduling", msg
+                    self.gangs.ref_of(ns, name), "Warning", "FailedScheduling", "Scheduling", msg
                 )
         return None, Status.unschedulable(plugin=self.name)
 

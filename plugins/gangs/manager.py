@@ -36,6 +36,7 @@ from netsched.framework import (
     Clock,
     Handle,
     ObjectReader,
+    ObjectRef,
     PluginMetrics,
     PodInfo,
     ServiceKey,
@@ -183,6 +184,19 @@ class GangManager:
             return None
         raw = self._objects.get(PODGROUPS_KEY, pod.namespace, name)
         return None if raw is None else self.groups.parse(raw)
+
+    def ref_of(self, namespace: str, name: str) -> ObjectRef:
+        """PodGroup namespace/name as the object an Event is about, with its uid (kubectl
+        describe finds a PodGroup's events by uid) even when it is malformed."""
+        raw = self._objects.get(PODGROUPS_KEY, namespace, name)
+        meta = (raw or {}).get("metadata") or {}
+        return PodGroup(
+            namespace,
+            name,
+            0,
+            uid=str(meta.get("uid") or ""),
+            resource_version=str(meta.get("resourceVersion") or ""),
+        ).ref()
 
     def members(self, pg: PodGroup) -> list[PodInfo]:
         """The group's pods: pending ones and assigned ones (bound, or reserved on a node)."""

@@ -170,3 +170,10 @@ def test_the_groups_seen_are_a_bounded_memory_and_a_deleted_group_is_forgotten(
     objects.apply(PODGROUPS_KEY, "DELETED", groups[499])
     assert gm.status_of("default/g499") is None
     assert gm._seen.get("default/g499", clock.now()) is None
+
+
+def test_a_podgroup_reference_keeps_the_uid_and_version() -> None:
+    r = Rig(min_member=2, pods=2)
+    ref = r.gangs.ref_of("default", "g")
+    assert (ref.name, ref.uid, ref.resource_version) == ("g", "pg", "1")
+    assert r.gangs.ref_of("default", "gone").uid == ""  # deleted: the name is all there is

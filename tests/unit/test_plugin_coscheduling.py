@@ -556,3 +556,23 @@ def test_a_permit_during_a_release_does_not_count_the_members_being_rejected(
     p._release(r.pg, "m1 unreserved", None, m1)
     assert verdicts == [PermitVerdict.WAIT]
     assert any(e[2] == "GangReleased" for e in c.events.events)
+
+
+def test_the_event_about_a_malformed_podgroup_carries_its_uid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubectl describe podgroup finds the group's events by uid: the reference keeps it."""
+    from netsched.framework import ObjectRef
+
+    c = cluster()
+    refs: list[ObjectRef] = []
+    real = c.events.event
+
+    def event(obj: Any, *rest: str) -> None:
+        if isinstance(obj, ObjectRef):
+            refs.append(obj)
+        real(obj, *rest)
+
+    monkeypatch.setattr(c.events, "event", event)
+    c.add_object(PG, podgroup("bad", 2, minResources={"cpu": "lots"}))
+    c.add_pod(make_pod("y").label(POD_GROUP_LABEL, "bad").req(cpu="1").obj())
+    c.schedule_pending()
+    assert [(r.name, r.uid) for r in refs] == [("bad", "uid-bad")]
