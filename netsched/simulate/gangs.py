@@ -155,7 +155,7 @@ def _generated(
 
 
 @dataclass(frozen=True, slots=True)
-class GangOutcome:
+class GangResult:
     key: str  # namespace/name
     min_member: int
     members: int
@@ -201,7 +201,7 @@ def gang_outcomes(
     bound_at: Mapping[str, float],
     node_labels: Mapping[str, Mapping[str, str]] | None = None,
     levels: Sequence[str] = (),
-) -> list[GangOutcome]:
+) -> list[GangResult]:
     """Each PodGroup's outcome; `pods` are the scenario's pods to place, `arrivals` and `bound_at`
     simulated seconds by pod key.  Domains spanned are counted at the level the PodGroup's
     topology annotation names, else at the innermost of `levels` (the scenario's node
@@ -234,7 +234,7 @@ def gang_outcomes(
         spans = None
         if level and placed:
             spans = len({node_labels.get(placements[k], {}).get(level) for k in placed})
-        out.append(GangOutcome(key, mm, len(keys), len(placed), outcome, seconds, level, spans))
+        out.append(GangResult(key, mm, len(keys), len(placed), outcome, seconds, level, spans))
     return out
 
 
