@@ -177,3 +177,28 @@ def test_a_podgroup_reference_keeps_the_uid_and_version() -> None:
     ref = r.gangs.ref_of("default", "g")
     assert (ref.name, ref.uid, ref.resource_version) == ("g", "pg", "1")
     assert r.gangs.ref_of("default", "gone").uid == ""  # deleted: the name is all there is
+
+
+def test_min_resources_counts_only_the_placed_members_as_the_gangs_own_room() -> None:
+    """The gang's own placed members' requests count as free for its minResources check; a
+    released member (still on its node until unreserved) is not the gang's any more."""
+    from netsched.testing.builders import make_node, node_infos
+
+    group = _group(2)
+    group["spec"] = {"minMember": 2, "minResources": {"cpu": "2"}}
+    clock = FakeClock()
+    m0 = make_pod("m0").label(POD_GROUP_LABEL, "g").req(cpu="1").node("n0")
+    pods = [m0.info(), make_pod("m1").label(POD_GROUP_LABEL, "g").req(cpu="1").info()]
+    gm = GangManager(
+        clock,
+        ObjectStore({PODGROUPS_KEY: [group]}),
+        lambda _ns, _n: pods,
+        PodGroupStatusWriter(MemoryAPI(), inline=True),
+    )
+    snap = Snapshot.of(node_infos([make_node("n0").capacity(cpu="2", pods="10")], [m0]))
+    pg = gm.group_of(pods[1])
+    assert pg is not None
+    assert gm.pre_filter(pods[1], pg, snap, 10.0).ok  # 1 cpu free + m0's own 1 cpu
+    gm.release(pg, "m1 fits nowhere", GangOutcome.REJECTED, [pods[0].uid])
+    got = gm.pre_filter(pods[1], pg, snap, 10.0)
+    assert got.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and "resource gap: cpu: 1" in got.message()
