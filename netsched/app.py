@@ -51,13 +51,11 @@ log = logging.getLogger(__name__)
 
 def build_registry(out_of_tree: Sequence[PluginFactory] = ()) -> Registry:
     """In-tree plugins merged with out-of-tree ones; a duplicate name raises RegistryError."""
-    from netsched.plugins.registry import in_tree_plugins
-
-    # mypy checks the plugins/ folder as the package `plugins` (it cannot map a folder to
-    # another package name, python/mypy#10564), so for it this import does not resolve:
-    # the annotation types what crosses into the core.
-    in_tree: list[PluginFactory] = in_tree_plugins()
-    return Registry(in_tree).merge(out_of_tree)
+    if TYPE_CHECKING:  # mypy checks plugins/ as the package `plugins` (python/mypy#10564)
+        from plugins.registry import in_tree_plugins
+    else:
+        from netsched.plugins.registry import in_tree_plugins
+    return Registry(in_tree_plugins()).merge(out_of_tree)
 
 
 @dataclass

@@ -148,9 +148,12 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
     family = _Family(SharedServices(), PeriodicTasks(edges.clock), _PodIndexes())
 
     def build_frameworks(new: SchedulerConfig) -> dict[str, Framework]:
-        built = _frameworks(
-            new, registry, edges, nominator, recorders, objects, waiting, stopping, pods, activate, family
-        )
+        # The periodic tasks become the ones these frameworks' plugins register (a reload
+        # drops the tasks of plugins it drops); a failed build leaves them as they were.
+        with family.periodic.registering():
+            built = _frameworks(
+                new, registry, edges, nominator, recorders, objects, waiting, stopping, pods, activate, family
+            )
         if edges.shadow_of is not None:
             built = {edges.shadow_of: next(iter(built.values()))}
         return built

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from netsched import logutil
 from netsched.flags import HelpFormatter
@@ -32,6 +32,7 @@ from netsched.framework.extension_points import PluginFactory
 
 if TYPE_CHECKING:  # imported when a run starts: `netsched --help` stays fast
     from netsched.config import SchedulerConfig
+    from netsched.fakemetrics.prometheus import VectorSample
     from netsched.framework.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -229,7 +230,7 @@ def _real_prometheus(binary: str, loads: dict[str, Load]) -> Iterator[tuple[str,
             yield prom.url, _version(binary)
 
 
-def _settled(series: list[dict[str, Any]], loads: dict[str, Load]) -> bool:
+def _settled(series: list[VectorSample], loads: dict[str, Load]) -> bool:
     got = {s["metric"].get("node"): float(s["value"][1]) for s in series}
     return set(got) == set(loads) and all(abs(got[n] - v.cpu) < 0.02 for n, v in loads.items())
 

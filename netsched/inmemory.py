@@ -150,6 +150,7 @@ class InMemoryCluster:
         self.scheduler = parts.scheduler
         self.shared = parts.shared
         self.periodic = parts.periodic
+        self.build_frameworks = parts.build_frameworks  # a hot reload: stage what it builds
         self.placements: dict[str, str] = {}
         self.on_bound: list[Callable[[PodInfo, str], None]] = []
         self._lock = threading.Lock()

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from netsched.fakeapi.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
@@ -168,7 +168,7 @@ def _success(code: int, rt: ResourceType | None = None, obj: JsonObj | None = No
     return status
 
 
-def _dumps(obj: Any) -> bytes:
+def _dumps(obj: object) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
@@ -183,7 +183,7 @@ class HTTPServer(ThreadingHTTPServer):
         self.tls = tls
         super().__init__(address, Handler)
 
-    def get_request(self) -> tuple[Any, Any]:
+    def get_request(self) -> tuple[socket.socket, tuple[str, int]]:
         conn, addr = super().get_request()
         if self.tls is not None:
             # The handshake runs in the connection's own thread (Handler.setup), not in the
@@ -197,7 +197,9 @@ class HTTPServer(ThreadingHTTPServer):
         host, port = self.server_address[:2]
         self.server_name, self.server_port = str(host), int(port)
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(
+        self, request: socket.socket | tuple[bytes, socket.socket], client_address: tuple[str, int]
+    ) -> None:
         # Clients drop kept-alive connections all the time (and stop() shuts them): not worth a traceback.
         if isinstance(sys.exc_info()[1], OSError):
             return
@@ -223,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
         self.server.backend.track(self.connection, False)
         super().finish()
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         if self.server.backend.log_requests:
             super().log_message(format, *args)
 
@@ -563,7 +565,7 @@ def _parse_json(raw: bytes) -> JsonObj:
     return body
 
 
-def _checked(apply: Callable[[], Any]) -> JsonObj:
+def _checked(apply: Callable[[], object]) -> JsonObj:
     try:
         result = apply()
     except PatchError as e:

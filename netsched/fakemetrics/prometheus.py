@@ -32,7 +32,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from netsched.metrics.args import ConnectionKey
 from netsched.metrics.client import QueryError
@@ -40,6 +40,17 @@ from netsched.metrics.source import MetricSource
 from netsched.observability.tls import serving_cert
 
 BINARY_CANDIDATES = ("prometheus", "/usr/bin/prometheus")
+
+
+class VectorSample(TypedDict):
+    """One series of an instant query's data.result, as Prometheus' JSON has it."""
+
+    metric: dict[str, str]  # the series' labels
+    value: list[float | str]  # [timestamp, the value as text]
+
+
+# A canned series: its labels, its value as text, its timestamp (None: "now" at query time).
+Canned = tuple[dict[str, str], str, float | None]
 
 
 def prometheus_binary() -> str | None:
@@ -178,20 +189,20 @@ class PrometheusServer:
 
     # ------------------------------------------------------------ assertions helpers
 
-    def query(self, promql: str) -> list[dict[str, Any]]:
+    def query(self, promql: str) -> list[VectorSample]:
         """data.result of an instant query (direct HTTP; not counted by the poller's client)."""
         url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
         with urllib.request.urlopen(url, timeout=5, context=self._ssl) as r:
             body = json.load(r)
-        result: list[dict[str, Any]] = body["data"]["result"]
+        result: list[VectorSample] = body["data"]["result"]
         return result
 
     def wait_for(
-        self, promql: str, ok: Callable[[list[dict[str, Any]]], bool] = bool, timeout: float = 20.0
-    ) -> list[dict[str, Any]]:
+        self, promql: str, ok: Callable[[list[VectorSample]], bool] = bool, timeout: float = 20.0
+    ) -> list[VectorSample]:
         """Poll the query until ok(result) (scrapes and rate windows take real time)."""
         deadline = time.monotonic() + timeout
-        last: list[dict[str, Any]] = []
+        last: list[VectorSample] = []
         while time.monotonic() < deadline:
             try:
                 last = self.query(promql)
@@ -217,7 +228,7 @@ def scrape_config(
     targets: Sequence[str], interval: str, honor_labels: bool, rule_files: Sequence[str | Path] = ()
 ) -> str:
     """prometheus.yml scraping `targets` (host:port) every `interval`, evaluating `rule_files`."""
-    cfg: dict[str, Any] = {
+    cfg: dict[str, object] = {
         "global": {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval},
         "scrape_configs": [
             {
@@ -237,7 +248,7 @@ class FakePrometheus:
 
     def __init__(self, wall: Callable[[], float] = time.time) -> None:
         self._wall = wall
-        self.results: dict[str, list[dict[str, Any]]] = {}
+        self.results: dict[str, list[Canned]] = {}
         self.calls: list[str] = []
         self.fail_all: QueryError | None = None
         self.fail: dict[str, QueryError] = {}
@@ -254,19 +265,24 @@ class FakePrometheus:
         label: str = "node",
     ) -> None:
         """Serve one series per key: {key: value} or {key: (value, timestamp)}; default ts = now at query time."""
-        out = []
+        out: list[Canned] = []
         for key, v in values.items():
             value, ts = v if isinstance(v, tuple) else (v, None)
-            out.append({"metric": {label: key}, "value": [ts, _fmt(value)]})
+            out.append(({label: key}, _fmt(value), ts))
         self.results[promql] = out
 
     def serve(
-        self, source: MetricSource, metric: str, values: Mapping[str, float | tuple[float, float]], **kw: Any
+        self,
+        source: MetricSource,
+        metric: str,
+        values: Mapping[str, float | tuple[float, float]],
+        *,
+        label: str = "node",
     ) -> None:
         """set() for the PromQL `source` polls for `metric`."""
-        self.set(source.query(metric), values, **kw)
+        self.set(source.query(metric), values, label=label)
 
-    def query(self, promql: str, timeout: float) -> Any:
+    def query(self, promql: str, timeout: float) -> list[VectorSample]:
         self.calls.append(promql)
         if self.fail_all is not None:
             raise self.fail_all
@@ -274,8 +290,8 @@ class FakePrometheus:
             raise self.fail[promql]
         now = self._wall()
         return [
-            {"metric": s["metric"], "value": [now if s["value"][0] is None else s["value"][0], s["value"][1]]}
-            for s in self.results.get(promql, [])
+            VectorSample(metric=labels, value=[now if ts is None else ts, value])
+            for labels, value, ts in self.results.get(promql, [])
         ]
 
     def close(self) -> None:
@@ -322,7 +338,7 @@ class FakePrometheusServer:
             protocol_version = "HTTP/1.1"
             disable_nagle_algorithm = True  # see FaultyPrometheus
 
-            def log_message(self, format: str, *args: Any) -> None:
+            def log_message(self, format: str, *args: object) -> None:
                 return None
 
             def do_GET(self) -> None:  # noqa: N802 - the http.server hook name

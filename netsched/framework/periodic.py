@@ -5,6 +5,12 @@ what waited out a backoff, write a status it keeps.  Rather than each starting
 a thread or a timer, it registers a task here; the process runs every task on
 one loop thread (`run`), on the injected clock, and ends it with the process's
 stop event, after one last run of each task (what was marked gets written).
+
+A task belongs to the plugins that register it: while frameworks are built
+(`registering`, at start and at each hot reload) the registrations are staged,
+and a build that succeeds replaces the task set with them: a name registered
+again runs the new plugin's callback at the new interval and keeps its due
+time; a task no new plugin registered (its plugin or profile dropped) stops.
 The in-memory cluster calls `run_due` itself, between scheduling steps, so
 simulations stay deterministic.
 """
@@ -13,7 +19,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from netsched.clock import Clock
@@ -40,15 +47,52 @@ class PeriodicTasks:
         self._tasks: dict[str, _Task] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        # name -> (every, run) registered by the frameworks being built; None between builds
+        self._staged: dict[str, tuple[float, Callable[[], object]]] | None = None
 
     def every(self, name: str, seconds: float, run: Callable[[], object]) -> None:
-        """Run `run` every `seconds` from now on; a name registered again keeps its first task."""
+        """Run `run` every `seconds`; a name registered again gets the new callback and
+        interval and keeps its due time (during a build: once the build succeeds)."""
         if seconds <= 0:
             raise ValueError(f"periodic task {name}: every must be positive, got {seconds}")
         with self._lock:
-            if name not in self._tasks:
-                self._tasks[name] = _Task(name, seconds, run, self._clock.now() + seconds)
+            if self._staged is not None:
+                self._staged[name] = (seconds, run)
+                return
+            self._put(name, seconds, run)
         self._wake.set()
+
+    @contextmanager
+    def registering(self) -> Iterator[None]:
+        """Frameworks are built inside: on success their registrations become the task set
+        (tasks nobody registered again stop); on failure the tasks stay as they were."""
+        with self._lock:
+            self._staged = {}
+        try:
+            yield
+        except BaseException:
+            with self._lock:
+                self._staged = None
+            raise
+        with self._lock:
+            staged, self._staged = self._staged, None
+            kept = {name: self._tasks[name] for name in staged if name in self._tasks}
+            self._tasks = kept
+            for name, (seconds, run) in staged.items():
+                self._put(name, seconds, run)
+        self._wake.set()
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._tasks)
+
+    def _put(self, name: str, seconds: float, run: Callable[[], object]) -> None:
+        """Add or replace a task (lock held); a replaced one keeps its due time."""
+        task = self._tasks.get(name)
+        if task is None:
+            self._tasks[name] = _Task(name, seconds, run, self._clock.now() + seconds)
+        else:
+            task.every, task.run = seconds, run
 
     def soon(self, name: str) -> None:
         """Run task `name` at the loop's next turn (work was just marked for it)."""

@@ -206,8 +206,10 @@ class Handle(Protocol):
 
     def every(self, name: str, seconds: float, run: Callable[[], object]) -> None:
         """Run `run` every `seconds` on the process's periodic loop (injected clock; ends with
-        the process, after one last run); a name registered again keeps its first task.
-        PluginError when this scheduler runs no periodic tasks."""
+        the process, after one last run).  The task is the registering plugin's: a name
+        registered again (a reloaded plugin) runs the new callback at the new interval, and a
+        reload whose plugins no longer register it stops it.  PluginError when this scheduler
+        runs no periodic tasks."""
         ...
 
     def run_soon(self, name: str) -> None:

@@ -269,7 +269,9 @@ class _Server(ThreadingHTTPServer):
             with contextlib.suppress(OSError):
                 conn.close()
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(
+        self, request: socket.socket | tuple[bytes, socket.socket], client_address: tuple[str, int]
+    ) -> None:
         if isinstance(sys.exc_info()[1], OSError):
             return  # a client that went away mid-reply
         super().handle_error(request, client_address)
@@ -330,6 +332,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         # Probes and scrapes arrive every few seconds: only at debug level.
         log.debug("HTTP request client=%s request=%s", self.address_string(), format % args)

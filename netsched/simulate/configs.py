@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import Any
 
 from netsched.config import SchedulerConfig, load_config
+from netsched.config.resolve import Registry
 
 EXAMPLE_SCENARIO = "scenario.yaml"
 EXAMPLE_CONFIG = "config.yaml"
@@ -37,10 +37,10 @@ def example_text(name: str) -> str:
     return examples().joinpath(name).read_text("utf-8")
 
 
-def example_config(registry: Any) -> SchedulerConfig:
+def example_config(registry: Registry) -> SchedulerConfig:
     return load_config(example_text(EXAMPLE_CONFIG), registry, default_scheduler_name="netsched")
 
 
-def default_profile(scheduler_name: str, registry: Any) -> SchedulerConfig:
+def default_profile(scheduler_name: str, registry: Registry) -> SchedulerConfig:
     """kube's default plugins only (no metrics plugins), as profile `scheduler_name`."""
     return load_config(DEFAULT_PROFILE.format(name=scheduler_name), registry)

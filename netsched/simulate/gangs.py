@@ -24,26 +24,23 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from netsched.framework.fields import ErrorList, Fields, join
-from netsched.plugins.gangs import (
-    LEGACY_POD_GROUP_LABEL,
-    POD_GROUP_LABEL,
-    PODGROUP_API_VERSION,
-    TOPOLOGY_PREFERRED,
-    TOPOLOGY_REQUIRED,
-    GroupError,
-    parse_group,
-)
-from netsched.plugins.gangs import PODGROUPS_KEY as PODGROUPS_KEY  # the engine adds PodGroups under it
+
+if TYPE_CHECKING:  # mypy checks plugins/ as the package `plugins` (it cannot map it, python/mypy#10564)
+    import plugins.gangs as gangs
+else:
+    import netsched.plugins.gangs as gangs
 from netsched.simulate.generators import Names, _items, _pod_generator, _string_map, named_object
 
+PODGROUPS_KEY = gangs.PODGROUPS_KEY  # the engine adds PodGroups under it
+
 # The label pods join a gang with, and the topology annotations (netsched.plugins.gangs reads the same).
-GROUP_LABEL = POD_GROUP_LABEL
-LEGACY_GROUP_LABEL = LEGACY_POD_GROUP_LABEL
+GROUP_LABEL = gangs.POD_GROUP_LABEL
+LEGACY_GROUP_LABEL = gangs.LEGACY_POD_GROUP_LABEL
 # PodGroups are created one second apart in listed order (Coscheduling's queue sort reads it).
 _EPOCH = "2024-01-01T00:{m:02d}:{s:02d}Z"
 ARRIVALS = ("grouped", "interleaved")
@@ -93,7 +90,7 @@ def _object(item: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any] 
         errs.invalid(f"{path}.spec.minMember", mm, "must be a positive integer")
         return None
     obj = copy.deepcopy(item)
-    obj.setdefault("apiVersion", PODGROUP_API_VERSION)
+    obj.setdefault("apiVersion", gangs.PODGROUP_API_VERSION)
     obj.setdefault("kind", "PodGroup")
     ns = obj["metadata"].setdefault("namespace", "default")
     obj["metadata"].setdefault("uid", f"sim-pg-{ns}-{meta['name']}")
@@ -129,7 +126,7 @@ def _generated(
             spec["scheduleTimeoutSeconds"] = timeout
         groups.append(
             {
-                "apiVersion": PODGROUP_API_VERSION,
+                "apiVersion": gangs.PODGROUP_API_VERSION,
                 "kind": "PodGroup",
                 "metadata": {
                     "name": name,
@@ -155,7 +152,7 @@ def _generated(
 
 
 @dataclass(frozen=True, slots=True)
-class GangOutcome:
+class GangResult:
     key: str  # namespace/name
     min_member: int
     members: int
@@ -201,7 +198,7 @@ def gang_outcomes(
     bound_at: Mapping[str, float],
     node_labels: Mapping[str, Mapping[str, str]] | None = None,
     levels: Sequence[str] = (),
-) -> list[GangOutcome]:
+) -> list[GangResult]:
     """Each PodGroup's outcome; `pods` are the scenario's pods to place, `arrivals` and `bound_at`
     simulated seconds by pod key.  Domains spanned are counted at the level the PodGroup's
     topology annotation names, else at the innermost of `levels` (the scenario's node
@@ -234,7 +231,7 @@ def gang_outcomes(
         spans = None
         if level and placed:
             spans = len({node_labels.get(placements[k], {}).get(level) for k in placed})
-        out.append(GangOutcome(key, mm, len(keys), len(placed), outcome, seconds, level, spans))
+        out.append(GangResult(key, mm, len(keys), len(placed), outcome, seconds, level, spans))
     return out
 
 
@@ -242,8 +239,8 @@ def _level(group: Mapping[str, Any], levels: Sequence[str]) -> str:
     """The level the PodGroup's topology annotation names (as the gang plugins parse it), else
     the innermost of `levels`."""
     try:
-        topology = parse_group(group).topology
-    except (GroupError, AttributeError, TypeError):  # malformed (a spec field of the wrong type too)
+        topology = gangs.parse_group(group).topology
+    except (gangs.GroupError, AttributeError, TypeError):  # malformed (a spec field of the wrong type too)
         return _annotated_level(group, levels)
     if topology is not None:
         return str(topology.level)
@@ -255,7 +252,7 @@ def _annotated_level(group: Mapping[str, Any], levels: Sequence[str]) -> str:
     malformed spec): its members are never placed, and the report names the level its
     annotations ask for as it always did (required first, a non-empty string)."""
     annotations = (group.get("metadata") or {}).get("annotations") or {}
-    for key in (TOPOLOGY_REQUIRED, TOPOLOGY_PREFERRED):
+    for key in (gangs.TOPOLOGY_REQUIRED, gangs.TOPOLOGY_PREFERRED):
         if isinstance(annotations.get(key), str) and annotations[key]:
             return str(annotations[key])
     return levels[-1] if levels else ""

@@ -43,7 +43,7 @@ class Amount:
         return self.lo if self.lo == self.hi else float(rng.uniform(self.lo, self.hi))
 
 
-def _amount(f: Fields, key: str, parse: Callable[[Any], float]) -> Amount | None:
+def _amount(f: Fields, key: str, parse: Callable[[object], float]) -> Amount | None:
     raw = f.any(key)
     if raw is None:
         return None
@@ -63,14 +63,14 @@ def _amount(f: Fields, key: str, parse: Callable[[Any], float]) -> Amount | None
     return Amount(got[0], got[-1], "" if len(got) > 1 else str(raw))
 
 
-def _cpu(v: Any) -> float:
+def _cpu(v: object) -> float:
     try:
         return float(to_canonical(CPU, v))
     except QuantityError:
         raise ValueError('must be a CPU quantity such as "500m" or "2"') from None
 
 
-def _memory(v: Any) -> float:
+def _memory(v: object) -> float:
     try:
         return float(to_canonical(MEMORY, v))
     except QuantityError:
@@ -108,7 +108,7 @@ def _items(raw: Any, path: str, errs: ErrorList) -> list[tuple[str, Any]]:
     return out
 
 
-def _is_object(item: Any) -> bool:
+def _is_object(item: object) -> bool:
     return isinstance(item, dict) and any(k in item for k in ("kind", "metadata", "apiVersion"))
 
 

@@ -31,7 +31,7 @@ from netsched.framework.quantity import CPU, MEMORY
 from netsched.framework.snapshot import FloatArray
 from netsched.metrics import pod_bandwidth
 from netsched.simulate.engine import Run
-from netsched.simulate.gangs import GangOutcome, gang_outcomes
+from netsched.simulate.gangs import GangResult, gang_outcomes
 from netsched.simulate.model import LoadModel, Loads
 from netsched.simulate.scenario import Scenario
 
@@ -147,7 +147,7 @@ class Report:
     def pods_per_node(self, run: Run) -> Counter[str]:
         return Counter(run.placements.values())
 
-    def gangs(self, run: Run) -> list[GangOutcome]:
+    def gangs(self, run: Run) -> list[GangResult]:
         """Each PodGroup's outcome in `run` (all placed or not, time to full placement)."""
         s = self.scenario
         labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in s.nodes}

@@ -215,7 +215,7 @@ class Coscheduling(
             pg = self.group_of(pod)
         except GroupError as e:
             if self.gangs.first_time(pod.namespace, name, str(e)):
-                ref = PodGroup(pod.namespace, name, 0).ref()
+                ref = self.gangs.ref_of(pod.namespace, name)
                 self.handle.events.event(ref, "Warning", "InvalidPodGroup", "Scheduling", str(e))
             return None, Status.unresolvable(str(e))
         if pg is None:
@@ -294,13 +294,15 @@ class Coscheduling(
     def _release(
         self, pg: PodGroup, why: str, outcome: GangOutcome | None, pod: PodInfo | None = None
     ) -> None:
-        """Reject every waiting member (their bindings then unreserve and forget them); the
-        manager forgets the attempt, and says how it ended for the event and the metrics."""
+        """The manager forgets the attempt and records the members released, then every
+        waiting member is rejected (their bindings then unreserve and forget them); the
+        manager says how the attempt ended, for the event and the metrics.  Recorded first: a
+        Permit on the scheduling thread meanwhile must not count the rejected as placed."""
         waiting = self.gangs.waiting(self.handle, pg.full_name)
-        for wp in waiting:
-            wp.reject(self.name, why)
         gone = [wp.pod.uid for wp in waiting] + ([pod.uid] if pod is not None else [])
         release = self.gangs.release(pg, why, outcome, gone)
+        for wp in waiting:
+            wp.reject(self.name, why)
         if release is not None:
             self.handle.events.event(pg.ref(), "Warning", "GangReleased", "Permit", release.message)
             self._ended(release.ended, release.outcome)

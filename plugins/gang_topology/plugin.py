@@ -180,6 +180,8 @@ class GangTopology(
                 return Decision(kept, False)
             return Decision(derive(pg.full_name, request, placed, snapshot, self.policy), False)
         need = pg.min_member - len(placed)
+        # The pending members (a released one still on its node is not: it comes back
+        # pending once its binding cycle unreserves it).
         others = sorted((p for p in members if not p.node_name and p.uid != pod.uid), key=lambda p: p.name)
         if need < 1 or len(others) + 1 < need:
             return None  # too few members to decide for the gang (Coscheduling turns it away)
@@ -219,7 +221,7 @@ class GangTopology(
             msg = placement.message()
             if self.gangs.first_time(ns, name, msg):
                 self.handle.events.event(
-                    PodGroup(ns, name, 0).ref(), "Warning", "FailedScheduling", "Scheduling", msg
+                    self.gangs.ref_of(ns, name), "Warning", "FailedScheduling", "Scheduling", msg
                 )
         return None, Status.unschedulable(plugin=self.name)
 
@@ -255,10 +257,11 @@ class GangTopology(
         return to_int_scores(raw)
 
     def placed_members(self, pod: PodInfo, snapshot: Snapshot) -> list[int]:
-        """Snapshot rows of the gang's other members (bound or reserved), one entry per member."""
+        """Snapshot rows of the gang's other placed members (GangManager.placed: bound or
+        reserved, not released since), one entry per member."""
         rows = []
-        for p in self.gangs.group_members(pod.namespace, group_name(pod)):
-            row = snapshot.index.get(p.node_name) if p.node_name else None
+        for p in self.gangs.placed_of(pod.namespace, group_name(pod)):
+            row = snapshot.index.get(p.node_name)
             if p.uid != pod.uid and row is not None:
                 rows.append(row)
         return rows

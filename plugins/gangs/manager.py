@@ -16,8 +16,9 @@ it remembers per gang expires by time, with a bound (expiring.py).
 
 The first gang plugin built makes the one manager of the process (a shared
 service: it outlives a config reload, as the pods waiting at Permit do), with
-the members' pod index, the PodGroup status writer, and a periodic task that
-calls `wake_backed_off()`: a gang whose backoff is over is retried then, not
+the members' pod index and the PodGroup status writer; every gang plugin built
+registers the periodic tasks (so a reload that drops them all stops them): the
+status writes, and one that wakes the gangs whose backoff ended: a gang whose backoff is over is retried then, not
 at the next unrelated cluster event or the 5-minute flush of unschedulable pods.
 """
 
@@ -35,6 +36,7 @@ from netsched.framework import (
     Clock,
     Handle,
     ObjectReader,
+    ObjectRef,
     PluginMetrics,
     PodInfo,
     ServiceKey,
@@ -138,6 +140,10 @@ class Attempt:
 # far less), and a member turned away for too few siblings (the next ones wait, gated).
 RELEASED_SECONDS = 300.0
 SHORT_SECONDS = 300.0
+# How long a group counts as seen (its status recomputed, its malformed-group Event sent), and
+# how many are remembered: past either, the status is recomputed or the Event sent once more.
+SEEN_SECONDS = 3600.0
+SEEN_BOUND = 10_000
 
 
 class GangManager:
@@ -164,7 +170,8 @@ class GangManager:
         self._attempts: dict[str, Attempt] = {}  # gangs with members waiting at Permit
         self._holding: dict[str, set[str]] = {}  # gang -> members told to Wait, not yet allowed
         self._placements: dict[str, Placement] = {}  # gang -> its committed placement decision
-        self._seen: set[str] = set()  # groups whose status was recomputed, events sent once
+        # Groups whose status was recomputed, events sent once: a memory, not a record.
+        self._seen: Expiring[bool] = Expiring(SEEN_BOUND)
         self._lock = threading.Lock()
         status.computes_with(self.status_of)
 
@@ -178,6 +185,19 @@ class GangManager:
         raw = self._objects.get(PODGROUPS_KEY, pod.namespace, name)
         return None if raw is None else self.groups.parse(raw)
 
+    def ref_of(self, namespace: str, name: str) -> ObjectRef:
+        """PodGroup namespace/name as the object an Event is about, with its uid (kubectl
+        describe finds a PodGroup's events by uid) even when it is malformed."""
+        raw = self._objects.get(PODGROUPS_KEY, namespace, name)
+        meta = (raw or {}).get("metadata") or {}
+        return PodGroup(
+            namespace,
+            name,
+            0,
+            uid=str(meta.get("uid") or ""),
+            resource_version=str(meta.get("resourceVersion") or ""),
+        ).ref()
+
     def members(self, pg: PodGroup) -> list[PodInfo]:
         """The group's pods: pending ones and assigned ones (bound, or reserved on a node)."""
         return self.group_members(pg.namespace, pg.name)
@@ -189,12 +209,16 @@ class GangManager:
     def placed(self, pg: PodGroup, members: list[PodInfo] | None = None) -> list[PodInfo]:
         """THE placed members: on a node (bound, or reserved), not released since.  A member
         released at Permit stays reserved until its binding cycle unreserves it; it counts
-        again once it is reserved anew (Reserve: `reserved`).  Permit, PostFilter, the status
-        and GangTopology all count with this."""
-        gone = self._released.get(pg.full_name, self.clock.now()) or frozenset()
+        again once it is reserved anew (Reserve: `reserved`).  Permit, PostFilter, the status,
+        minResources and GangTopology's decision and locality all count with this."""
+        return self.placed_of(pg.namespace, pg.name, members)
+
+    def placed_of(self, namespace: str, name: str, members: list[PodInfo] | None = None) -> list[PodInfo]:
+        """`placed` for PodGroup namespace/name (it need not exist: members may come first)."""
+        gone = self._released.get(f"{namespace}/{name}", self.clock.now()) or frozenset()
         return [
             p
-            for p in (members if members is not None else self.members(pg))
+            for p in (members if members is not None else self.group_members(namespace, name))
             if p.node_name and p.uid not in gone
         ]
 
@@ -235,10 +259,10 @@ class GangManager:
     def pre_filter(self, pod: PodInfo, pg: PodGroup, snapshot: Snapshot, permit_seconds: float) -> Status:
         """Backed off, too few members, or minResources beyond the cluster: rejected at once."""
         group = pg.full_name
-        if group not in self._seen:  # recompute a status a crash may have left stale
-            self._seen.add(group)
-            self.status.mark(group)
         now = self.clock.now()
+        if self._seen.get(group, now) is None:  # recompute a status a crash may have left stale
+            self._seen.put(group, True, now + SEEN_SECONDS, now)
+            self.status.mark(group)
         left = self.backed_off.remaining(group, now)
         if left > 0:
             return Status.unresolvable(f"podGroup {group} failed recently (backoff {left:.0f}s left)")
@@ -253,7 +277,7 @@ class GangManager:
         self._short.pop(group)
         if not pg.min_resources or self._permitted.get(group, now):
             return Status.success()
-        gap = resource_gap(pg, snapshot, members)
+        gap = resource_gap(pg, snapshot, self.placed(pg, members))
         if gap:
             return Status.unresolvable(f"podGroup {group} cannot fit the cluster: resource gap: {gap}")
         self._permitted.put(group, True, now + permit_seconds, now)
@@ -278,21 +302,25 @@ class GangManager:
         all.  The cache already counts this pod (assumed) among the placed members."""
         group = pg.full_name
         members = self.members(pg)
-        placed = len(self.placed(pg, members))
-        if placed >= pg.min_member:
-            with self._lock:
+        now = self.clock.now()
+        # Counted under the lock `release` records the released members under: a gang is
+        # never allowed on members a release on the binding thread is rejecting.
+        with self._lock:
+            placed = len(self.placed(pg, members))
+            allow = placed >= pg.min_member
+            if allow:
                 self._holding.pop(group, None)
                 ended = self._attempts.pop(group, None)
+            else:
+                # The status changes with the first member to wait (phase Scheduling); the
+                # next ones leave it as it is.
+                first = group not in self._attempts
+                self._holding.setdefault(group, set()).add(pod.uid)
+                if first:
+                    self._attempts[group] = Attempt(now, timeout, profile)
+        if allow:
             self.status.mark(group)
             return PermitAnswer(PermitVerdict.ALLOW, ended=ended)
-        now = self.clock.now()
-        with self._lock:
-            # The status changes with the first member to wait (phase Scheduling); the next
-            # ones leave it as it is.
-            first = group not in self._attempts
-            self._holding.setdefault(group, set()).add(pod.uid)
-            if first:
-                self._attempts[group] = Attempt(now, timeout, profile)
         if first:
             self.status.mark(group)
         # The siblings turned away (too few members then, backed off, or held out at
@@ -305,19 +333,20 @@ class GangManager:
     def release(
         self, pg: PodGroup, why: str, outcome: GangOutcome | None, released: Iterable[str]
     ) -> Release | None:
-        """Forget the gang's attempt: the members `released` (rejected at Permit, or the one
-        unreserved) no longer count as placed, the minResources pass and the placement
+        """Forget the gang's attempt: the members `released` (to be rejected at Permit by the
+        caller, after this returns, or the one unreserved) no longer count as placed, the minResources pass and the placement
         decision are dropped (the next attempt decides again).  `outcome` None: timed out
         when the wait had run its course, else rejected.  None when no attempt was under way."""
         group = pg.full_name
         now = self.clock.now()
-        placed = len(self.placed(pg))  # what the gang held when it was released
-        with self._lock:
+        members = self.members(pg)
+        with self._lock:  # atomic with Permit's count (see permit)
+            placed = len(self.placed(pg, members))  # what the gang held when it was released
             gone = set(released) | self._holding.pop(group, set())
             self._placements.pop(group, None)
             attempt = self._attempts.pop(group, None)
-        if gone:
-            self._released.update(group, lambda g: (g or frozenset()) | gone, now + RELEASED_SECONDS, now)
+            if gone:
+                self._released.update(group, lambda g: (g or frozenset()) | gone, now + RELEASED_SECONDS, now)
         self._permitted.pop(group)
         if attempt is None:
             if gone:
@@ -393,7 +422,8 @@ class GangManager:
         """The PodGroup's status as the pods show it now (see status.py)."""
         ns, _, name = group.partition("/")
         raw = self._objects.get(PODGROUPS_KEY, ns, name)
-        if raw is None:
+        if raw is None:  # deleted: forget it (a group of that name later is a new one)
+            self._seen.pop(group)
             return None
         try:
             pg = self.groups.parse(raw)
@@ -423,27 +453,25 @@ class GangManager:
         """True the first time this message is asked about for the group (a malformed group is
         retried often: its Event is sent once)."""
         key = f"event:{ns}/{name}:{msg}"
+        now = self.clock.now()
         with self._lock:
-            if key in self._seen:
+            if self._seen.get(key, now) is not None:
                 return False
-            if len(self._seen) >= MAX_PLACEMENTS:  # a memory, not a record: start over
-                self._seen.clear()
-            self._seen.add(key)
+            self._seen.put(key, True, now + SEEN_SECONDS, now)
         return True
 
 
-def resource_gap(pg: PodGroup, snapshot: Snapshot, members: list[PodInfo]) -> str:
+def resource_gap(pg: PodGroup, snapshot: Snapshot, placed: list[PodInfo]) -> str:
     """What minResources (plus minMember pod slots) misses of the cluster's free room, the
-    group's own assigned pods counted as free ("" when it fits)."""
+    group's own placed members (GangManager.placed) counted as free ("" when it fits)."""
     want = dict(pg.min_resources)
     want[PODS] = max(want.get(PODS, 0), pg.min_member)
     free = (snapshot.allocatable - snapshot.requested).sum(axis=0) if len(snapshot) else np.zeros(0)
     own: dict[str, int] = {}
-    for p in members:
-        if p.node_name:
-            for r, v in p.requests.items():
-                own[r] = own.get(r, 0) + v
-            own[PODS] = own.get(PODS, 0) + 1
+    for p in placed:
+        for r, v in p.requests.items():
+            own[r] = own.get(r, 0) + v
+        own[PODS] = own.get(PODS, 0) + 1
     missing = []
     for r, amount in sorted(want.items()):
         col = snapshot.col.get(r)
@@ -467,15 +495,16 @@ STATUS_PERIOD_SECONDS = 1.0
 def gangs_of(handle: Handle) -> GangManager:
     """The scheduler's gang manager, built by the first gang plugin that asks (one per process:
     every profile and every reload share it, as the pods waiting at Permit are shared)."""
-    return handle.shared(GANGS, lambda: _build(handle))
+    gangs = handle.shared(GANGS, lambda: _build(handle))
+    _register_tasks(handle, gangs)  # by every gang plugin built: the tasks live while one does
+    return gangs
 
 
 def _build(handle: Handle) -> GangManager:
     handle.add_pod_index(MEMBERS_INDEX, full_name)
-    inline = handle.api.synchronous
     status = PodGroupStatusWriter(
         handle.api,
-        inline=inline,
+        inline=handle.api.synchronous,
         soon=lambda: handle.run_soon(STATUS_TASK),
         sleep=lambda s: handle.shutting_down(s),
         stopped=handle.shutting_down,
@@ -485,8 +514,10 @@ def _build(handle: Handle) -> GangManager:
         return handle.pods_by_index(MEMBERS_INDEX, f"{namespace}/{name}")
 
     metrics = GangMetrics(handle.plugin_metrics) if handle.plugin_metrics is not None else None
-    gangs = GangManager(handle.clock, handle.objects, members, status, metrics)
+    return GangManager(handle.clock, handle.objects, members, status, metrics)
 
+
+def _register_tasks(handle: Handle, gangs: GangManager) -> None:
     def wake_backed_off() -> None:
         """A gang whose backoff is over, or that was held out at PreEnqueue and is short no
         more, is retried now: no cluster event would wake members held out at PreEnqueue, nor
@@ -495,6 +526,5 @@ def _build(handle: Handle) -> GangManager:
             handle.activate(pending)
 
     handle.every(BACKOFF_TASK, BACKOFF_PERIOD_SECONDS, wake_backed_off)
-    if not inline:
-        handle.every(STATUS_TASK, STATUS_PERIOD_SECONDS, status.write_marked)
-    return gangs
+    if not handle.api.synchronous:
+        handle.every(STATUS_TASK, STATUS_PERIOD_SECONDS, gangs.status.write_marked)

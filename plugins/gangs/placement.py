@@ -65,7 +65,7 @@ from netsched.framework import (
 from .domains import Domain, domain_of, domain_rows, domains_at
 from .links import LinkLoad, LinkView
 from .podgroup import PREFERRED, REQUIRED, TopologyRequest
-from .simulation import Finding, Reasons, Scene, Trial, estimate, simulate
+from .simulation import Finding, Reasons, Scene, Trial, estimate, simulate_members
 
 
 class PlacementOutcome(StrEnum):
@@ -328,7 +328,7 @@ def _check(domains: list[Domain], trial: Trial, binpack: bool) -> list[Finding]:
     ):
         if best is not None and _key(domains[k], findings[k], binpack) >= best:
             break
-        findings[k] = simulate(domains[k], trial)
+        findings[k] = simulate_members(domains[k], trial)
         if findings[k].holds and (best is None or _key(domains[k], findings[k], binpack) < best):
             best = _key(domains[k], findings[k], binpack)
     return findings

@@ -195,7 +195,7 @@ def _cpu_share(snapshot: Snapshot, rows: IntArray) -> FloatArray:
     return out
 
 
-def simulate(d: Domain, trial: Trial) -> Finding:
+def simulate_members(d: Domain, trial: Trial) -> Finding:
     """Place the members one by one in `d` through the real filters, each counted on its node
     before the next is filtered: one planned row per member and the peak link utilisation that
     leaves, or the reason `d` cannot hold them.  Members are counted on cloned NodeInfos in

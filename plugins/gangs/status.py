@@ -12,8 +12,9 @@ this writer last wrote for the group when it has written since (else the
 cached object), and the patch carries no resourceVersion: the status is
 derived from the pods, the last computation is the right one, and a stale
 cached version must not turn a correct write into a Conflict that nobody
-retries.  A failed write is retried by the one retry policy (netsched.retry),
-and a group still failing stays marked for the task's next run.
+retries.  A failed write is retried by the one retry policy (netsched.retry);
+a group still failing ends the run, and it and the rest stay marked for the
+task's next run (an outage must not hold the periodic loop all tasks share).
 
 The gang manager's builder makes the writer (one per scheduler) and says whether
 writes may happen inline, on the caller's thread: an in-memory cluster's
@@ -23,6 +24,7 @@ writes are local and cheap, and simulations stay deterministic that way.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
@@ -36,6 +38,8 @@ from netsched.framework import (
     retry_policy,
     stop_when,
 )
+
+from .expiring import Expiring
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +57,13 @@ class StatusUpdate(NamedTuple):
 Compute = Callable[[str], StatusUpdate | None]
 
 
-# The retry policy's first wait and its cap, and how many attempts one run makes; a group
-# still failing stays marked and is tried again at the periodic task's next run.
+# The retry policy's first wait and its cap, and how many attempts one run makes for the
+# first group that fails; it and the rest are tried again at the periodic task's next run.
 RETRY_SECONDS = 0.5
 MAX_RETRY_SECONDS = 5.0
 ATTEMPTS = 3
+# Groups whose last written status is remembered.
+WRITTEN_BOUND = 10_000
 
 
 class PodGroupStatusWriter:
@@ -85,8 +91,9 @@ class PodGroupStatusWriter:
             stop=stop_after_attempt(ATTEMPTS) | stop_when(stopped),
             sleep=sleep,
         )
-        # group -> the status this writer last patched (the watch cache may not show it yet)
-        self._written: dict[str, dict[str, object]] = {}
+        # group -> the status this writer last patched (the watch cache may not show it yet);
+        # bounded, not timed (the oldest go first: a forgotten one is compared to the cache's).
+        self._written: Expiring[dict[str, object]] = Expiring(WRITTEN_BOUND)
         self.writes = 0
 
     def computes_with(self, compute: Compute) -> None:
@@ -111,36 +118,44 @@ class PodGroupStatusWriter:
             return len(self._dirty)
 
     def write_marked(self) -> None:
-        """The periodic task: write every marked group, each failure retried by the retry policy;
-        a group that still fails stays marked for the next run."""
+        """The periodic task: write every marked group, a failure retried by the retry policy.
+        A group that still fails ends the run (one warning): it and the groups not tried yet
+        stay marked for the next run.  The API is likely down for all of them, and retrying
+        each would hold the one periodic loop every family's tasks share."""
         with self._lock:
             groups, self._dirty = sorted(self._dirty), set()
-        for group in groups:
+        for i, group in enumerate(groups):
             try:
                 self._retrying(self._write_once, group)
             except Exception as e:  # the status is recomputed from the pods at the next run
-                log.warning("Could not update PodGroup status; will retry podgroup=%s err=%s", group, e)
+                log.warning(
+                    "Could not update PodGroup status; will retry podgroup=%s left=%d err=%s",
+                    group,
+                    len(groups) - i,
+                    e,
+                )
                 with self._lock:
-                    self._dirty.add(group)
+                    self._dirty.update(groups[i:])
+                return
 
     def _write_once(self, group: str) -> None:
         """Bring the group's status up to date; raises when the write failed (NotFound: gone)."""
         try:
             self._write(group)
         except NotFound:
-            self._written.pop(group, None)
+            self._written.pop(group)
 
     def _write(self, group: str) -> None:
         got = self._compute(group)
         if got is None:
-            self._written.pop(group, None)
+            self._written.pop(group)
             return
         status = got.status
-        stored = self._written.get(group, got.stored)
+        stored = self._written.get(group, 0.0) or got.stored
         if all(_same(stored.get(k), v) for k, v in status.items()):
             return
         self._api.patch_object(PODGROUPS, got.namespace, got.name, {"status": status}, subresource="status")
-        self._written[group] = status
+        self._written.put(group, status, math.inf, 0.0)
         self.writes += 1
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from netsched.cache import ObjectStore
 from netsched.framework import Code, PodInfo, Snapshot
 from netsched.plugins.gangs import (
@@ -16,6 +18,7 @@ from netsched.plugins.gangs import (
     PermitVerdict,
     PodGroupStatusWriter,
 )
+from netsched.plugins.gangs import manager as manager_module
 from netsched.plugins.gangs.expiring import Expiring
 from netsched.testing.builders import make_pod
 from netsched.testing.clock import FakeClock
@@ -134,3 +137,68 @@ def test_expiring_entries_end_by_time_and_the_map_keeps_its_bound() -> None:
     m.put("g", 7, until=100.0, now=2.0)  # over the bound with f ended: f goes, not d
     assert m.get("d", now=2.0) == 2 and m.get("f", now=0.5) is None
     assert m.take_ended(now=50.0) == [] and m.take_ended(now=200.0) == ["d", "e", "g"] and len(m) == 0
+
+
+def test_the_groups_seen_are_a_bounded_memory_and_a_deleted_group_is_forgotten(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PreFilter remembers each group it recomputed a status for (once), and first_time each
+    Event sent: bounded, whatever the number of gangs over the scheduler's life."""
+    monkeypatch.setattr(manager_module, "SEEN_BOUND", 50)
+    clock = FakeClock()
+    groups = [
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"namespace": "default", "name": f"g{i}", "uid": f"pg{i}", "resourceVersion": "1"},
+            "spec": {"minMember": 1},
+        }
+        for i in range(500)
+    ]
+    objects = ObjectStore({PODGROUPS_KEY: groups})
+    pods = {f"g{i}": [make_pod(f"m{i}").label(POD_GROUP_LABEL, f"g{i}").info()] for i in range(500)}
+    gm = GangManager(clock, objects, lambda _ns, n: pods[n], PodGroupStatusWriter(MemoryAPI(), inline=True))
+    for i in range(500):
+        pod = pods[f"g{i}"][0]
+        pg = gm.group_of(pod)
+        assert pg is not None
+        assert gm.pre_filter(pod, pg, Snapshot(), 10.0).ok
+        assert gm.first_time("default", f"g{i}", "bad")
+        clock.step(1.0)
+    assert len(gm._seen) <= 50
+    assert not gm.first_time("default", "g499", "bad")  # recent ones are remembered
+    objects.apply(PODGROUPS_KEY, "DELETED", groups[499])
+    assert gm.status_of("default/g499") is None
+    assert gm._seen.get("default/g499", clock.now()) is None
+
+
+def test_a_podgroup_reference_keeps_the_uid_and_version() -> None:
+    r = Rig(min_member=2, pods=2)
+    ref = r.gangs.ref_of("default", "g")
+    assert (ref.name, ref.uid, ref.resource_version) == ("g", "pg", "1")
+    assert r.gangs.ref_of("default", "gone").uid == ""  # deleted: the name is all there is
+
+
+def test_min_resources_counts_only_the_placed_members_as_the_gangs_own_room() -> None:
+    """The gang's own placed members' requests count as free for its minResources check; a
+    released member (still on its node until unreserved) is not the gang's any more."""
+    from netsched.testing.builders import make_node, node_infos
+
+    group = _group(2)
+    group["spec"] = {"minMember": 2, "minResources": {"cpu": "2"}}
+    clock = FakeClock()
+    m0 = make_pod("m0").label(POD_GROUP_LABEL, "g").req(cpu="1").node("n0")
+    pods = [m0.info(), make_pod("m1").label(POD_GROUP_LABEL, "g").req(cpu="1").info()]
+    gm = GangManager(
+        clock,
+        ObjectStore({PODGROUPS_KEY: [group]}),
+        lambda _ns, _n: pods,
+        PodGroupStatusWriter(MemoryAPI(), inline=True),
+    )
+    snap = Snapshot.of(node_infos([make_node("n0").capacity(cpu="2", pods="10")], [m0]))
+    pg = gm.group_of(pods[1])
+    assert pg is not None
+    assert gm.pre_filter(pods[1], pg, snap, 10.0).ok  # 1 cpu free + m0's own 1 cpu
+    gm.release(pg, "m1 fits nowhere", GangOutcome.REJECTED, [pods[0].uid])
+    got = gm.pre_filter(pods[1], pg, snap, 10.0)
+    assert got.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and "resource gap: cpu: 1" in got.message()

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from netsched.plugins.gangs import PodGroupStatusWriter, StatusUpdate
+from netsched.plugins.gangs import status as status_module
+from netsched.plugins.gangs.status import ATTEMPTS
 from netsched.testing.handle import MemoryAPI
 
 
@@ -101,3 +103,58 @@ def test_shutdown_ends_the_retries() -> None:
     writer.mark("default/g")
     writer.write_marked()
     assert calls["n"] == 1 and writer.pending() == 1
+
+
+def test_an_outage_ends_the_run_at_the_first_group_that_fails_and_keeps_the_rest_marked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """50 marked groups and the API down: one group's retries, one warning, the loop freed;
+    every group still marked, and the next run (API back) writes them all."""
+    api = MemoryAPI()
+    real = api.patch_object
+    down = {"on": True, "calls": 0}
+
+    def patch(*args: Any, **kw: Any) -> Any:
+        down["calls"] += 1
+        if down["on"]:
+            raise ConnectionError("apiserver went away")
+        return real(*args, **kw)
+
+    api.patch_object = patch  # type: ignore[method-assign]
+    waits: list[float] = []
+    writer = PodGroupStatusWriter(api, sleep=waits.append)
+    writer.computes_with(
+        lambda g: StatusUpdate("default", g, {}, {"phase": "Scheduling", "scheduled": 1, "running": 0})
+    )
+    for i in range(50):
+        writer.mark(f"default/g{i}")
+    with caplog.at_level("WARNING"):
+        writer.write_marked()
+    assert down["calls"] == ATTEMPTS and len(waits) == ATTEMPTS - 1
+    assert len([r for r in caplog.records if "Could not update PodGroup status" in r.getMessage()]) == 1
+    assert writer.pending() == 50
+    down["on"] = False
+    writer.write_marked()
+    assert writer.pending() == 0 and len(api.patches) == 50
+
+
+def test_the_last_written_statuses_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer remembers what it last wrote per group (the cache lags): a bounded memory,
+    and a group found gone is forgotten."""
+    monkeypatch.setattr(status_module, "WRITTEN_BOUND", 100)
+    api = MemoryAPI()
+    writer = PodGroupStatusWriter(api, inline=True)
+    gone: set[str] = set()
+    writer.computes_with(
+        lambda g: (
+            None
+            if g in gone
+            else StatusUpdate("default", g, {}, {"phase": "Scheduling", "scheduled": 1, "running": 0})
+        )
+    )
+    for i in range(1000):
+        writer.mark(f"default/g{i}")
+    assert len(api.patches) == 1000 and len(writer._written) <= 100
+    gone.add("default/g999")
+    writer.mark("default/g999")
+    assert writer._written.get("default/g999", 0.0) is None

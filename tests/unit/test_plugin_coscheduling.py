@@ -519,3 +519,60 @@ def test_a_parked_gang_ignores_unrelated_events_and_moves_when_its_group_changes
     c.queue.flush_backoff_completed()
     c.schedule_pending()
     assert sorted(c.placements) == ["default/a0", "default/a1"]
+
+
+def test_a_permit_during_a_release_does_not_count_the_members_being_rejected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The binding thread releases the gang (m1 unreserved) and rejects the waiting m0; the
+    scheduling thread's Permit of m2 runs between two rejections (here: inside m0's reject).
+    The release is recorded before any rejection, so m2 waits: no gang allowed on members
+    being rejected (one bound of three, no GangReleased)."""
+    import dataclasses
+
+    from test_gang_manager import Rig
+
+    from netsched.plugins.gangs import PermitVerdict
+
+    r = Rig(min_member=3, pods=3)
+    r.reserve("m0", "n0")
+    assert r.permit("m0") is PermitVerdict.WAIT
+    m1 = r.reserve("m1", "n1")
+    assert r.permit("m1") is PermitVerdict.WAIT
+    c = cluster()
+    p = plugin(c)
+    monkeypatch.setattr(p, "gangs", r.gangs)
+    verdicts: list[PermitVerdict] = []
+
+    @dataclasses.dataclass
+    class Waiting:
+        pod: Any
+
+        def reject(self, plugin: str, msg: str) -> None:
+            r.reserve("m2", "n2")  # the scheduling thread, meanwhile
+            verdicts.append(r.permit("m2"))
+
+    monkeypatch.setattr(r.gangs, "waiting", lambda _h, _g: [Waiting(r.pods["m0"])])
+    p._release(r.pg, "m1 unreserved", None, m1)
+    assert verdicts == [PermitVerdict.WAIT]
+    assert any(e[2] == "GangReleased" for e in c.events.events)
+
+
+def test_the_event_about_a_malformed_podgroup_carries_its_uid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubectl describe podgroup finds the group's events by uid: the reference keeps it."""
+    from netsched.framework import ObjectRef
+
+    c = cluster()
+    refs: list[ObjectRef] = []
+    real = c.events.event
+
+    def event(obj: Any, *rest: str) -> None:
+        if isinstance(obj, ObjectRef):
+            refs.append(obj)
+        real(obj, *rest)
+
+    monkeypatch.setattr(c.events, "event", event)
+    c.add_object(PG, podgroup("bad", 2, minResources={"cpu": "lots"}))
+    c.add_pod(make_pod("y").label(POD_GROUP_LABEL, "bad").req(cpu="1").obj())
+    c.schedule_pending()
+    assert [(r.name, r.uid) for r in refs] == [("bad", "uid-bad")]

@@ -185,3 +185,17 @@ def test_it_shows_in_explain_with_its_weight(rig: Rig) -> None:
     # The gang holds zone zb (its member m0 is on b2): a later member goes there, nowhere else.
     assert not by["a1"].feasible and by["a1"].filters["PreFilter"] == "not in the PreFilter node set"
     assert ex.winner in ("b1", "b2")
+
+
+def test_a_released_member_no_longer_pulls_the_next_one(rig: Rig) -> None:
+    """Locality counts THE placed members (GangManager.placed): m0, released at Permit and
+    still on b1 until its binding cycle unreserves it, pulls nobody into zone b."""
+    from netsched.plugins.gangs import GangOutcome, PodGroup
+
+    args = GangTopologyArgs(link_load_weight=0.0)
+    p, snap = rig.build([member("m0").node("b1"), member("m1").node("a1")], args)
+    rig.load(p, IDLE, SPEED)
+    assert score_outcomes(p, member("m2").info(), snap) == [50, 50, 50, 50]
+    (m0,) = [m for m in p.gangs.group_members("default", "train") if m.name == "m0"]
+    p.gangs.release(PodGroup("default", "train", 3), "m2 fits nowhere", GangOutcome.REJECTED, [m0.uid])
+    assert score_outcomes(p, member("m2").info(), snap) == [100, 100, 0, 0]

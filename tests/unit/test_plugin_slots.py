@@ -43,13 +43,15 @@ def test_periodic_tasks_run_when_due_on_the_clock_and_soon_when_asked() -> None:
     clock = FakeClock()
     tasks = PeriodicTasks(clock)
     runs: list[str] = []
-    tasks.every("a", 5.0, lambda: runs.append("a"))
-    tasks.every("a", 1.0, lambda: runs.append("again"))  # the first registration stays
+    tasks.every("a", 5.0, lambda: runs.append("first"))
+    tasks.every("a", 1.0, lambda: runs.append("a"))  # registered again: the new callback and interval
     assert tasks.run_due() == 0
-    clock.step(5.0)
+    clock.step(5.0)  # the first registration's due time is kept
     assert tasks.run_due() == 1 and runs == ["a"]
-    tasks.soon("a")
+    clock.step(1.0)  # then the new interval
     assert tasks.run_due() == 1 and runs == ["a", "a"]
+    tasks.soon("a")
+    assert tasks.run_due() == 1 and runs == ["a", "a", "a"]
     assert tasks.run_due() == 0
     with pytest.raises(ValueError, match="every must be positive"):
         tasks.every("b", 0, lambda: None)
@@ -211,3 +213,84 @@ profiles:
     clock.step(1.0)
     c.schedule_pending()
     assert found.ticks == 1  # one task for the process, though two profiles registered it
+
+
+def test_a_build_replaces_the_task_set_and_a_failed_one_keeps_it() -> None:
+    clock = FakeClock()
+    tasks = PeriodicTasks(clock)
+    runs: list[str] = []
+    with tasks.registering():
+        tasks.every("kept", 1.0, lambda: runs.append("old kept"))
+        tasks.every("dropped", 1.0, lambda: runs.append("dropped"))
+    assert tasks.names() == ["dropped", "kept"]
+    with pytest.raises(RuntimeError), tasks.registering():
+        tasks.every("kept", 1.0, lambda: runs.append("never"))
+        raise RuntimeError("a profile failed to build")
+    clock.step(1.0)
+    assert tasks.run_due() == 2 and sorted(runs) == ["dropped", "old kept"]
+    runs.clear()
+    with tasks.registering():
+        tasks.every("kept", 1.0, lambda: runs.append("new kept"))
+    assert tasks.names() == ["kept"]
+    clock.step(1.0)
+    assert tasks.run_due() == 1 and runs == ["new kept"]
+
+
+def test_after_a_hot_reload_the_new_plugins_tasks_run_and_dropped_ones_stop() -> None:
+    """A reloaded plugin's task runs the new instance; a reload that drops the plugin stops it."""
+    from netsched.app import build_registry
+    from netsched.clock import ManualClock
+    from netsched.config import load_config
+    from netsched.framework import (
+        CycleState,
+        Handle,
+        PodInfo,
+        PreFilterPlugin,
+        PreFilterResult,
+        Snapshot,
+        Status,
+    )
+    from netsched.inmemory import InMemoryCluster
+
+    ran: list[object] = []
+
+    class Tick(PreFilterPlugin[None]):
+        name = "Tick"
+
+        def __init__(self, args: None, handle: Handle) -> None:
+            super().__init__(args, handle)
+            handle.every(f"tick/{handle.profile_name}", 1.0, lambda: ran.append(self))
+
+        def pre_filter(
+            self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        ) -> tuple[PreFilterResult | None, Status]:
+            return None, Status.success()
+
+    registry = build_registry([Tick])
+    config = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: a
+  plugins: {multiPoint: {enabled: [{name: Tick}]}}
+"""
+    clock = ManualClock()
+    c = InMemoryCluster(load_config(config, registry), registry, clock=clock)
+
+    def reload(text: str) -> None:
+        c.profiles.stage(c.build_frameworks(load_config(text, registry)))
+        c.scheduler.swap_frameworks()
+
+    old = c.frameworks["a"].plugins["Tick"]
+    reload(config)
+    new = c.frameworks["a"].plugins["Tick"]
+    assert new is not old and "tick/a" in c.periodic.names()
+    clock.step(1.0)
+    c.periodic.run_due()
+    assert ran == [new]
+    reload(config.replace("  plugins: {multiPoint: {enabled: [{name: Tick}]}}\n", ""))
+    assert "Tick" not in c.frameworks["a"].plugins and "tick/a" not in c.periodic.names()
+    ran.clear()
+    clock.step(1.0)
+    c.periodic.run_due()
+    assert ran == []
