@@ -31,6 +31,11 @@ def _declared() -> set[str]:
     return {canonicalize_name(r.name) for r in reqs}
 
 
+# Our own top-level names: `plugins` is how mypy sees the plugins/ folder (netsched.plugins when
+# installed), imported under TYPE_CHECKING where the core names a plugin package's types.
+FIRST_PARTY = ("netsched", "plugins", "__future__")
+
+
 def _third_party_imports() -> dict[str, str]:
     """Top-level module -> the first file importing it, over netsched/ and plugins/."""
     found: dict[str, str] = {}
@@ -46,7 +51,7 @@ def _third_party_imports() -> dict[str, str]:
                     continue
                 for name in names:
                     top = name.split(".")[0]
-                    if top not in sys.stdlib_module_names and top not in ("netsched", "__future__"):
+                    if top not in sys.stdlib_module_names and top not in FIRST_PARTY:
                         found.setdefault(top, str(path.relative_to(ROOT)))
     return found
 
