@@ -254,12 +254,14 @@ class LoadView:
             gen, changed = self._src.estimator.changes(kept.gen)
             kept.dirty[snapshot.all_rows if changed is None else changed] = True
             kept.gen = gen
-            if kept.dirty.any() if idx is None else kept.dirty[idx].any():
+            if kept.dirty.any() if idx is None else kept.dirty.take(idx).any():
                 rows = np.flatnonzero(kept.dirty)
                 kept.result[rows] = compute(rows)
                 kept.dirty[rows] = False
         if idx is not None:
-            return kept.result[idx]
+            # take(): the same rows as result[idx], ~4x faster on a 2-D result (numpy's fancy
+            # indexing has a slow general path; a cycle asks for a few hundred rows).
+            return kept.result.take(idx, axis=0)
         out = kept.result.view()
         out.flags.writeable = False
         return out
