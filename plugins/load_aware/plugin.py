@@ -83,7 +83,7 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         Per resource: what the node carries (measured + estimated, or requested) over
         allocatable, plus the pod's own load over allocatable, then the curve.  Per pod the
         rows are a few hundred, so the count of numpy calls (~1 us each), not their size, is
-        the cost: the work runs on contiguous columns, in place."""
+        the cost: the work runs on one contiguous (resources, rows) block, in place."""
         k = len(self.weights)
         view = self.source.view(snapshot)
         if view.measured:
@@ -94,22 +94,20 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         else:
             amounts = [float(pod.nonzero_cpu if r == CPU else pod.nonzero_memory) for r in self.weights]
             kept = self._carried(snapshot, idx)
-        cols = np.ascontiguousarray(kept.T)  # carried, fresh (1.0 / 0.0), allocatable, per resource
-        all_fresh = bool(cols[k : 2 * k].all())
-        total: FloatArray | None = None
-        for j, weight in enumerate(self.weights.values()):
-            # The pod's share of the node (allocatable is +inf where a node has none: 0).
-            u = np.divide(amounts[j], cols[2 * k + j])
-            u += cols[j]
-            # NaN: a stale row, replaced below; below 0 is idle for both curves.
-            curve = self._curve(np.fmax(u, 0.0, out=u))
-            if not all_fresh:
-                curve = fill_stale(curve, cols[k + j] > 0, self.source.fail_closed)
-            if total is None:
-                total = np.multiply(weight, curve, out=curve)
-            else:
-                total += weight * curve
-        assert total is not None  # args validation keeps at least one weighted resource
+        cols = np.ascontiguousarray(kept.T)  # carried, fresh (1.0 / 0.0), allocatable, by resource
+        # The pod's share of each node (allocatable is +inf where a node has none: 0), plus
+        # what the node carries.
+        u = np.divide(np.array(amounts)[:, None], cols[2 * k :])
+        u += cols[:k]
+        # NaN: a stale row, replaced below; below 0 is idle for both curves.
+        curve = self._curve(np.fmax(u, 0.0, out=u))
+        if not cols[k : 2 * k].all():
+            for j in range(k):
+                curve[j] = fill_stale(curve[j], cols[k + j] > 0, self.source.fail_closed)
+        weights = list(self.weights.values())  # args validation keeps at least one
+        total = np.multiply(weights[0], curve[0], out=curve[0])
+        for j in range(1, k):
+            total += weights[j] * curve[j]
         total /= self._weight_sum
         return to_int_scores(total)
 
