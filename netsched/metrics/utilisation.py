@@ -70,9 +70,11 @@ def cold_link_scores(src: MetricSource, snapshot: Snapshot, idx: IntArray) -> Fl
     kind of row is the whole formula run over `idx`."""
     view = src.view(snapshot)
     if view.measured:
-        own = view.per_row(_COLD_LINK, lambda rows: _own_link_scores(view.network(rows)), idx)
-        if own[:, 1].all():
-            return own[:, 0]
+        kept = view.per_row(_COLD_LINK, lambda rows: _own_link_scores(view.network(rows)), idx)
+        own = np.ascontiguousarray(kept.T)  # columns: numpy is ~2x faster on contiguous ones
+        if own[1].all():
+            scores: FloatArray = own[0]
+            return scores
     return _cold_link_scores(network_load(src, snapshot, idx), src.fail_closed)
 
 
@@ -136,4 +138,8 @@ def fill_stale(scores: FloatArray, fresh: BoolArray, fail_closed: bool) -> Float
 
 
 def to_int_scores(scores: FloatArray) -> IntArray:
-    return np.rint(np.clip(scores, 0, MAX_NODE_SCORE)).astype(np.int64)
+    """Scores rounded half to even into [0, 100].  (maximum + minimum: np.clip's Python-level
+    dispatch costs more than the two ufuncs on the few hundred rows a cycle scores.)"""
+    out = np.maximum(scores, 0.0)
+    np.minimum(out, MAX_NODE_SCORE, out=out)
+    return np.rint(out, out=out).astype(np.int64)

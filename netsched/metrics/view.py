@@ -226,8 +226,8 @@ class LoadView:
     def per_row(
         self, key: Hashable, compute: Callable[[IntArray], NDArray[Any]], idx: IntArray | None = None
     ) -> NDArray[Any]:
-        """`compute(rows)` for rows `idx` (default: every row, read-only), kept for the view's
-        life.  For a result that does not depend on the pod (a filter's verdict, a
+        """`compute(rows)` for rows `idx` (row numbers; default: every row, read-only), kept
+        for the view's life.  For a result that does not depend on the pod (a filter's verdict, a
         pod-independent score); `compute` must be elementwise (row i's result reads only row i).
 
         Kept up to date lazily: a row whose estimates changed is marked, and the marked rows
@@ -236,6 +236,8 @@ class LoadView:
         everything is recomputed after a sample ages out or an allocatable changes.  Not kept
         in fallback, where readings come from requests that change with every bind."""
         snapshot = self._snapshot
+        if idx is not None and idx.dtype.kind == "b":  # take() would read True / False as rows 1 / 0
+            raise TypeError("LoadView.per_row: idx must be row numbers, got a boolean mask")
         if not self.measured:
             return compute(snapshot.all_rows if idx is None else idx)
         kept = self._current(key)
@@ -254,12 +256,14 @@ class LoadView:
             gen, changed = self._src.estimator.changes(kept.gen)
             kept.dirty[snapshot.all_rows if changed is None else changed] = True
             kept.gen = gen
-            if kept.dirty.any() if idx is None else kept.dirty[idx].any():
+            if kept.dirty.any() if idx is None else kept.dirty.take(idx).any():
                 rows = np.flatnonzero(kept.dirty)
                 kept.result[rows] = compute(rows)
                 kept.dirty[rows] = False
         if idx is not None:
-            return kept.result[idx]
+            # take(): the same rows as result[idx], ~4x faster on a 2-D result (numpy's fancy
+            # indexing has a slow general path; a cycle asks for a few hundred rows).
+            return kept.result.take(idx, axis=0)
         out = kept.result.view()
         out.flags.writeable = False
         return out

@@ -65,6 +65,8 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         self.weights = {r.name: float(r.weight) for r in self.args.resources if r.weight > 0}
         self.source = source_for(handle, self.args.prometheus, self.name)
         self.source.require(*self.weights)
+        self._load_cols = [CPU_COL if r == CPU else MEMORY_COL for r in self.weights]
+        self._weight_sum = float(sum(self.weights.values()))
 
     # ------------------------------------------------------------ scoring
 
@@ -78,40 +80,54 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
     def scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
         """Scores of snapshot rows `idx` for `pod` (see the module docstring).
 
-        Resources are columns: what the node carries (measured + estimated, or requested) over
-        allocatable, then the pod's own load over allocatable, in one pass for all of them."""
+        Per resource: what the node carries (measured + estimated, or requested) over
+        allocatable, plus the pod's own load over allocatable, then the curve.  Per pod the
+        rows are a few hundred, so the count of numpy calls (~1 us each), not their size, is
+        the cost: the work runs on one contiguous (resources, rows) block, in place."""
         k = len(self.weights)
         view = self.source.view(snapshot)
         if view.measured:
-            incoming = self.source.pod_load(pod)
-            amounts = [float(incoming[CPU_COL] if r == CPU else incoming[MEMORY_COL]) for r in self.weights]
+            load = self.source.pod_load(pod)
+            amounts = [float(load[c]) for c in self._load_cols]
             # What the node carries does not depend on the pod: kept by the view between pods.
             kept = view.per_row(self, lambda rows: self._carried(snapshot, rows), idx)
         else:
             amounts = [float(pod.nonzero_cpu if r == CPU else pod.nonzero_memory) for r in self.weights]
             kept = self._carried(snapshot, idx)
-        carried, fresh, alloc = kept[:, :k], kept[:, k : 2 * k] > 0, kept[:, 2 * k :]
-        own = np.zeros(alloc.shape)
-        np.divide(np.array(amounts), alloc, out=own, where=alloc > 0)
+        cols = np.ascontiguousarray(kept.T)  # carried, fresh (1.0 / 0.0), allocatable, by resource
+        # The pod's share of each node (allocatable is +inf where a node has none: 0), plus
+        # what the node carries.
+        u = np.divide(np.array(amounts)[:, None], cols[2 * k :])
+        u += cols[:k]
         # NaN: a stale row, replaced below; below 0 is idle for both curves.
-        curve = self._curve(np.fmax(carried + own, 0.0))
-        all_fresh = bool(fresh.all())
-        total = np.zeros(len(idx))
-        for j, weight in enumerate(self.weights.values()):
-            col = curve[:, j] if all_fresh else fill_stale(curve[:, j], fresh[:, j], self.source.fail_closed)
-            total += weight * col
-        return to_int_scores(total / sum(self.weights.values()))
+        curve = self._curve(np.fmax(u, 0.0, out=u))
+        if not cols[k : 2 * k].all():
+            for j in range(k):
+                curve[j] = fill_stale(curve[j], cols[k + j] > 0, self.source.fail_closed)
+        weights = list(self.weights.values())  # args validation keeps at least one
+        total = np.multiply(weights[0], curve[0], out=curve[0])
+        for j in range(1, k):
+            total += weights[j] * curve[j]
+        total /= self._weight_sum
+        return to_int_scores(total)
 
     def _carried(self, snapshot: Snapshot, rows: IntArray) -> FloatArray:
         """Per row, by column: each resource's utilisation (measured + estimated, or requested,
-        over allocatable), then 1.0 / 0.0 for fresh / stale, then allocatable."""
+        over allocatable), then 1.0 / 0.0 for fresh / stale, then allocatable (+inf for none,
+        so that a share of it is 0)."""
         usage = resource_usage(self.source, snapshot, tuple(self.weights), rows)
         alloc = [snapshot.allocatable[rows, snapshot.col[r]].astype(np.float64) for r in self.weights]
         fresh = [u.fresh.astype(np.float64) for u in usage.values()]
-        return np.stack([u.utilisation for u in usage.values()] + fresh + alloc, axis=1)
+        kept = np.stack([u.utilisation for u in usage.values()] + fresh + alloc, axis=1)
+        den = kept[:, 2 * len(self.weights) :]
+        den[~(den > 0)] = np.inf
+        return kept
 
     def _curve(self, u: FloatArray) -> FloatArray:
         tlp = self.args.target_load_packing
         if tlp.enabled:
             return target_load_packing(100.0 * u, tlp.target_utilization)
-        return MAX_NODE_SCORE * (1.0 - np.minimum(u, 1.0))  # u >= 0 here
+        # MAX_NODE_SCORE x (1 - min(u, 1)), in place (u >= 0 here, and a fresh array).
+        np.minimum(u, 1.0, out=u)
+        np.subtract(1.0, u, out=u)
+        return np.multiply(MAX_NODE_SCORE, u, out=u)

@@ -113,11 +113,10 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
         codes = self.source.view(snapshot).per_row(self, lambda rows: self.reason_bits(snapshot, rows), idx)
-        rejected = codes != 0
-        if not rejected.any():
+        if not codes.any():  # the usual case: one numpy call
             return []
         return [
-            Rejection(codes == bits, self._reasons(int(bits)), CODE) for bits in np.unique(codes[rejected])
+            Rejection(codes == bits, self._reasons(int(bits)), CODE) for bits in np.unique(codes[codes != 0])
         ]
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:

@@ -192,6 +192,15 @@ def test_per_row_results_recompute_marked_rows_only_when_asked_for() -> None:
     assert len(seen) == 2
 
 
+def test_per_row_refuses_a_boolean_mask_for_rows() -> None:
+    """Rows are read with take(), which would take a mask's True / False for rows 1 / 0."""
+    _, src, _, snap, _ = world()
+    view = src.view(snap)
+    mask = np.zeros(len(snap), dtype=bool)
+    with pytest.raises(TypeError, match="idx must be row numbers"):
+        view.per_row("mask", lambda rows: view.usage(CPU, rows).utilisation, mask)
+
+
 def test_each_source_has_its_own_view_even_when_they_share_a_poller() -> None:
     _, src, _, snap, hub = world()
     closed = hub.source(PrometheusArgs(stale_policy="failClosed"))

@@ -109,6 +109,20 @@ def test_fallback_uses_requests_from_the_node_table(rig: RigFactory) -> None:
     assert r.scores() == [50, 81, 100]
 
 
+def test_a_node_without_allocatable_memory_adds_no_share_of_the_pod(metric_rig: RigFactory) -> None:
+    """The pod's own share is 0 on a node with no allocatable of the resource (not inf, not
+    NaN): measured, only the measured load counts; in fallback, nothing."""
+    args = LoadAwareArgs(resources=(ResourceWeight(MEMORY, 1),))
+    pod = make_pod("p").req(memory="1Gi").info()
+    r = metric_rig(LoadAware, 2, args=args, capacity={"cpu": "4", "memory": "0"}, pod=pod)
+    r.load(memory={"n0": 0.25, "n1": 0.5})
+    assert r.scores() == [75, 50]
+    r.fake.fail_all = QueryError("unreachable", "refused", transient=True)
+    r.hub.poll_now()
+    assert r.src.in_fallback
+    assert r.scores() == [100, 100]
+
+
 def test_estimates_spread_a_burst_between_two_polls() -> None:
     """200 pods, 50 equal nodes, no poll in between: greedy placement by the scores stays even."""
     clock = FakeClock()
