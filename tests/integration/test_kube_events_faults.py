@@ -73,7 +73,10 @@ def test_throttled_event_writes_wait_for_retry_after_and_are_all_written(
     assert broadcaster.flush(15)
     assert fault.hits == 2
     assert scheduled(server) == {f"p{i}" for i in range(20)}
-    assert (broadcaster.dropped, broadcaster.failed, broadcaster.retries) == (0, 0, 2)
+    assert (broadcaster.dropped, broadcaster.failed) == (0, 0)
+    # The failed members of a batch are retried together after one wait: the two 429s cost two
+    # waits when they hit two rounds, one when they hit two events of one pipelined batch.
+    assert broadcaster.retries in (1, 2)
 
 
 def test_server_errors_longer_than_any_retry_budget_drop_nothing(
