@@ -11,6 +11,9 @@
   free port and 5 s watches unless `options` (AppOptions fields) say otherwise; `start=True`
   also syncs the informers and starts the background loops and scheduling. Every app made is
   shut down after the test (shutdown is idempotent: a test may shut one down itself).
+- `prometheus(targets, **kw)`: the distribution's Prometheus (PrometheusServer kw) scraping
+  `targets`, started; skips without the binary (fails under CI); closed after the test (after
+  the apps that poll it when a fixture names `prometheus` before `scheduler_app`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
 from netsched.kube import KubeAPI, KubeClient, RetrySettings, build_api_client
 from netsched.testing.fakeapi import FakeAPIServer
+from netsched.testing.prometheus import PrometheusServer, require_prometheus
 
 FAST_RETRY = RetrySettings(backoff=0.01, max_backoff=0.05)
 
@@ -77,3 +81,22 @@ def scheduler_app(kubeconfig: Path) -> Iterator[SchedulerAppFactory]:
     yield make
     for app in apps:
         app.shutdown(timeout=5)
+
+
+PrometheusFactory = Callable[..., PrometheusServer]
+
+
+@pytest.fixture
+def prometheus() -> Iterator[PrometheusFactory]:
+    binary = require_prometheus()
+    servers: list[PrometheusServer] = []
+
+    def start(targets: list[str], **kw: Any) -> PrometheusServer:
+        prom = PrometheusServer(targets, binary=binary, **kw)
+        servers.append(prom)
+        prom.start()
+        return prom
+
+    yield start
+    for prom in servers:
+        prom.close()

@@ -7,18 +7,15 @@ measured scores back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from netsched.app import AppOptions, SchedulerApp, build_registry
-from netsched.config import load_config
-from netsched.kube import KubeAPI, build_api_client
+from netsched.app import SchedulerApp
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
-from netsched.testing.prometheus import PrometheusServer, require_prometheus
+from netsched.testing.prometheus import PrometheusServer
 from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -69,40 +66,24 @@ def full_window(prom: PrometheusServer) -> None:
 
 
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[tuple[FakeAPIServer, PrometheusServer, SchedulerApp]]:
-    binary = require_prometheus()
+def stack(
+    server: FakeAPIServer,
+    prometheus: Callable[..., PrometheusServer],
+    scheduler_app: Callable[..., SchedulerApp],
+) -> Iterator[tuple[FakeAPIServer, PrometheusServer, SchedulerApp]]:
     nodes = fake_nodes(4)
-    with SyntheticExporter(nodes) as exporter, FakeAPIServer(watch_timeout=5.0) as server:
+    with SyntheticExporter(nodes) as exporter:
         for name, rx in RX.items():
             exporter.set_load(name, rx=rx)
         for n in nodes:
             server.create(
                 "nodes", make_node(n.name).capacity(cpu="8", memory="16Gi").address("InternalIP", n.ip).obj()
             )
-        prom = PrometheusServer([exporter.target], binary=binary)
-        app = None
-        try:
-            prom.start()
-            full_window(prom)
-            kubeconfig = tmp_path / "kubeconfig"
-            server.write_kubeconfig(kubeconfig)
-            registry = build_registry()
-            cfg = load_config(CONFIG.format(url=prom.url, window=WINDOW), registry)
-            app = SchedulerApp(
-                cfg,
-                registry,
-                KubeAPI(build_api_client(str(kubeconfig), qps=500, burst=1000)),
-                options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5),
-            )
-            assert app.start_informers(sync_timeout=10)
-            app.start_background()
-            app.start_scheduling()
-            assert app.hub.wait_polled(timeout=10)  # the first poll runs beside the loop
-            yield server, prom, app
-        finally:
-            if app is not None:
-                app.shutdown(timeout=5)
-            prom.close()
+        prom = prometheus([exporter.target])
+        full_window(prom)
+        app = scheduler_app(CONFIG.format(url=prom.url, window=WINDOW), start=True)
+        assert app.hub.wait_polled(timeout=10)  # the first poll runs beside the loop
+        yield server, prom, app
 
 
 def placed(server: FakeAPIServer, names: list[str]) -> dict[str, str]:

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from netsched.app import AppOptions, SchedulerApp, build_registry
-from netsched.config import load_config
-from netsched.kube import KubeAPI, build_api_client
+from netsched.app import SchedulerApp
 from netsched.plugins.coscheduling import POD_GROUP_LABEL
 from netsched.plugins.gangs import GANGS, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
 from netsched.queue import UNSCHEDULABLE
@@ -26,7 +23,7 @@ from netsched.serve import debug_handlers
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
-from netsched.testing.prometheus import PrometheusServer, require_prometheus
+from netsched.testing.prometheus import PrometheusServer
 from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -272,10 +269,13 @@ TOPOLOGY_CONFIG = (
 
 
 @pytest.fixture
-def racks(tmp_path: Path) -> Iterator[tuple[FakeAPIServer, SchedulerApp]]:
-    binary = require_prometheus()
+def racks(
+    server: FakeAPIServer,
+    prometheus: Callable[..., PrometheusServer],
+    scheduler_app: Callable[..., SchedulerApp],
+) -> Iterator[tuple[FakeAPIServer, SchedulerApp]]:
     nodes = fake_nodes(6)
-    with SyntheticExporter(nodes) as exporter, FakeAPIServer(watch_timeout=5.0) as server:
+    with SyntheticExporter(nodes) as exporter:
         for name, rx in RX.items():
             exporter.set_load(name, rx=rx)
         for n in nodes:
@@ -283,34 +283,18 @@ def racks(tmp_path: Path) -> Iterator[tuple[FakeAPIServer, SchedulerApp]]:
             server.create("nodes", b.zone("z1").label(RACK, RACK_OF[n.name]).obj())
         # r1's coldest links sit next to a node already full.
         server.create("pods", make_pod("tenant").node("node-0").req(cpu="4").obj())
-        prom = PrometheusServer([exporter.target], binary=binary)
-        app = None
-        try:
-            prom.start()
-            prom.wait_for(
-                f'rate(node_network_receive_bytes_total{{node="node-4",device="eth0"}}[{WINDOW}])',
-                lambda r: bool(r) and abs(float(r[0]["value"][1]) - RX["node-4"]) < 0.02 * RX["node-4"],
-                timeout=30,
-            )
-            kubeconfig = tmp_path / "kubeconfig"
-            server.write_kubeconfig(kubeconfig)
-            registry = build_registry()
-            cfg = load_config(TOPOLOGY_CONFIG.replace("URL", prom.url).replace("WINDOW", WINDOW), registry)
-            app = SchedulerApp(
-                cfg,
-                registry,
-                KubeAPI(build_api_client(str(kubeconfig), qps=500, burst=1000)),
-                options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5),
-            )
-            assert app.start_informers(sync_timeout=10)
-            app.start_background()
-            assert app.hub.trigger(timeout=10)
-            app.start_scheduling()
-            yield server, app
-        finally:
-            if app is not None:
-                app.shutdown(timeout=5)
-            prom.close()
+        prom = prometheus([exporter.target])
+        prom.wait_for(
+            f'rate(node_network_receive_bytes_total{{node="node-4",device="eth0"}}[{WINDOW}])',
+            lambda r: bool(r) and abs(float(r[0]["value"][1]) - RX["node-4"]) < 0.02 * RX["node-4"],
+            timeout=30,
+        )
+        app = scheduler_app(TOPOLOGY_CONFIG.replace("URL", prom.url).replace("WINDOW", WINDOW))
+        assert app.start_informers(sync_timeout=10)
+        app.start_background()
+        assert app.hub.trigger(timeout=10)
+        app.start_scheduling()
+        yield server, app
 
 
 def rack_gang(server: FakeAPIServer, name: str, members: int, **annotations: str) -> None:

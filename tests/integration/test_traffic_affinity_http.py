@@ -8,18 +8,15 @@ make.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from netsched.app import AppOptions, SchedulerApp, build_registry
-from netsched.config import load_config
-from netsched.kube import KubeAPI, build_api_client
+from netsched.app import SchedulerApp
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.exporter import fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
-from netsched.testing.prometheus import PrometheusServer, require_prometheus
+from netsched.testing.prometheus import PrometheusServer
 from netsched.testing.traffic_exporter import PairTrafficExporter
 from netsched.testing.wait import wait_until
 
@@ -80,37 +77,20 @@ def placement(server: FakeAPIServer) -> dict[str, list[str]]:
 
 
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[tuple[FakeAPIServer, PrometheusServer, SchedulerApp]]:
-    binary = require_prometheus()
+def stack(
+    server: FakeAPIServer,
+    prometheus: Callable[..., PrometheusServer],
+    scheduler_app: Callable[..., SchedulerApp],
+) -> Iterator[tuple[FakeAPIServer, PrometheusServer, SchedulerApp]]:
     nodes = fake_nodes(4)
     exporter = PairTrafficExporter(nodes)
-    with exporter, FakeAPIServer(watch_timeout=5.0) as server:
+    with exporter:
         exporter.set_pairs({("default/web", "default/db"): RATE}, lambda: placement(server))
         for i, n in enumerate(nodes):
             node = make_node(n.name).capacity(cpu="8", memory="16Gi").address("InternalIP", n.ip)
             server.create("nodes", node.label("example.com/rack", f"rack-{i // 2}").obj())
-        prom = PrometheusServer([exporter.target], binary=binary)
-        app = None
-        try:
-            prom.start()
-            kubeconfig = tmp_path / "kubeconfig"
-            server.write_kubeconfig(kubeconfig)
-            registry = build_registry()
-            cfg = load_config(CONFIG.format(url=prom.url, window=WINDOW), registry)
-            app = SchedulerApp(
-                cfg,
-                registry,
-                KubeAPI(build_api_client(str(kubeconfig), qps=500, burst=1000)),
-                options=AppOptions(metrics_bind_address="127.0.0.1:0", watch_timeout=5),
-            )
-            assert app.start_informers(sync_timeout=10)
-            app.start_background()
-            app.start_scheduling()
-            yield server, prom, app
-        finally:
-            if app is not None:
-                app.shutdown(timeout=5)
-            prom.close()
+        prom = prometheus([exporter.target])
+        yield server, prom, scheduler_app(CONFIG.format(url=prom.url, window=WINDOW), start=True)
 
 
 def create(server: FakeAPIServer, name: str, workload: str, node: str = "") -> None:
