@@ -18,7 +18,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from netsched.fakemetrics.loopback import LoopbackServer
 
 GIB = 1024**3
 NOISE_RATE = 500_000_000.0  # bytes/s on lo and the veth: large enough to be noticed if counted
@@ -71,8 +73,7 @@ class SyntheticExporter:
         self.nodes: dict[str, FakeNode] = {}
         for n in nodes:
             self.add_node(n)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
         self.scrapes = 0
 
     # ------------------------------------------------------------ load control
@@ -172,7 +173,7 @@ class SyntheticExporter:
     def target(self) -> str:
         """host:port for a scrape config."""
         assert self._server is not None, "start() the exporter first"
-        return f"127.0.0.1:{self._server.server_address[1]}"
+        return f"127.0.0.1:{self._server.port}"
 
     def start(self) -> SyntheticExporter:
         exporter = self
@@ -194,23 +195,13 @@ class SyntheticExporter:
             def log_message(self, format: str, *args: object) -> None:
                 return None
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="synthetic-exporter",
-            daemon=True,
-        )
-        self._thread.start()
+        self._server = LoopbackServer(Handler, "synthetic-exporter")
+        self._server.start()
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._server.stop()
 
     def __enter__(self) -> SyntheticExporter:
         return self.start()

@@ -25,15 +25,15 @@ import socket
 import ssl
 import subprocess
 import tempfile
-import threading
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import TypedDict
 
+from netsched.fakemetrics.loopback import LoopbackServer
 from netsched.metrics.args import ConnectionKey
 from netsched.metrics.client import QueryError
 from netsched.metrics.source import MetricSource
@@ -312,24 +312,18 @@ class FakePrometheusServer:
 
     def __init__(self, fake: FakePrometheus) -> None:
         self.fake = fake
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self._server = LoopbackServer(self._handler(), "fake-prom")
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self._server.url
 
     def __enter__(self) -> FakePrometheusServer:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-prom", daemon=True
-        )
-        self._thread.start()
+        self._server.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self.fake

@@ -16,9 +16,10 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from netsched.fakemetrics.loopback import LoopbackServer
 from netsched.fakemetrics.prometheus import (
     BINARY_CANDIDATES,
     FakePrometheus,
@@ -95,25 +96,19 @@ class FaultyPrometheus:
         self.trickle_bytes = max(1, trickle_bytes)
         self.queries = 0
         self._release = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self._server = LoopbackServer(self._handler(), "faulty-prom")
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self._server.url
 
     def start(self) -> FaultyPrometheus:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="faulty-prom", daemon=True
-        )
-        self._thread.start()
+        self._server.start()
         return self
 
     def stop(self) -> None:
         self._release.set()  # ends hanging and trickling answers
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     def __enter__(self) -> FaultyPrometheus:
         return self.start()
