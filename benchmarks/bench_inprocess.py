@@ -20,19 +20,12 @@ import time
 from typing import Any
 
 from benchmarks.common import config, nodes, out, peak_rss_mib, pods
+from netsched.demo import LOAD_AWARE_PLUGINS
 from netsched.inmemory import InMemoryCluster
 
-# The three metrics plugins on top of kube's defaults (deploy/configmap.yaml's weights).
-METRICS_PROFILE = """\
-  plugins:
-    multiPoint:
-      enabled:
-      - name: NetworkTraffic
-        weight: 3
-      - name: LoadAware
-        weight: 2
-      - name: LoadThreshold
-"""
+# The three metrics plugins on top of kube's defaults (deploy/configmap.yaml's weights): the
+# demo's load-aware profile.
+METRICS_PROFILE = LOAD_AWARE_PLUGINS
 GBIT_BYTES = 125_000_000.0
 
 

@@ -53,14 +53,9 @@ profiles:
 - schedulerName: {KUBE_DEFAULT_PROFILE}
 """
 
-# ${PROMETHEUS} is the synthetic Prometheus' address (a --config may use it too).
-LOAD_AWARE_CONFIG = f"""\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: {LOAD_AWARE_PROFILE}
+# The load-aware plugins with deploy/configmap.yaml's weights (TrafficAffinity aside: no mesh here),
+# as a profile's `plugins:` block; the benchmarks and tests of this profile reuse it.
+LOAD_AWARE_PLUGINS = """\
   plugins:
     multiPoint:
       enabled:
@@ -69,7 +64,17 @@ profiles:
       - name: LoadAware
         weight: 2
       - name: LoadThreshold
-  pluginConfig:
+"""
+
+# ${PROMETHEUS} is the synthetic Prometheus' address (a --config may use it too).
+LOAD_AWARE_CONFIG = f"""\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: {LOAD_AWARE_PROFILE}
+{LOAD_AWARE_PLUGINS}  pluginConfig:
   - name: NetworkTraffic
     args:
       prometheus: &prometheus

@@ -15,27 +15,24 @@ from collections.abc import Callable
 import pytest
 
 from netsched.app import SchedulerApp
+from netsched.demo import LOAD_AWARE_PLUGINS
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import FaultyPrometheus
 from netsched.testing.wait import wait_until
 
 # A poll interval long enough that the hanging first poll outlives the test on any machine.
-CONFIG = """\
+CONFIG = (
+    """\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: false
 profiles:
 - schedulerName: netsched
-  plugins:
-    multiPoint:
-      enabled:
-      - name: NetworkTraffic
-        weight: 3
-      - name: LoadAware
-        weight: 2
-      - name: LoadThreshold
+"""
+    + LOAD_AWARE_PLUGINS
+    + """\
   pluginConfig:
   - name: NetworkTraffic
     args: {{prometheus: &prom {{prometheusAddress: "{url}", pollIntervalSeconds: 600, timeoutSeconds: 500}}}}
@@ -44,6 +41,7 @@ profiles:
   - name: LoadThreshold
     args: {{prometheus: *prom}}
 """
+)
 
 
 def test_first_bind_does_not_wait_for_the_first_metrics_poll(
