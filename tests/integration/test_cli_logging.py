@@ -9,14 +9,13 @@ their own, --vmodule turns on debug lines for the named file only, and
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from netsched.testing.builders import make_node, make_pod
-from netsched.testing.cli import start_netsched
+from netsched.testing.cli import killed_if_left, sigterm, start_netsched
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.wait import wait_until
 
@@ -46,15 +45,9 @@ def _run(server: FakeAPIServer, tmp_path: Path, *flags: str) -> str:
     server.write_kubeconfig(kubeconfig)
     server.create("nodes", make_node("n2").obj())
     server.create("pods", make_pod("p0").scheduler("netsched").obj())
-    proc = start_netsched(cfg, kubeconfig, *flags)
-    try:
+    with killed_if_left(start_netsched(cfg, kubeconfig, *flags)) as proc:
         wait_until(lambda: _bound(server, "p0"), timeout=30, what="netsched bound p0")
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=5)
+        out = sigterm(proc, 20)
     assert proc.returncode == 0, out
     return out
 

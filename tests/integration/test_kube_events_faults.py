@@ -14,7 +14,7 @@ from netsched.kube import EventBroadcaster, KubeClient, RetrySettings, build_api
 from netsched.kube.events import EventRetry, new_event_broadcaster
 from netsched.kube.kubeconfig import derived_client
 from netsched.testing.builders import make_node, make_pod
-from netsched.testing.cli import start_netsched
+from netsched.testing.cli import killed_if_left, sigterm, start_netsched
 from netsched.testing.fakeapi import FakeAPIServer
 
 pytestmark = pytest.mark.integration
@@ -136,14 +136,11 @@ def test_sigterm_during_a_burst_writes_every_pending_event(server: FakeAPIServer
     pods = 300
     # Each event write takes 50 ms: events fall far behind bindings, as on a busy API server.
     proc, bound = scheduling_a_burst(server, tmp_path, pods, event_delay=0.05)
-    try:
+    with killed_if_left(proc):
         server.wait_for(lambda: len(bound()) >= pods // 3, timeout=60)
         proc.send_signal(signal.SIGTERM)
         pending_at_sigterm = len(bound()) - len(scheduled(server))
         out, _ = proc.communicate(timeout=40)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert proc.returncode == 0, out
     assert pending_at_sigterm > 0  # the burst was still being reported when SIGTERM came
     assert bound() and scheduled(server) == bound()
@@ -156,17 +153,13 @@ def test_sigterm_as_a_restarted_api_server_comes_back_writes_every_scheduled_eve
     killed, then back on the same port) and the scheduler is stopped as soon as it answers."""
     pods = 150
     proc, bound = scheduling_a_burst(server, tmp_path, pods, event_delay=0.01)
-    try:
+    with killed_if_left(proc):
         server.wait_for(lambda: len(bound()) >= pods // 3, timeout=60)
         server.outage("hang")  # SIGTERM to the API server: wedged
         server.wait_for(lambda: server.held_requests > 0, timeout=30)
         server.outage("refuse")  # SIGKILL: connections reset
         server.recover()
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        out = sigterm(proc, 60)
     assert proc.returncode == 0, out
     assert "unwritten at shutdown" not in out
     assert bound() and scheduled(server) == bound()

@@ -9,7 +9,6 @@ fake API server shows the order the scheduler wrote in.
 from __future__ import annotations
 
 import json
-import signal
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from netsched.testing.builders import make_node, make_pod
-from netsched.testing.cli import start_netsched
+from netsched.testing.cli import killed_if_left, sigterm, start_netsched
 from netsched.testing.fakeapi import FakeAPIServer
 
 pytestmark = pytest.mark.integration
@@ -60,14 +59,9 @@ def test_victim_carries_the_disruption_target_condition_before_it_is_deleted(
         server.create("pods", make_pod("victim").node("n0").req(cpu="2").priority(0).obj())
         since = server.resource_version
         server.create("pods", make_pod("urgent").scheduler("netsched").req(cpu="1").priority(1000).obj())
-        proc = start_netsched(cfg, kubeconfig)
-        try:
+        with killed_if_left(start_netsched(cfg, kubeconfig)) as proc:
             server.wait_for(lambda: server.get("pods", "urgent")["spec"].get("nodeName") == "n0", timeout=30)
-            proc.send_signal(signal.SIGTERM)
-            out, _ = proc.communicate(timeout=20)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+            out = sigterm(proc, 20)
         assert proc.returncode == 0, out
         history = pod_history(server, since, "victim")
 

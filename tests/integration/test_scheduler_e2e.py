@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ import pytest
 
 from netsched.app import SchedulerApp
 from netsched.testing.builders import make_node, make_pod
-from netsched.testing.cli import start_netsched
+from netsched.testing.cli import killed_if_left, sigterm, start_netsched
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.wait import wait_until
 
@@ -176,14 +175,9 @@ def test_cli_sigterm_exits_zero(server: FakeAPIServer, kubeconfig: Path, tmp_pat
     cfg.write_text(CONFIG)
     server.create("nodes", make_node("n0").obj())
     server.create("pods", make_pod("cli").scheduler("netsched").obj())
-    proc = start_netsched(cfg, kubeconfig, "-v", "2")
-    try:
+    with killed_if_left(start_netsched(cfg, kubeconfig, "-v", "2")) as proc:
         wait_until(lambda: pod_node(server, "cli"), timeout=30, what="CLI scheduler bound the pod")
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        out = sigterm(proc, 20)
     assert proc.returncode == 0, out
     assert "Successfully bound pod to node" in out and "Stopped" in out
 

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from netsched.testing.builders import make_node, make_pod
-from netsched.testing.cli import start_netsched
+from netsched.testing.cli import killed_if_left, sigterm, start_netsched
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.volumes import PVCS, STORAGECLASSES, FakePVController, pvc, storage_class
 
@@ -89,13 +89,8 @@ def failed(server: FakeAPIServer, pod: str, *parts: str, timeout: float = 30) ->
 
 
 def stop(proc: subprocess.Popen[str]) -> str:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        out, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    with killed_if_left(proc):
+        out = sigterm(proc, 30)
     assert proc.returncode == 0, out
     return out
 
