@@ -19,16 +19,9 @@ from typing import Any
 from netsched.app import build_registry
 from netsched.config import SchedulerConfig, load_config
 from netsched.testing.builders import make_node, make_pod
+from netsched.testing.configs import NETSCHED_PROFILE
 
-PROFILE = """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: netsched
-{extra}
-"""
+PROFILE = NETSCHED_PROFILE + "{extra}\n"
 
 
 def isolated(fn: Callable[..., Any], *args: Any) -> Any:

@@ -16,6 +16,7 @@ import pytest
 
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.cli import killed_if_left, sigterm, start_netsched
+from netsched.testing.configs import NETSCHED_PROFILE
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.wait import wait_until
 
@@ -23,14 +24,7 @@ pytestmark = pytest.mark.integration
 
 
 # One profile named netsched with kube's default plugins (nothing to poll), no leader election.
-CONFIG = """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: netsched
-"""
+CONFIG = NETSCHED_PROFILE
 
 
 def _bound(server: FakeAPIServer, name: str) -> str:

@@ -15,6 +15,7 @@ from netsched.kube.events import EventRetry, new_event_broadcaster
 from netsched.kube.kubeconfig import derived_client
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.cli import killed_if_left, sigterm, start_netsched
+from netsched.testing.configs import NETSCHED_PROFILE
 from netsched.testing.fakeapi import FakeAPIServer
 
 pytestmark = pytest.mark.integration
@@ -102,14 +103,7 @@ def test_reset_connections_are_retried(server: FakeAPIServer, broadcaster: Event
     assert (broadcaster.dropped, broadcaster.failed) == (0, 0)
 
 
-CONFIG = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: netsched
-"""
+CONFIG = NETSCHED_PROFILE
 
 
 def scheduling_a_burst(

@@ -17,20 +17,14 @@ import pytest
 from netsched.app import SchedulerApp
 from netsched.demo import LOAD_AWARE_PLUGINS
 from netsched.testing.builders import make_node, make_pod
+from netsched.testing.configs import NETSCHED_PROFILE
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import FaultyPrometheus
 from netsched.testing.wait import wait_until
 
 # A poll interval long enough that the hanging first poll outlives the test on any machine.
 CONFIG = (
-    """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: netsched
-"""
+    NETSCHED_PROFILE
     + LOAD_AWARE_PLUGINS
     + """\
   pluginConfig:

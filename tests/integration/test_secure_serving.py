@@ -21,19 +21,13 @@ from netsched.config import load_config
 from netsched.kube import KubeAPI, build_api_client
 from netsched.observability.server import ObservabilityServer, SecureServing
 from netsched.serve import start_secure_server
+from netsched.testing.configs import NETSCHED_PROFILE
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import free_port
 
 pytestmark = pytest.mark.integration
 
-CONFIG = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: netsched
-"""
+CONFIG = NETSCHED_PROFILE
 
 
 @pytest.fixture
