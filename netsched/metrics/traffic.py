@@ -192,6 +192,11 @@ class GraphReader:
         self._series: Series | None = None
         self._graph = TrafficGraph.empty()
 
+    @property
+    def sampled_at(self) -> float:
+        """Wall time of the last graph built (0: none yet), fresh or not."""
+        return self._graph.sampled_at
+
     def read(self, series: Series | None, now: float) -> TrafficGraph:
         if series is None:
             return TrafficGraph.empty()

@@ -14,9 +14,14 @@ nodes and the cheapest candidates.
 
 Reserve/Unreserve are not needed: the peers are read from the snapshot, which
 holds assumed pods.  Link headroom stays with LoadThreshold and NetworkTraffic; this
-plugin only tells them how much of a new pod's traffic leaves its node (the
-estimator's bandwidth hint: the workload's measured per-pod traffic minus the
-part exchanged with peers on the same node).
+plugin only tells them how much of a new pod's traffic leaves its node: PreScore
+leaves a bandwidth hint in the pod's cycle state (BANDWIDTH_HINT), which the
+load-aware plugins' Reserve hands to the estimator: the workload's measured
+per-pod traffic minus the part exchanged with peers on the same node.  The hint
+is per cycle, so profiles sharing a `prometheus:` block (one estimator) and the
+explainer's replica never take over each other's.  A pod whose workload has no
+placed pod (all old pods gone, before a new sample) gets the estimator's default
+rather than the whole workload's traffic.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from netsched.framework import (
     workload_key,
 )
 from netsched.metrics.plugin_api import (
+    BANDWIDTH_HINT,
     PAIR_LABEL,
     TRAFFIC_PAIRS,
     GraphReader,
@@ -61,6 +67,9 @@ from .shares import NODE_LEVEL, cross_shares
 MEASURED, DECLARED = "measured", "declared"
 _WORKLOAD_INDEX = "traffic-affinity/workload/"  # + the workload label: pods by workload key
 _REPORTED_MAX = 4096  # pods whose malformed annotation was reported (an Event once per pod)
+# Costs are clipped here before the int64 cast: far above any real bytes/s x distance, far
+# below int64's range, so the sum over plugins x weights cannot overflow either.
+MAX_COST = 1e15
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +97,11 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         self._weights = PeerWeights()
         self._lock = threading.Lock()  # explain and the estimator's hint read from other threads
         self._reported: set[str] = set()
-        self._last: tuple[str, str, Mapping[str, float]] = ("", "", {})  # pod uid, workload, measured edges
-        self.source.estimator.bandwidth_hint = self.pod_bandwidth
+        # Most pods of each workload seen placed while the current graph sample is read (reset
+        # when a new sample comes): a workload's measured traffic divides by it once its old
+        # pods are gone (a Recreate rollout), rather than charging one new pod all of it.
+        self._peak: dict[str, int] = {}
+        self._peak_sample = -1.0
         self._publish_shares()
 
     @property
@@ -107,7 +119,6 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         """(workload, origin, peer -> bytes/s): measured edges win over declared ones."""
         workload = workload_key(pod, self.args.workload_label)
         measured = self.graph().of(workload)
-        self._last = (pod.uid, workload, measured)  # Reserve's bandwidth hint asks again
         if measured:
             return workload, MEASURED, measured
         try:
@@ -132,7 +143,10 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
     # ------------------------------------------------------------ scoring
 
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
-        got = self.costs(state, pod, snapshot, idx)
+        workload, origin, edges = self.edges(pod)
+        if origin == MEASURED:  # Reserve's estimate of the pod's link load, on this cycle's snapshot
+            state.write(BANDWIDTH_HINT, _LeavingTraffic(self, workload, edges, snapshot))
+        got = self.costs(pod, snapshot, idx, (workload, origin, edges)) if edges else None
         if got is None:
             return Status.skip()
         state.write(self._key, got)
@@ -147,10 +161,15 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         )
 
     def costs(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        idx: IntArray,
+        known: tuple[str, str, Mapping[str, float]] | None = None,
     ) -> TrafficCosts | None:
-        """The pod's costs over rows `idx`, or None when nothing is known (the plugin is inert)."""
-        workload, origin, edges = self.edges(pod)
+        """The pod's costs over rows `idx`, or None when nothing is known (the plugin is inert);
+        `known`: the pod's edges() when already looked up."""
+        workload, origin, edges = known if known is not None else self.edges(pod)
         if not edges:
             return None
         with self._lock:
@@ -161,7 +180,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         levels = [label_codes(snapshot, key) for key in reversed(self.args.levels)]
         cost = traffic_costs(peers, idx, levels, self._distances)
         rows = np.zeros(len(snapshot), dtype=np.int64)
-        rows[idx] = np.rint(cost).astype(np.int64)
+        rows[idx] = np.rint(np.minimum(cost, MAX_COST)).astype(np.int64)
         return TrafficCosts(snapshot.index, rows, workload, origin, edges, peers)
 
     def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
@@ -224,22 +243,54 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
     # ------------------------------------------------------------ link-load estimate
 
     def pod_bandwidth(self, pod: PodInfo, node_name: str) -> tuple[float, float] | None:
-        """(rx, tx) bytes/s of a just-placed pod whose workload's traffic is measured: its
-        workload's per-pod traffic, less the part exchanged with peers on `node_name`
-        (pod-to-pod traffic on one node never reaches the NIC).  None: not measured."""
-        last = self._last
-        if last[0] == pod.uid:  # this cycle's PreScore looked them up
-            workload, edges = last[1], last[2]
-        else:
-            workload = workload_key(pod, self.args.workload_label)
-            edges = self.graph().of(workload)
+        """(rx, tx) bytes/s of a just-placed pod on `node_name`, on the current snapshot (what
+        Reserve gets through the cycle's BANDWIDTH_HINT); None: its traffic is not measured."""
+        workload = workload_key(pod, self.args.workload_label)
+        return self.leaving(workload, self.graph().of(workload), self.handle.snapshot(), node_name)
+
+    def leaving(
+        self, workload: str, edges: Mapping[str, float], snapshot: Snapshot, node_name: str
+    ) -> tuple[float, float] | None:
+        """(rx, tx) bytes/s of a new pod of `workload` on `node_name`: the workload's measured
+        traffic per placed pod, less the part exchanged with peers on that node (pod-to-pod
+        traffic on one node never reaches the NIC).  None (the estimator's default) when not
+        measured, or when no pod of the workload is placed nor was during this sample."""
         if not edges:
             return None
-        snapshot = self.handle.snapshot()
+        self.graph()  # the sample the peak counts belong to: a new one resets them
         row = snapshot.index.get(node_name)
         with self._lock:
             self._placed.sync(snapshot)
-            own = max(self._placed.placed(workload) if workload in self._placed.rows else 0, 1)
+            own = self._pods_behind(workload)
             local = local_weight(self._placed, edges, row) if row is not None else 0.0
+        if own <= 0:
+            return None
         leaving = max((sum(edges.values()) - local) / own, 0.0)
         return leaving / 2, leaving / 2  # an edge's rate counts both directions together
+
+    def _pods_behind(self, workload: str) -> int:
+        """How many pods the workload's measured traffic is shared by: the most placed while
+        this graph sample is current (call under the lock)."""
+        sample = self._reader.sampled_at
+        if sample != self._peak_sample:
+            self._peak.clear()
+            self._peak_sample = sample
+        now = self._placed.placed(workload) if workload in self._placed.rows else 0
+        peak = max(self._peak.get(workload, 0), now)
+        if peak:
+            self._peak[workload] = peak
+        return peak
+
+
+@dataclass(frozen=True, slots=True)
+class _LeavingTraffic:
+    """The estimator's bandwidth hint for one cycle's pod: its workload's edges as PreScore read
+    them, priced on that cycle's snapshot by the profile's own plugin."""
+
+    plugin: TrafficAffinity
+    workload: str
+    edges: Mapping[str, float]
+    snapshot: Snapshot
+
+    def __call__(self, pod: PodInfo, node_name: str) -> tuple[float, float] | None:
+        return self.plugin.leaving(self.workload, self.edges, self.snapshot, node_name)

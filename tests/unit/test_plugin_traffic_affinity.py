@@ -19,7 +19,7 @@ from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
 from netsched.framework.workload import workload_key, workload_name
 from netsched.metrics.cache import Series
-from netsched.metrics.plugin_api import PAIR_LABEL, TRAFFIC_PAIRS, PrometheusArgs, TrafficArgs
+from netsched.metrics.plugin_api import BANDWIDTH_HINT, PAIR_LABEL, TRAFFIC_PAIRS, PrometheusArgs, TrafficArgs
 from netsched.metrics.queries import render
 from netsched.metrics.traffic import build_graph
 from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
@@ -214,10 +214,83 @@ def test_estimate_counts_only_traffic_leaving_the_node() -> None:
     assert r.plugin.pod_bandwidth(pod, "n0") == (0.0, 0.0)  # its peer is on n0: nothing leaves
     unmeasured = replica("web", 0).info()
     assert r.plugin.pod_bandwidth(unmeasured, "n0") is None
-    # The shared estimator takes the hint instead of the 1 MiB/s default.
-    r.plugin.source.reserve(pod, "n3")
+    # The shared estimator takes the hint PreScore left in the cycle instead of the 1 MiB/s default.
+    state = CycleState()
+    assert not r.plugin.pre_score(state, pod, r.snap, r.snap.all_rows).is_skip
+    r.plugin.source.reserve(pod, "n3", state)
     est = r.plugin.source.estimates(r.snap)
     assert est.rx[3] == 50.0 and est.tx[3] == 50.0
+
+
+def test_explainer_replica_does_not_take_over_the_estimate() -> None:
+    # The explainer's replica builds a second TrafficAffinity on the same shared estimator;
+    # the live cycle's hint is the one Reserve uses (before: the replica's replaced it).
+    r = Rig([replica("db", 0, "n0"), replica("api", 0, "n5"), replica("api", 1, "n6")])
+    r.edges({"default|api|default|db": 200.0})
+    pod = replica("api", 2).info()
+    state = CycleState()
+    r.plugin.pre_score(state, pod, r.snap, r.snap.all_rows)
+    rep = plugin_of(r.fwk.replica(), TrafficAffinity)
+    assert rep is not r.plugin
+    rep.pre_score(CycleState(), pod, Snapshot.of(node_infos([make_node("n0")], [])), r.snap.all_rows[:1])
+    r.plugin.source.reserve(pod, "n0", state)
+    est = r.plugin.source.estimates(r.snap)
+    assert est.rx[0] == 0.0 and est.tx[0] == 0.0  # its peer db is on n0: nothing leaves
+    # Without a cycle's hint (or outside this profile) the estimator keeps its default.
+    other = replica("api", 3).info()
+    r.plugin.source.reserve(other, "n1")
+    default = r.plugin.source.args.estimation.default_bandwidth_bytes
+    assert r.plugin.source.estimates(r.snap).rx[1] == default
+
+
+def test_profiles_sharing_an_estimator_keep_their_own_workload_label() -> None:
+    # Two profiles, one prometheus block (one estimator), different workload labels: each
+    # cycle's hint comes from its own profile's plugin (before: the last plugin built won).
+    r = Rig([replica("db", 0, "n0"), replica("api", 0, "n5")])
+    by_app = TrafficAffinityArgs(levels=(ZONE, RACK), workload_label="app")
+    other = plugin_of(
+        build_framework(
+            [TrafficAffinity],
+            args={TrafficAffinity.name: by_app},
+            metrics=r.hub,
+            clock=r.clock,
+            snapshot=r.snap,
+        ),
+        TrafficAffinity,
+    )
+    assert other.source.estimator is r.plugin.source.estimator
+    r.edges({"default|api|default|db": 200.0})
+    pod = replica("api", 1).label("app", "shop").info()  # "shop" for the app-label profile: no edges
+    state = CycleState()
+    r.plugin.pre_score(state, pod, r.snap, r.snap.all_rows)
+    r.plugin.source.reserve(pod, "n3", state)
+    assert r.plugin.source.estimates(r.snap).rx[3] == 100.0  # 200 B/s per api pod, half each way
+
+
+def test_first_pod_after_the_old_ones_left_is_not_charged_the_whole_workload() -> None:
+    # api's 4 pods made 400 B/s with db; a Recreate rollout removed them all.  The first new
+    # pod gets the estimator's default (None), not 4 pods' traffic.
+    r = Rig([replica("db", 0, "n0")])
+    r.edges({"default|api|default|db": 400.0})
+    assert r.plugin.pod_bandwidth(replica("api", 9).info(), "n3") is None
+
+
+def test_pods_gone_within_a_sample_divide_by_the_most_seen() -> None:
+    # Seen with 4 placed pods while this sample is current, then all gone: the sample's
+    # traffic is still shared by 4.
+    old = [replica("api", i, f"n{4 + i}") for i in range(4)]
+    r = Rig([replica("db", 0, "n0"), *old])
+    r.edges({"default|api|default|db": 400.0})
+    pod = replica("api", 9).info()
+    assert r.plugin.pod_bandwidth(pod, "n3") == (50.0, 50.0)
+    empty = Snapshot.of(node_infos([make_node(f"n{i}") for i in range(8)], [replica("db", 0, "n0")]))
+    state = CycleState()
+    r.plugin.pre_score(state, pod, empty, empty.all_rows)
+    assert state.read(BANDWIDTH_HINT)(pod, "n3") == (50.0, 50.0)
+    # A new sample forgets them: the default again.
+    r.clock.step(1.0)
+    r.edges({"default|api|default|db": 400.0})
+    assert state.read(BANDWIDTH_HINT)(pod, "n3") is None
 
 
 def test_invert() -> None:
