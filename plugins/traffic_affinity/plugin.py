@@ -59,7 +59,7 @@ from netsched.metrics.plugin_api import (
 from .appgroup import APPGROUP_LABEL, APPGROUPS_KEY, appgroup_edges
 from .args import TrafficAffinityArgs
 from .cost import invert, traffic_costs
-from .declared import DeclaredEdgesError, declared_edges
+from .declared import Declared, declared_edges
 from .explain import TrafficNote
 from .placed import Peers, PeerWeights, WorkloadIndex, local_weight
 from .shares import NODE_LEVEL, cross_shares
@@ -121,16 +121,14 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         measured = self.graph().of(workload)
         if measured:
             return workload, MEASURED, measured
-        try:
-            declared = declared_edges(pod)
-        except DeclaredEdgesError as e:
-            self._report(pod, str(e))
-            declared = {}
+        declared = declared_edges(pod)
         group = pod.labels.get(APPGROUP_LABEL)
         if group:  # scheduler-plugins' AppGroup, when the CRD is installed; the annotation wins
-            appgroup = self.handle.objects.get(APPGROUPS_KEY, pod.namespace, group)
-            declared = {**appgroup_edges(pod, appgroup), **declared}
-        return workload, DECLARED, declared
+            appgroup = appgroup_edges(pod, self.handle.objects.get(APPGROUPS_KEY, pod.namespace, group))
+            declared = Declared({**appgroup.edges, **declared.edges}, appgroup.errors + declared.errors)
+        if declared.errors:
+            self._report(pod, "; ".join(declared.errors))
+        return workload, DECLARED, declared.edges
 
     def _report(self, pod: PodInfo, message: str) -> None:
         if pod.uid in self._reported:

@@ -26,8 +26,9 @@ from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityAr
 from netsched.plugins.traffic_affinity import placed as placed_module
 from netsched.plugins.traffic_affinity.appgroup import appgroup_edges
 from netsched.plugins.traffic_affinity.cost import invert
-from netsched.plugins.traffic_affinity.declared import ANNOTATION, DeclaredEdgesError, declared_edges
+from netsched.plugins.traffic_affinity.declared import ANNOTATION, declared_edges
 from netsched.plugins.traffic_affinity.placed import PeerWeights, WorkloadIndex
+from netsched.plugins.traffic_affinity.plugin import MAX_COST
 from netsched.plugins.traffic_affinity.shares import NODE_LEVEL, cross_shares
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
@@ -191,18 +192,58 @@ def test_malformed_declaration_is_an_event_on_the_pod_once() -> None:
     ("text", "want"),
     [
         ("db", {"default/db": 1024.0 * 1024.0}),
+        ("db=", {"default/db": 1024.0 * 1024.0}),
         ("db=2Mi, shop/cache=500", {"default/db": 2 * 1024.0 * 1024.0, "shop/cache": 500.0}),
         (" , db=1k,", {"default/db": 1000.0}),
+        # Workload names as the mesh names them: label-value syntax (dots, capitals, '_').
+        ("api.v2=1k", {"default/api.v2": 1000.0}),
+        ("shop/Shop_API=1k", {"shop/Shop_API": 1000.0}),
+        ("db=1T", {"default/db": 1e12}),  # MAX_RATE itself
     ],
 )
 def test_declared_edges_format(text: str, want: dict[str, float]) -> None:
-    assert declared_edges(make_pod("p").annotation(ANNOTATION, text).info()) == want
+    got = declared_edges(make_pod("p").annotation(ANNOTATION, text).info())
+    assert got.edges == want and got.errors == []
 
 
-@pytest.mark.parametrize("text", ["Db", "db=-1", "db=0", "a/b/c", "db=x"])
-def test_declared_edges_rejects(text: str) -> None:
-    with pytest.raises(DeclaredEdgesError, match=ANNOTATION):
-        declared_edges(make_pod("p").annotation(ANNOTATION, text).info())
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("Shop/db", "namespace a DNS-1123 label"),
+        ("-db", "workload a label value"),
+        ("db.", "workload a label value"),
+        ("a/b/c", "namespace a DNS-1123 label"),
+        ("db=-1", "must be > 0"),
+        ("db=0", "must be > 0"),
+        ("db=x", "rate"),
+        ("db=1e400", "at most"),  # a float inf: it overflowed the integer costs
+        ("db=5Ei", "at most"),
+        ("db=2T", "at most"),
+        ("db=NaN", "rate"),
+    ],
+)
+def test_declared_edges_reports_only_the_bad_entry(text: str, why: str) -> None:
+    got = declared_edges(make_pod("p").annotation(ANNOTATION, f"cache=1k, {text}, web").info())
+    assert got.edges == {"default/cache": 1000.0, "default/web": 1024.0 * 1024.0}
+    assert len(got.errors) == 1
+    assert ANNOTATION in got.errors[0] and repr(text) in got.errors[0] and why in got.errors[0]
+
+
+def test_huge_declared_rate_is_an_event_and_never_inverts_the_scores() -> None:
+    # Before: "db=1e400" was inf, the int64 cast overflowed and the farthest nodes won silently.
+    r = Rig([replica("db", 0, "n0"), replica("cache", 0, "n7")])
+    pod = replica("api", 0).annotation(ANNOTATION, "db=1e400, cache=1k").info()
+    scored, raw, norm = r.run(pod)
+    assert scored and raw.index(min(raw)) == 7 and norm[7] == 100  # the valid entry still counts
+    assert len(r.events.events) == 1 and "'db=1e400'" in r.events.events[0][4]
+
+
+def test_costs_are_clipped_before_the_integer_cast() -> None:
+    r = Rig([replica("db", 0, "n0")])
+    r.edges({"default|api|default|db": 1e300})  # a measured rate no link carries
+    scored, raw, norm = r.run(replica("api", 0).info())
+    assert scored and raw[0] == 0 and min(raw[1:]) > 0 and max(raw) <= MAX_COST
+    assert norm[0] == 100 and norm[7] == 0
 
 
 def test_estimate_counts_only_traffic_leaving_the_node() -> None:
@@ -410,10 +451,22 @@ def appgroup_pod(selector: str) -> Any:
 
 def test_appgroup_dependencies_both_ways() -> None:
     api = appgroup_pod("p-api").info()
-    assert appgroup_edges(api, APPGROUP) == {"default/db": 10 * 1024 * 1024, "default/web": 1024 * 1024}
-    assert appgroup_edges(appgroup_pod("p-db").info(), APPGROUP) == {"default/api": 10 * 1024 * 1024}
-    assert appgroup_edges(appgroup_pod("p-none").info(), APPGROUP) == {}
-    assert appgroup_edges(api, None) == {}
+    assert appgroup_edges(api, APPGROUP).edges == {"default/db": 10 * 1024 * 1024, "default/web": 1024 * 1024}
+    assert appgroup_edges(appgroup_pod("p-db").info(), APPGROUP).edges == {"default/api": 10 * 1024 * 1024}
+    assert appgroup_edges(appgroup_pod("p-none").info(), APPGROUP).edges == {}
+    assert appgroup_edges(api, None).edges == {}
+    assert appgroup_edges(api, APPGROUP).errors == []
+
+
+@pytest.mark.parametrize(("raw", "want"), [("0", 1024.0 * 1024.0), ("1e400", None), ("fast", None)])
+def test_appgroup_min_bandwidth(raw: str, want: float | None) -> None:
+    group = json.loads(json.dumps(APPGROUP))
+    group["spec"]["workloads"][0]["dependencies"][0]["minBandwidth"] = raw
+    got = appgroup_edges(appgroup_pod("p-api").info(), group)
+    assert got.edges.get("default/db") == want
+    assert got.edges["default/web"] == 1024 * 1024  # the other dependency still counts
+    where = f"AppGroup default/shop: spec.workloads[0].dependencies[0].minBandwidth: Invalid value: {raw!r}: "
+    assert [e.startswith(where) for e in got.errors] == ([] if want else [True])
 
 
 def test_appgroup_is_a_declared_prior_through_the_object_store() -> None:
