@@ -26,6 +26,7 @@ rather than the whole workload's traffic.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -62,7 +63,9 @@ from .cost import invert, traffic_costs
 from .declared import Declared, declared_edges
 from .explain import TrafficNote
 from .placed import Peers, PeerWeights, WorkloadIndex, local_weight
-from .shares import NODE_LEVEL, cross_shares
+from .shares import NODE_LEVEL, CrossShares, cross_shares
+
+log = logging.getLogger(__name__)
 
 MEASURED, DECLARED = "measured", "declared"
 _WORKLOAD_INDEX = "traffic-affinity/workload/"  # + the workload label: pods by workload key
@@ -102,6 +105,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         # pods are gone (a Recreate rollout), rather than charging one new pod all of it.
         self._peak: dict[str, int] = {}
         self._peak_sample = -1.0
+        self._unmatched = False  # the graph named no placed pod's workload at the last check
         self._publish_shares()
 
     @property
@@ -217,10 +221,22 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
             "Share of the measured pair traffic whose two ends are in different domains of a topology level.",
             ["profile", "level"],
         )
+        matched = m.gauge(
+            "netsched_traffic_matched_workloads",
+            "Workloads of the measured traffic graph with placed pods (by workloadLabel); 0 while "
+            "netsched_traffic_graph_workloads is not: no pod matches the mesh's names, the plugin is inert.",
+            ["profile"],
+        )
+        workloads = m.gauge(
+            "netsched_traffic_graph_workloads", "Workloads in the measured traffic graph.", ["profile"]
+        )
         profile = self.handle.profile_name
 
         def publish() -> None:
             got = cross_shares(self.graph(), self._nodes_of, self._domain_of, self.args.levels)
+            self.check_match(got)
+            matched.labels(profile).set(got.matched)
+            workloads.labels(profile).set(got.workloads)
             total.labels(profile).set(got.total)
             node.labels(profile).set(got.crossing.get(NODE_LEVEL, 0.0))
             for lv in self.args.levels:
@@ -229,6 +245,21 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         self.handle.every(
             f"{self.name}/shares/{profile}", self.args.prometheus.poll_interval_seconds, publish
         )
+
+    def check_match(self, got: CrossShares) -> None:
+        """Warn once (when it starts) that the measured graph names no workload of a placed pod."""
+        unmatched = got.workloads > 0 and got.matched == 0
+        if unmatched and not self._unmatched:
+            log.warning(
+                "No placed pod's workload is in the measured traffic graph; TrafficAffinity is inert "
+                "profile=%s workloadLabel=%s graphWorkloads=%d hint=%s",
+                self.handle.profile_name,
+                self.args.workload_label or "<controller name>",
+                got.workloads,
+                "make workloadLabel name workloads as the mesh does, or set traffic.labels to the "
+                "mesh's label that matches (e.g. source_canonical_service)",
+            )
+        self._unmatched = unmatched
 
     def _nodes_of(self, workload: str) -> list[str]:
         pods = self.handle.pods_by_index(_WORKLOAD_INDEX + self.args.workload_label, workload)

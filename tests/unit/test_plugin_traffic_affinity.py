@@ -411,8 +411,30 @@ def test_cross_shares_from_placement() -> None:
     # a-b: half of b's pods share a's node, all share its rack; b-c: nothing shared.
     assert got.crossing[NODE_LEVEL] == pytest.approx((100 * 0.5 + 50) / 150)
     assert got.crossing[RACK] == pytest.approx(50 / 150)
+    assert (got.workloads, got.matched) == (3, 3)
     unplaced = cross_shares(build_graph(s), lambda w: [], lambda n, _lv: None, [RACK])
     assert unplaced.total == 0.0 and unplaced.crossing == {}
+    assert (unplaced.workloads, unplaced.matched) == (3, 0)
+
+
+def test_graph_matching_no_placed_workload_is_warned_once(caplog: pytest.LogCaptureFixture) -> None:
+    # workloadLabel names pods "shop-api" while the mesh says "api": the plugin would be inert.
+    r = Rig([], TrafficAffinityArgs(workload_label="app"))
+    r.edges({"default|api|default|db": 100.0})
+    placed = {"default/shop-db": ["n0"], "default/shop-api": ["n1"]}
+    got = cross_shares(r.plugin.graph(), lambda w: placed.get(w, []), lambda n, _lv: None, [])
+    assert (got.workloads, got.matched) == (2, 0)
+    with caplog.at_level(logging.WARNING):
+        r.plugin.check_match(got)
+        r.plugin.check_match(got)
+    warned = [rec for rec in caplog.records if "measured traffic graph" in rec.getMessage()]
+    assert len(warned) == 1 and "workloadLabel=app" in warned[0].getMessage()
+    # Once one matches, the warning is re-armed for the next time none does.
+    placed["default/db"] = ["n0"]
+    got = cross_shares(r.plugin.graph(), lambda w: placed.get(w, []), lambda n, _lv: None, [])
+    assert got.matched == 1
+    r.plugin.check_match(got)
+    assert not r.plugin._unmatched
 
 
 APPGROUP = {
