@@ -36,6 +36,7 @@ import numpy as np
 from netsched.framework import (
     MAX_NODE_SCORE,
     CycleState,
+    FloatArray,
     Handle,
     IntArray,
     NodeInfo,
@@ -62,7 +63,7 @@ from .args import TrafficAffinityArgs
 from .cost import invert, traffic_costs
 from .declared import Declared, declared_edges
 from .explain import TrafficNote
-from .placed import Peers, PeerWeights, WorkloadIndex, local_weight
+from .placed import Peers, WorkloadIndex, local_weight, peers_of
 from .shares import NODE_LEVEL, CrossShares, cross_shares
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,8 @@ class TrafficCosts:
     """One pod's costs over the snapshot rows of its cycle, and what they came from."""
 
     index: Mapping[str, int]
-    rows: IntArray  # cost per snapshot row (candidates only)
+    idx: IntArray  # the candidate rows PreScore got
+    costs: IntArray  # cost per candidate (aligned with idx)
     workload: str
     origin: str  # MEASURED or DECLARED
     edges: Mapping[str, float]
@@ -97,7 +99,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         self._reader = GraphReader(self.source.max_age)
         self._distances = self.args.level_distances
         self._placed = WorkloadIndex(self.args.workload_label)
-        self._weights = PeerWeights()
+        self._scratch: FloatArray = np.zeros(0)  # traffic_costs' per-row gathering space
         self._lock = threading.Lock()  # explain and the estimator's hint read from other threads
         self._reported: set[str] = set()
         # Most pods of each workload seen placed while the current graph sample is read (reset
@@ -159,7 +161,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         """The explain section, computed only if an explanation reads it (right after this
         cycle's scoring: it reads the placed pods and nodes as they are then)."""
         return TrafficNote(
-            got.workload, got.origin, got.edges, self._placed.rows, snapshot.nodes, idx, got.rows
+            got.workload, got.origin, got.edges, self._placed.rows, snapshot.nodes, got.idx, got.costs
         )
 
     def costs(
@@ -174,25 +176,28 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         workload, origin, edges = known if known is not None else self.edges(pod)
         if not edges:
             return None
+        levels = [label_codes(snapshot, key) for key in reversed(self.args.levels)]
         with self._lock:
             self._placed.sync(snapshot)
-            peers = self._weights.of(self._placed, workload, edges, len(snapshot))
-        if peers.total <= 0:
-            return None
-        levels = [label_codes(snapshot, key) for key in reversed(self.args.levels)]
-        cost = traffic_costs(peers, idx, levels, self._distances)
-        rows = np.zeros(len(snapshot), dtype=np.int64)
-        rows[idx] = np.rint(np.minimum(cost, MAX_COST)).astype(np.int64)
-        return TrafficCosts(snapshot.index, rows, workload, origin, edges, peers)
+            peers = peers_of(self._placed, edges)
+            if peers.total <= 0:
+                return None
+            if len(self._scratch) != len(snapshot):
+                self._scratch = np.zeros(len(snapshot))
+            cost = traffic_costs(peers, idx, levels, self._distances, self._scratch)
+        costs = np.rint(np.minimum(cost, MAX_COST)).astype(np.int64)
+        return TrafficCosts(snapshot.index, idx, costs, workload, origin, edges, peers)
 
     def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
         got: TrafficCosts = state.read(self._key)
-        return got.rows[idx]
+        if idx is got.idx:  # the runtime scores the rows PreScore got
+            return got.costs.copy()  # NormalizeScore works in place
+        return _dense(got, len(got.index))[idx]
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         got: TrafficCosts = state.read(self._key)
         row = got.index.get(node.name)
-        return int(got.rows[row]) if row is not None else int(got.rows.max(initial=0))
+        return int(_dense(got, len(got.index))[row]) if row is not None else int(got.costs.max(initial=0))
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
         scores[:] = invert(scores.astype(np.float64), MAX_NODE_SCORE)
@@ -283,10 +288,10 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         """(rx, tx) bytes/s of a new pod of `workload` on `node_name`: the workload's measured
         traffic per placed pod, less the part exchanged with peers on that node (pod-to-pod
         traffic on one node never reaches the NIC).  None (the estimator's default) when not
-        measured, or when no pod of the workload is placed nor was during this sample."""
+        measured, or when no pod of the workload is placed nor was during this sample (the
+        sample read last by graph(): this cycle's PreScore, or pod_bandwidth)."""
         if not edges:
             return None
-        self.graph()  # the sample the peak counts belong to: a new one resets them
         row = snapshot.index.get(node_name)
         with self._lock:
             self._placed.sync(snapshot)
@@ -309,6 +314,13 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         if peak:
             self._peak[workload] = peak
         return peak
+
+
+def _dense(got: TrafficCosts, n: int) -> IntArray:
+    """Costs per snapshot row (0 outside the candidates): for rows other than PreScore's."""
+    rows = np.zeros(n, dtype=np.int64)
+    rows[got.idx] = got.costs
+    return rows
 
 
 @dataclass(frozen=True, slots=True)

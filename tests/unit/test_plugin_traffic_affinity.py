@@ -23,11 +23,10 @@ from netsched.metrics.plugin_api import BANDWIDTH_HINT, PAIR_LABEL, TRAFFIC_PAIR
 from netsched.metrics.queries import render
 from netsched.metrics.traffic import build_graph
 from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
-from netsched.plugins.traffic_affinity import placed as placed_module
 from netsched.plugins.traffic_affinity.appgroup import appgroup_edges
 from netsched.plugins.traffic_affinity.cost import invert
 from netsched.plugins.traffic_affinity.declared import ANNOTATION, declared_edges
-from netsched.plugins.traffic_affinity.placed import PeerWeights, WorkloadIndex
+from netsched.plugins.traffic_affinity.placed import WorkloadIndex, peers_of
 from netsched.plugins.traffic_affinity.plugin import MAX_COST
 from netsched.plugins.traffic_affinity.shares import NODE_LEVEL, cross_shares
 from netsched.testing.builders import make_node, make_pod, node_infos
@@ -328,9 +327,11 @@ def test_pods_gone_within_a_sample_divide_by_the_most_seen() -> None:
     state = CycleState()
     r.plugin.pre_score(state, pod, empty, empty.all_rows)
     assert state.read(BANDWIDTH_HINT)(pod, "n3") == (50.0, 50.0)
-    # A new sample forgets them: the default again.
+    # A new sample forgets them: the next cycle's hint is the default again.
     r.clock.step(1.0)
     r.edges({"default|api|default|db": 400.0})
+    state = CycleState()
+    r.plugin.pre_score(state, pod, empty, empty.all_rows)
     assert state.read(BANDWIDTH_HINT)(pod, "n3") is None
 
 
@@ -575,15 +576,12 @@ def test_an_empty_graph_is_reported_by_the_self_check_and_a_metric_not_per_node(
     )  # once, not per poll
 
 
-@pytest.mark.parametrize("recompute_share", [0.0, 1.0])  # always recomputed / always updated
-def test_kept_peer_weights_match_a_fresh_computation_as_pods_come_and_go(
-    recompute_share: float, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(placed_module, "RECOMPUTE_SHARE", recompute_share)
+def test_peer_weights_follow_the_index_as_pods_come_and_go() -> None:
+    # The sparse weights from the kept index equal a count of the snapshot's pods, step by step.
     rng = np.random.default_rng(7)
     nodes = [make_node(f"n{i}").labels(**{ZONE: "ab"[i % 2]}) for i in range(6)]
     snap = Snapshot.of(node_infos(nodes, []))
-    index, kept = WorkloadIndex(""), PeerWeights()
+    index = WorkloadIndex("")
     edges = {"default/db": 100.0, "default/cache": 30.0, "default/api": 5.0}
     placed: list[Any] = []
     for step in range(40):
@@ -598,7 +596,13 @@ def test_kept_peer_weights_match_a_fresh_computation_as_pods_come_and_go(
             if [p.uid for p in node.pods.values()] != [p.uid for p in snap.nodes[row].pods.values()]:
                 snap.set_node(row, node)
         index.sync(snap)
-        got = kept.of(index, "default/api", edges, len(snap))
-        fresh = PeerWeights().of(index, "default/api", edges, len(snap))
-        np.testing.assert_allclose(got.rows, fresh.rows, atol=1e-9)
-        assert got.total == pytest.approx(fresh.total)
+        got = peers_of(index, edges)
+        dense = np.bincount(got.held, weights=got.weights, minlength=len(snap))
+        want = np.zeros(len(snap))
+        for peer, rate in edges.items():
+            infos = [p.info() for p in placed]
+            where = [snap.index[p.node_name] for p in infos if workload_key(p, "") == peer]
+            for row in where:
+                want[row] += rate / len(where)
+        np.testing.assert_allclose(dense, want, atol=1e-9)
+        assert got.total == pytest.approx(sum(r for w, r in edges.items() if w in index.rows))
