@@ -25,7 +25,8 @@ change without touching a plugin.  What is here:
   BANDWIDTH_HINT, the cycle-state key where a plugin leaves a BandwidthHint for the pod's
   network estimate at Reserve;
 - the traffic graph between workloads (TrafficArgs, the `traffic:` block; TrafficGraph,
-  read fresh through a GraphReader from the TRAFFIC_PAIRS series);
+  read fresh with traffic_graph(source, snapshot): built from the TRAFFIC_PAIRS series
+  once per LoadView, through its derived() cache);
 
 The app's side of the pipeline (MetricsHub, the client, the self-check) is
 `netsched.metrics`; plugins never construct it, they reach it through the Handle.
@@ -45,7 +46,7 @@ from netsched.metrics.estimation import (
 from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
 from netsched.metrics.scoring import MetricArgs, MetricScorePlugin, QueryScorePlugin
 from netsched.metrics.source import MetricSource
-from netsched.metrics.traffic import PAIR_LABEL, TRAFFIC_PAIRS, GraphReader, TrafficArgs, TrafficGraph
+from netsched.metrics.traffic import PAIR_LABEL, TRAFFIC_PAIRS, TrafficArgs, TrafficGraph
 from netsched.metrics.utilisation import (
     METRICS_EVENTS,
     cold_link_scores,
@@ -54,6 +55,7 @@ from netsched.metrics.utilisation import (
     resource_usage,
     source_for,
     to_int_scores,
+    traffic_graph,
 )
 from netsched.metrics.view import LoadView, NetworkLoad, Usage, ratio
 
@@ -75,7 +77,6 @@ __all__ = [
     "MetricArgs",
     "MetricScorePlugin",
     "MetricSource",
-    "GraphReader",
     "PAIR_LABEL",
     "TRAFFIC_PAIRS",
     "TrafficArgs",
@@ -92,4 +93,5 @@ __all__ = [
     "resource_usage",
     "source_for",
     "to_int_scores",
+    "traffic_graph",
 ]

@@ -139,6 +139,10 @@ class MetricSource:
         """The last answer to `metric`'s query as polled (None before its first answer)."""
         return self.poller.table.series.get(self._key(metric))
 
+    def keyed_series(self, metric: str, table: MetricsTable) -> Series | None:
+        """`metric`'s answer in `table` (a LoadView's), None before its first answer."""
+        return table.series.get(self._key(metric))
+
     def requires(self, metric: str) -> bool:
         return metric in self._keys
 

@@ -24,6 +24,7 @@ empty and the plugins reading it fall back to declared edges or stay inert.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -191,7 +192,7 @@ def build_graph(series: Series) -> TrafficGraph:
             dropped += 1
             continue
         a, b = f"{parts[0]}/{parts[1]}", f"{parts[2]}/{parts[3]}"
-        if rate <= 0:
+        if not 0 < rate < math.inf:  # NaN and inf say nothing a cost can use
             continue
         edges.setdefault(a, {})
         edges[a][b] = edges[a].get(b, 0.0) + rate
@@ -200,26 +201,3 @@ def build_graph(series: Series) -> TrafficGraph:
             edges[b][a] = edges[b].get(a, 0.0) + rate
     sampled = float(series.timestamps.min()) if len(series.timestamps) else 0.0
     return TrafficGraph(edges, sampled, len(series.keys) - dropped, dropped)
-
-
-class GraphReader:
-    """The fresh graph of one source: rebuilt once per polled answer, empty when stale."""
-
-    def __init__(self, max_age: float) -> None:
-        self._max_age = max_age
-        self._series: Series | None = None
-        self._graph = TrafficGraph.empty()
-
-    @property
-    def sampled_at(self) -> float:
-        """Wall time of the last graph built (0: none yet), fresh or not."""
-        return self._graph.sampled_at
-
-    def read(self, series: Series | None, now: float) -> TrafficGraph:
-        if series is None:
-            return TrafficGraph.empty()
-        if series is not self._series:
-            self._graph, self._series = build_graph(series), series
-        if not self._graph.pairs or now - self._graph.sampled_at > self._max_age:
-            return TrafficGraph.empty()
-        return self._graph

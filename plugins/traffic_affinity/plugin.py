@@ -53,9 +53,9 @@ from netsched.metrics.plugin_api import (
     BANDWIDTH_HINT,
     PAIR_LABEL,
     TRAFFIC_PAIRS,
-    GraphReader,
     TrafficGraph,
     source_for,
+    traffic_graph,
 )
 
 from .appgroup import APPGROUP_LABEL, APPGROUPS_KEY, appgroup_edges
@@ -96,7 +96,6 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         super().__init__(args, handle)
         self.source = source_for(handle, self.args.prometheus, self.name)
         self.source.require_keyed_query(TRAFFIC_PAIRS, self.args.traffic.promql(), PAIR_LABEL)
-        self._reader = GraphReader(self.source.max_age)
         self._distances = self.args.level_distances
         self._placed = WorkloadIndex(self.args.workload_label)
         self._scratch: FloatArray = np.zeros(0)  # traffic_costs' per-row gathering space
@@ -107,6 +106,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         # pods are gone (a Recreate rollout), rather than charging one new pod all of it.
         self._peak: dict[str, int] = {}
         self._peak_sample = -1.0
+        self._sample = 0.0  # sampled_at of the graph read last (0: none)
         self._unmatched = False  # the graph named no placed pod's workload at the last check
         self._publish_shares()
 
@@ -116,15 +116,18 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
 
     # ------------------------------------------------------------ edges
 
-    def graph(self) -> TrafficGraph:
-        """The measured graph, empty while stale or never polled."""
-        with self._lock:
-            return self._reader.read(self.source.series(TRAFFIC_PAIRS), self.handle.clock.wall())
+    def graph(self, snapshot: Snapshot | None = None) -> TrafficGraph:
+        """The measured graph (metrics' one read API: built once per poll for every plugin
+        and profile), empty while stale or never polled; `snapshot`: the cycle's, else the
+        handle's."""
+        got = traffic_graph(self.source, snapshot if snapshot is not None else self.handle.snapshot())
+        self._sample = got.sampled_at
+        return got
 
-    def edges(self, pod: PodInfo) -> tuple[str, str, Mapping[str, float]]:
+    def edges(self, pod: PodInfo, snapshot: Snapshot | None = None) -> tuple[str, str, Mapping[str, float]]:
         """(workload, origin, peer -> bytes/s): measured edges win over declared ones."""
         workload = workload_key(pod, self.args.workload_label)
-        measured = self.graph().of(workload)
+        measured = self.graph(snapshot).of(workload)
         if measured:
             return workload, MEASURED, measured
         declared = declared_edges(pod)
@@ -147,7 +150,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
     # ------------------------------------------------------------ scoring
 
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
-        workload, origin, edges = self.edges(pod)
+        workload, origin, edges = self.edges(pod, snapshot)
         if origin == MEASURED:  # Reserve's estimate of the pod's link load, on this cycle's snapshot
             state.write(BANDWIDTH_HINT, _LeavingTraffic(self, workload, edges, snapshot))
         got = self.costs(pod, snapshot, idx, (workload, origin, edges)) if edges else None
@@ -173,7 +176,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
     ) -> TrafficCosts | None:
         """The pod's costs over rows `idx`, or None when nothing is known (the plugin is inert);
         `known`: the pod's edges() when already looked up."""
-        workload, origin, edges = known if known is not None else self.edges(pod)
+        workload, origin, edges = known if known is not None else self.edges(pod, snapshot)
         if not edges:
             return None
         levels = [label_codes(snapshot, key) for key in reversed(self.args.levels)]
@@ -305,7 +308,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
     def _pods_behind(self, workload: str) -> int:
         """How many pods the workload's measured traffic is shared by: the most placed while
         this graph sample is current (call under the lock)."""
-        sample = self._reader.sampled_at
+        sample = self._sample
         if sample != self._peak_sample:
             self._peak.clear()
             self._peak_sample = sample

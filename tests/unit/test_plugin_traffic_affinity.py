@@ -335,6 +335,29 @@ def test_pods_gone_within_a_sample_divide_by_the_most_seen() -> None:
     assert state.read(BANDWIDTH_HINT)(pod, "n3") is None
 
 
+def test_graph_is_built_once_per_poll_for_every_profile() -> None:
+    # Through the metrics read API (LoadView.derived): two profiles' plugins on one source share
+    # the graph of a poll; the next poll builds a new one.
+    r = Rig([replica("db", 0, "n0")])
+    other = plugin_of(
+        build_framework([TrafficAffinity], metrics=r.hub, clock=r.clock, snapshot=r.snap), TrafficAffinity
+    )
+    r.edges({"default|api|default|db": 100.0})
+    first = r.plugin.graph(r.snap)
+    assert first.of("default/api") == {"default/db": 100.0}
+    assert other.graph(r.snap) is first and r.plugin.graph(r.snap) is first
+    r.edges({"default|api|default|db": 50.0})
+    assert r.plugin.graph(r.snap) is not first and other.graph(r.snap).of("default/api") == {
+        "default/db": 50.0
+    }
+
+
+def test_graph_drops_rates_no_cost_can_use() -> None:
+    keys = ("a|x|a|y", "a|x|a|z", "a|x|a|w")
+    s = Series(keys, np.array([np.nan, np.inf, 2.0]), np.array([10.0, 10.0, 10.0]), 3)
+    assert build_graph(s).of("a/x") == {"a/w": 2.0}
+
+
 def test_invert() -> None:
     assert invert(np.array([0.0, 50.0, 100.0]), 100).tolist() == [100, 50, 0]
     assert invert(np.array([7.0, 7.0]), 100).tolist() == [100, 100]
