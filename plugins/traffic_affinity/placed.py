@@ -48,6 +48,7 @@ class WorkloadIndex:
         self._row_workloads: list[dict[str, int]] = []
         self._seen = 0  # the snapshot's row_counter when last synced
         self._arrays: dict[str, Arrays] = {}  # workload -> rows, pods, total
+        self._totals: dict[str, int] = {}  # workload -> placed pods
         self.rows: dict[str, dict[int, int]] = {}  # workload -> row -> pods
         self.epoch = 0  # bumped when rebuilt: row numbers from before mean nothing
 
@@ -63,6 +64,7 @@ class WorkloadIndex:
             self._row_workloads = [{} for _ in nodes]
             self.rows = {}
             self._arrays = {}
+            self._totals = {}
             self.epoch += 1
             changed: Iterable[int] = range(len(nodes))
         elif snapshot.row_counter == self._seen:
@@ -74,25 +76,30 @@ class WorkloadIndex:
             self._reindex(row, nodes[row])
 
     def _reindex(self, row: int, node: NodeInfo) -> None:
-        for wl in self._row_workloads[row]:
-            self._arrays.pop(wl, None)
-            per_row = self.rows[wl]
-            del per_row[row]
-            if not per_row:
-                del self.rows[wl]
         counts: dict[str, int] = {}
         for pod in node.pods.values():
             if not pod.deleting:
                 wl = workload_key(pod, self._label)
                 counts[wl] = counts.get(wl, 0) + 1
-        for wl, k in counts.items():
-            self.rows.setdefault(wl, {})[row] = k
+        old = self._row_workloads[row]
+        for wl in old.keys() | counts.keys():
+            before, now = old.get(wl, 0), counts.get(wl, 0)
+            if before == now:
+                continue  # this workload did not move: its kept arrays stay valid
             self._arrays.pop(wl, None)
+            self._totals[wl] = total = self._totals.get(wl, 0) + now - before
+            per_row = self.rows.setdefault(wl, {})
+            if now:
+                per_row[row] = now
+            else:
+                del per_row[row]
+            if not total:
+                del self.rows[wl], self._totals[wl]
         self._row_workloads[row] = counts
         self._row_nodes[row] = node
 
     def placed(self, workload: str) -> int:
-        return self.arrays(workload)[2]
+        return self._totals.get(workload, 0)
 
     def arrays(self, workload: str) -> Arrays:
         """(rows, pods on each, total) of the workload, cached until one of its rows changes

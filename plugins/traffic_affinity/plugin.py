@@ -312,7 +312,7 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         if sample != self._peak_sample:
             self._peak.clear()
             self._peak_sample = sample
-        now = self._placed.placed(workload) if workload in self._placed.rows else 0
+        now = self._placed.placed(workload)
         peak = max(self._peak.get(workload, 0), now)
         if peak:
             self._peak[workload] = peak
