@@ -43,28 +43,34 @@ def appgroup_edges(pod: PodInfo, appgroup: Mapping[str, Any] | None) -> Declared
         own = _dict(entry.get("workload"))
         for j, dep in enumerate(_list(entry.get("dependencies"))):
             peer = _dict(dep.get("workload"))
+            path = f"{name}: spec.workloads[{i}]"
             if own.get("selector") == selector:
-                other = peer
+                other, other_path = peer, f"{path}.dependencies[{j}].workload"
             elif peer.get("selector") == selector:
-                other = own  # it depends on the pod's workload: the edge counts both ways
+                # It depends on the pod's workload: the edge counts both ways.
+                other, other_path = own, f"{path}.workload"
             else:
                 continue
-            _add(out, other, dep, ns, f"{name}: spec.workloads[{i}].dependencies[{j}].minBandwidth")
+            _add(out, other, other_path, dep, f"{path}.dependencies[{j}].minBandwidth", ns)
     return out
 
 
-def _add(out: Declared, workload: Mapping[str, Any], dep: Mapping[str, Any], ns: str, where: str) -> None:
-    name = workload.get("name")
-    if not isinstance(name, str) or not name:
+def _add(
+    out: Declared, workload: Mapping[str, Any], path: str, dep: Mapping[str, Any], rate_path: str, ns: str
+) -> None:
+    """Add the edge to `workload` (at `path`), or report why not (nothing is dropped silently)."""
+    name, peer_ns = workload.get("name"), workload.get("namespace") or ns
+    if not isinstance(name, str) or not name or not isinstance(peer_ns, str):
+        out.errors.append(f"{path}: Invalid value: {dict(workload)!r}: want name and namespace strings")
         return
     raw = dep.get("minBandwidth")
     try:
         # Diktyo reads a missing or zero minBandwidth as "no minimum": the default rate.
         rate = (checked_rate(raw, zero=True) if raw is not None else 0.0) or DEFAULT_RATE
     except ValueError as e:
-        out.errors.append(f"{where}: Invalid value: {raw!r}: {e}")
+        out.errors.append(f"{rate_path}: Invalid value: {raw!r}: {e}")
         return
-    key = f"{workload.get('namespace') or ns}/{name}"
+    key = f"{peer_ns}/{name}"
     out.edges[key] = out.edges.get(key, 0.0) + rate
 
 

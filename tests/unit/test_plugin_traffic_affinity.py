@@ -515,6 +515,17 @@ def test_appgroup_min_bandwidth(raw: str, want: float | None) -> None:
     assert [e.startswith(where) for e in got.errors] == ([] if want else [True])
 
 
+@pytest.mark.parametrize("workload", [{"name": ["x"]}, {"name": "db", "namespace": ["z"]}, {}])
+def test_appgroup_malformed_workload_is_reported(workload: dict[str, Any]) -> None:
+    group = json.loads(json.dumps(APPGROUP))
+    group["spec"]["workloads"][0]["dependencies"][0]["workload"] = {**workload, "selector": "p-db"}
+    got = appgroup_edges(appgroup_pod("p-api").info(), group)
+    assert got.edges == {"default/web": 1024 * 1024}
+    assert [e.split(": Invalid value")[0] for e in got.errors] == [
+        "AppGroup default/shop: spec.workloads[0].dependencies[0].workload"
+    ]
+
+
 def test_appgroup_is_a_declared_prior_through_the_object_store() -> None:
     r = Rig([replica("db", 0, "n6")])
     r.fwk = build_framework(
