@@ -23,6 +23,7 @@ from netsched.metrics.plugin_api import BANDWIDTH_HINT, PAIR_LABEL, TRAFFIC_PAIR
 from netsched.metrics.queries import render
 from netsched.metrics.traffic import build_graph
 from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
+from netsched.plugins.traffic_affinity import cost as cost_module
 from netsched.plugins.traffic_affinity.appgroup import appgroup_edges
 from netsched.plugins.traffic_affinity.cost import invert
 from netsched.plugins.traffic_affinity.declared import ANNOTATION, declared_edges
@@ -127,6 +128,19 @@ def test_distances_by_level() -> None:
     # same node 0, same rack 1, same zone 2, elsewhere 3 (default distances 1, 2, 3)
     assert raw == [0, 100, 200, 200, 300, 300, 300, 300]
     assert norm == [100, 67, 33, 33, 0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("dense_factor", [0, 16])  # the sparse gather (np.add.at) / one bincount
+def test_both_gathers_give_the_same_costs(dense_factor: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cost_module, "_DENSE_FACTOR", dense_factor)
+    r = Rig(
+        [replica("db", 0, "n0"), replica("db", 1, "n0"), replica("cache", 0, "n0"), replica("cache", 1, "n6")]
+    )
+    r.edges({"default|api|default|db": 100.0, "default|api|default|cache": 60.0})
+    _, raw, _ = r.run(replica("api", 0).info())
+    # n0: db all there, cache half (30 at zone b: 3); n6: db 100 at 3, cache 30 at 0, 30 at 3
+    assert raw[0] == 30 * 3 and raw[6] == 100 * 3 + 30 * 3
+    assert r.plugin._scratch.sum() == 0  # left zeroed for the next pod
 
 
 def test_rate_shared_among_peer_pods_and_both_directions_add_up() -> None:
