@@ -22,6 +22,7 @@ from netsched.framework.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from netsched.framework.types import NodeInfo
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+_REPLACED_MAX = 4096  # replaced rows logged for readers (each reads them once per cycle)
 
 # What batch plugins take and give: snapshot rows (`idx`) or an int64 per row (scores),
 # a mask over rows, and a float64 per row (utilisation, link load).
@@ -45,6 +46,8 @@ class Snapshot:
         "generation",
         "row_version",
         "_row_counter",
+        "_replaced",
+        "_replaced_base",
         "cache",
         "affinity_pods",
         "anti_affinity_pods",
@@ -74,6 +77,10 @@ class Snapshot:
         # re-reads only rows newer than what it saw, one vector compare instead of a scan.
         self.row_version: IntArray = np.zeros(0, dtype=np.int64)
         self._row_counter = 0
+        # The rows replaced lately, in order (row_version r is _replaced[r - _replaced_base - 1]):
+        # a reader a few replacements behind takes them from here, not from a pass over all rows.
+        self._replaced: list[int] = []
+        self._replaced_base = 0
         # Derived per-layout data plugins want to keep between cycles (e.g. a
         # label column); cleared whenever layout_version changes.
         self.cache: dict[str, Any] = {}
@@ -91,6 +98,13 @@ class Snapshot:
     def row_counter(self) -> int:
         """The row_version of the latest replaced row (0: none since the last rebuild)."""
         return self._row_counter
+
+    def replaced_since(self, counter: int) -> list[int]:
+        """Rows replaced after row_counter was `counter` (may repeat), without a pass over all
+        rows when the log still holds them."""
+        if counter >= self._replaced_base:
+            return self._replaced[counter - self._replaced_base :]
+        return np.flatnonzero(self.row_version > counter).tolist()
 
     @property
     def all_rows(self) -> IntArray:
@@ -132,6 +146,10 @@ class Snapshot:
         self._fill_row(i, node)
         self._row_counter += 1
         self.row_version[i] = self._row_counter
+        self._replaced.append(i)
+        if len(self._replaced) > _REPLACED_MAX:  # a reader this far behind compares row_version
+            del self._replaced[: _REPLACED_MAX // 2]
+            self._replaced_base += _REPLACED_MAX // 2
         if old.labels is not node.labels or old.taints is not node.taints or old.images is not node.images:
             # Label/taint/image-derived caches are keyed by layout; a changed node invalidates
             # them (the cache keeps these objects when an update leaves them equal).

@@ -42,7 +42,25 @@ MAPPING_MODES = (BY_LABEL, BY_INSTANCE)
 DEFAULT_BANDWIDTH_BYTES = 1024 * 1024
 DEFAULT_CPU_FACTOR = 0.85  # Koordinator's estimator factors
 DEFAULT_MEMORY_FACTOR = 0.70
-DEFAULT_COVER_MARGIN_SECONDS = 30.0
+# A sample covers a reservation once it is this much newer: pod start, and at least the whole
+# rate window (an earlier sample's rate() shows only part of the pod's load).
+MIN_COVER_MARGIN_SECONDS = 30.0
+_DURATION_UNITS = {
+    "ms": 0.001,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+    "w": 604800.0,
+    "y": 31536000.0,
+}
+_DURATION_PART = re.compile(r"([0-9]+)(ms|[smhdwy])")
+
+
+def duration_seconds(text: str) -> float:
+    """Seconds of a Prometheus duration ("1m", "1m30s"), already checked against _DURATION."""
+    return sum(int(n) * _DURATION_UNITS[unit] for n, unit in _DURATION_PART.findall(text))
+
 
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _DURATION = re.compile(r"^(?:[0-9]+(?:ms|[smhdwy]))+$")
@@ -125,17 +143,18 @@ class EstimationArgs:
     default_bandwidth_bytes: float = DEFAULT_BANDWIDTH_BYTES
     cpu_factor: float = DEFAULT_CPU_FACTOR
     memory_factor: float = DEFAULT_MEMORY_FACTOR
-    cover_margin_seconds: float = DEFAULT_COVER_MARGIN_SECONDS
+    # decode derives it from rateWindow: max(MIN_COVER_MARGIN_SECONDS, the window); 1m here.
+    cover_margin_seconds: float = 60.0
     # decode derives it from maxSampleAgeSeconds: max(2 x maxSampleAge, coverMargin + maxSampleAge).
     max_lifetime_seconds: float = 2 * MAX_AGE_POLL_INTERVALS * DEFAULT_POLL_INTERVAL_SECONDS
 
     @classmethod
-    def decode(cls, f: Fields, max_sample_age: float) -> EstimationArgs:
+    def decode(cls, f: Fields, max_sample_age: float, rate_window: float) -> EstimationArgs:
         d = cls()
         bw = f.float("defaultBandwidthBytes", d.default_bandwidth_bytes, min=0)
         cpu = f.float("cpuFactor", d.cpu_factor, min=0, max=10)
         mem = f.float("memoryFactor", d.memory_factor, min=0, max=10)
-        margin = f.float("coverMarginSeconds", d.cover_margin_seconds, min=0)
+        margin = f.float("coverMarginSeconds", max(MIN_COVER_MARGIN_SECONDS, rate_window), min=0)
         # Long enough for a sample taken after the margin to arrive, and two
         # sample ages at least: an estimate older than that is a pod the metrics never saw.
         default_lifetime = max(2 * max_sample_age, margin + max_sample_age)
@@ -244,7 +263,7 @@ class PrometheusArgs:
                 f"{f.path}.rateWindow", window, 'must be a Prometheus duration such as "1m" or "30s"'
             )
             window = d.rate_window
-        estimation = EstimationArgs.decode(f.sub("estimation"), max_age)
+        estimation = EstimationArgs.decode(f.sub("estimation"), max_age, duration_seconds(window))
         f.finish()
         return cls(
             address.rstrip("/"),

@@ -5,8 +5,9 @@ started and a rate window has passed, and the poller samples every few
 seconds.  Without correction every pod of a burst lands on the node that
 looked idle at the last poll.  So each reservation adds the pod's expected
 load to its node (Koordinator's estimator: max(request, limit) x factor for
-CPU and memory; the bandwidth annotations, else a plugin's bandwidth hint (the
-pod's measured traffic leaving the node), else a default, for network) until a
+CPU and memory; the bandwidth annotations, else the bandwidth hint a plugin left
+in the pod's cycle state (BANDWIDTH_HINT: the pod's measured traffic leaving the
+node, computed on that cycle's snapshot), else a default, for network) until a
 sample taken after `reservation time + coverMarginSeconds` covers it, or
 `maxLifetimeSeconds` passes.  Coverage is judged per resource group, against
 that group's own sample timestamps.
@@ -70,6 +71,9 @@ def _annotated(pod: PodInfo) -> bool:
 
 # (pod, node) -> (rx, tx) bytes/s the pod will add to the node's link, or None when unknown.
 BandwidthHint = Callable[[PodInfo, str], "tuple[float, float] | None"]
+# The cycle-state key under which a plugin of the pod's own profile leaves its BandwidthHint
+# for Reserve: per cycle, so two profiles (or an explanation's replica) never share one.
+BANDWIDTH_HINT = "netsched.metrics/bandwidth-hint"
 
 
 def pod_load(pod: PodInfo, args: EstimationArgs) -> FloatArray:
@@ -126,9 +130,6 @@ class Estimator:
         self._index: dict[str, int] | None = None  # the snapshot.index `_rows` is aligned with
         self._rows: FloatArray = np.zeros((0, COLUMNS))
         self._synced_version = -1
-        # Set by a plugin that knows a pod's traffic better than the default (TrafficAffinity:
-        # its workload's measured per-pod traffic that leaves the node); None: not known.
-        self.bandwidth_hint: BandwidthHint | None = None
         self._last_load: tuple[PodInfo, FloatArray] | None = None
         # Change tracking for readers that keep per-row results (LoadView.per_row): every
         # change of a row is a new generation, logged; realigning changes everything.
@@ -142,13 +143,15 @@ class Estimator:
 
     # ------------------------------------------------------------ reserve / unreserve
 
-    def add(self, pod: PodInfo, node: str, at: float | None = None) -> None:
-        """Count `pod` on `node` from `at` (wall seconds); idempotent per pod uid."""
+    def add(
+        self, pod: PodInfo, node: str, at: float | None = None, hint: BandwidthHint | None = None
+    ) -> None:
+        """Count `pod` on `node` from `at` (wall seconds); idempotent per pod uid.  `hint`: the
+        pod's network load as a plugin of its cycle knows it (used when not annotated)."""
         old = self._pods.get(pod.uid)
         if old is not None and old.node == node:
             return  # the second and third plugin reserving the pod: nothing to parse again
         load = self.load(pod)
-        hint = self.bandwidth_hint
         if hint is not None and not _annotated(pod):
             got = hint(pod, node)
             if got is not None:

@@ -21,9 +21,12 @@ change without touching a plugin.  What is here:
   load the same way; METRICS_EVENTS, the events that can change a metric
   plugin's verdict;
 - the estimator's view of one pod (pod_load, and the CPU_COL / MEMORY_COL /
-  RX_COL / TX_COL of what it returns, also the columns of LoadView.estimates()).
+  RX_COL / TX_COL of what it returns, also the columns of LoadView.estimates()), and
+  BANDWIDTH_HINT, the cycle-state key where a plugin leaves a BandwidthHint for the pod's
+  network estimate at Reserve;
 - the traffic graph between workloads (TrafficArgs, the `traffic:` block; TrafficGraph,
-  read fresh through a GraphReader from the TRAFFIC_PAIRS series);
+  read fresh with traffic_graph(source, snapshot): built from the TRAFFIC_PAIRS series
+  once per LoadView, through its derived() cache);
 
 The app's side of the pipeline (MetricsHub, the client, the self-check) is
 `netsched.metrics`; plugins never construct it, they reach it through the Handle.
@@ -31,11 +34,19 @@ The app's side of the pipeline (MetricsHub, the client, the self-check) is
 
 from netsched.framework.snapshot import FloatArray
 from netsched.metrics.args import PrometheusArgs
-from netsched.metrics.estimation import CPU_COL, MEMORY_COL, RX_COL, TX_COL, pod_load
+from netsched.metrics.estimation import (
+    BANDWIDTH_HINT,
+    CPU_COL,
+    MEMORY_COL,
+    RX_COL,
+    TX_COL,
+    BandwidthHint,
+    pod_load,
+)
 from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
 from netsched.metrics.scoring import MetricArgs, MetricScorePlugin, QueryScorePlugin
 from netsched.metrics.source import MetricSource
-from netsched.metrics.traffic import PAIR_LABEL, TRAFFIC_PAIRS, GraphReader, TrafficArgs, TrafficGraph
+from netsched.metrics.traffic import PAIR_LABEL, TRAFFIC_PAIRS, TrafficArgs, TrafficGraph
 from netsched.metrics.utilisation import (
     METRICS_EVENTS,
     cold_link_scores,
@@ -44,10 +55,13 @@ from netsched.metrics.utilisation import (
     resource_usage,
     source_for,
     to_int_scores,
+    traffic_graph,
 )
 from netsched.metrics.view import LoadView, NetworkLoad, Usage, ratio
 
 __all__ = [
+    "BANDWIDTH_HINT",
+    "BandwidthHint",
     "CPU",
     "CPU_COL",
     "LINK_SPEED",
@@ -63,7 +77,6 @@ __all__ = [
     "MetricArgs",
     "MetricScorePlugin",
     "MetricSource",
-    "GraphReader",
     "PAIR_LABEL",
     "TRAFFIC_PAIRS",
     "TrafficArgs",
@@ -80,4 +93,5 @@ __all__ = [
     "resource_usage",
     "source_for",
     "to_int_scores",
+    "traffic_graph",
 ]

@@ -90,7 +90,7 @@ class MetricScorePlugin(PreScorePlugin[ArgsT], ScorePlugin[ArgsT], ReservePlugin
         return int(st.rows()[row])
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        self.source.reserve(pod, node_name)
+        self.source.reserve(pod, node_name, state)
         return Status.success()
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:

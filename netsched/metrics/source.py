@@ -20,11 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from netsched.framework.cycle_state import CycleState
 from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics.args import PrometheusArgs
 from netsched.metrics.cache import MetricsTable, Series
 from netsched.metrics.estimation import (
+    BANDWIDTH_HINT,
     CPU_COL,
     MEMORY_COL,
     RX_COL,
@@ -137,6 +139,10 @@ class MetricSource:
         """The last answer to `metric`'s query as polled (None before its first answer)."""
         return self.poller.table.series.get(self._key(metric))
 
+    def keyed_series(self, metric: str, table: MetricsTable) -> Series | None:
+        """`metric`'s answer in `table` (a LoadView's), None before its first answer."""
+        return table.series.get(self._key(metric))
+
     def requires(self, metric: str) -> bool:
         return metric in self._keys
 
@@ -180,9 +186,11 @@ class MetricSource:
 
     # ------------------------------------------------------------ estimation
 
-    def reserve(self, pod: PodInfo, node_name: str) -> None:
-        """Count the pod's expected load on the node until metrics cover it (idempotent per uid)."""
-        self.estimator.add(pod, node_name, self._wall())
+    def reserve(self, pod: PodInfo, node_name: str, state: CycleState | None = None) -> None:
+        """Count the pod's expected load on the node until metrics cover it (idempotent per uid);
+        `state`: the pod's cycle, where a plugin may have left a BANDWIDTH_HINT."""
+        hint = state.get(BANDWIDTH_HINT) if state is not None else None
+        self.estimator.add(pod, node_name, self._wall(), hint)
 
     def pod_load(self, pod: PodInfo) -> FloatArray:
         """What `pod` is expected to add to a node ([cpu, memory, rx, tx]: CPU_COL...), as the

@@ -24,6 +24,7 @@ empty and the plugins reading it fall back to declared edges or stay inert.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -41,7 +42,13 @@ DEFAULT_BYTES_PER_FLOW = 16384.0
 # Names a mesh gives a peer it could not identify: no workload to place next to.
 UNKNOWN_WORKLOADS = frozenset({"unknown", ""})
 
-_ISTIO_METRICS = "istio_tcp_sent_bytes_total|istio_tcp_received_bytes_total|istio_request_bytes_sum|istio_response_bytes_sum"
+_ISTIO_METRICS = (
+    "istio_tcp_sent_bytes_total",
+    "istio_tcp_received_bytes_total",
+    "istio_request_bytes_sum",
+    "istio_response_bytes_sum",
+)
+_PART_LABEL = "netsched_part"  # keeps the istio preset's per-metric sums apart until they add up
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,13 +115,25 @@ class TrafficArgs:
         """The one query per poll: bytes/s per pair, keyed by PAIR_LABEL ($window is substituted later)."""
         by = ", ".join(self.labels.ordered())
         if self.preset == ISTIO:
-            inner = f'sum by ({by}) (rate({{__name__=~"{_ISTIO_METRICS}", reporter="source"}}[$window]))'
+            inner = _istio_sum(by)
         elif self.preset == HUBBLE:
             inner = f"sum by ({by}) (rate(hubble_flows_processed_total[$window])) * {self.bytes_per_flow:g}"
         else:
             inner = self.query
         parts = ", ".join(f'"{label}"' for label in self.labels.ordered())
         return f'label_join({inner}, "{PAIR_LABEL}", "{_SEP}", {parts})'
+
+
+def _istio_sum(by: str) -> str:
+    """Sum of the Istio byte counters per pair.  Not one rate() over a __name__ regex: rate()
+    drops the metric name, so a pair's TCP sent and received series (same labels otherwise)
+    collide and Prometheus rejects the whole query ("vector cannot contain metrics with the
+    same labelset").  Each counter is summed on its own, tagged, and the parts added."""
+    parts = " or ".join(
+        f'label_replace(sum by ({by}) (rate({m}{{reporter="source"}}[$window])), "{_PART_LABEL}", "{i}", "", "")'
+        for i, m in enumerate(_ISTIO_METRICS)
+    )
+    return f"sum by ({by}) ({parts})"
 
 
 def _values(labels: PairLabels) -> tuple[str, str, str, str]:
@@ -173,7 +192,7 @@ def build_graph(series: Series) -> TrafficGraph:
             dropped += 1
             continue
         a, b = f"{parts[0]}/{parts[1]}", f"{parts[2]}/{parts[3]}"
-        if rate <= 0:
+        if not 0 < rate < math.inf:  # NaN and inf say nothing a cost can use
             continue
         edges.setdefault(a, {})
         edges[a][b] = edges[a].get(b, 0.0) + rate
@@ -182,21 +201,3 @@ def build_graph(series: Series) -> TrafficGraph:
             edges[b][a] = edges[b].get(a, 0.0) + rate
     sampled = float(series.timestamps.min()) if len(series.timestamps) else 0.0
     return TrafficGraph(edges, sampled, len(series.keys) - dropped, dropped)
-
-
-class GraphReader:
-    """The fresh graph of one source: rebuilt once per polled answer, empty when stale."""
-
-    def __init__(self, max_age: float) -> None:
-        self._max_age = max_age
-        self._series: Series | None = None
-        self._graph = TrafficGraph.empty()
-
-    def read(self, series: Series | None, now: float) -> TrafficGraph:
-        if series is None:
-            return TrafficGraph.empty()
-        if series is not self._series:
-            self._graph, self._series = build_graph(series), series
-        if not self._graph.pairs or now - self._graph.sampled_at > self._max_age:
-            return TrafficGraph.empty()
-        return self._graph

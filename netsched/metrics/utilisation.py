@@ -32,7 +32,8 @@ from netsched.framework.seams import Handle
 from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.metrics.args import PrometheusArgs
 from netsched.metrics.source import MetricSource
-from netsched.metrics.view import NetworkLoad, Usage
+from netsched.metrics.traffic import TRAFFIC_PAIRS, TrafficGraph, build_graph
+from netsched.metrics.view import LoadView, NetworkLoad, Usage
 
 NEUTRAL_SCORE = MAX_NODE_SCORE / 2
 
@@ -53,6 +54,24 @@ def source_for(handle: Handle, args: PrometheusArgs, plugin: str, *, filters: bo
     if not isinstance(src, MetricSource):
         raise TypeError(f"plugin {plugin} needs a netsched.metrics hub, got {type(hub).__name__}")
     return src
+
+
+def traffic_graph(src: MetricSource, snapshot: Snapshot) -> TrafficGraph:
+    """The source's pair graph (TRAFFIC_PAIRS), built once per LoadView (one per poll and
+    layout) for every plugin that asks; empty while older than maxSampleAgeSeconds (under
+    either stalePolicy: a stale edge says nothing about today's traffic) or never polled."""
+    got = src.view(snapshot).derived(TRAFFIC_PAIRS, _pair_graph)
+    if not got.pairs or src.wall() - got.sampled_at > src.max_age:
+        return _NO_GRAPH
+    return got
+
+
+def _pair_graph(view: LoadView) -> TrafficGraph:
+    series = view.series(TRAFFIC_PAIRS)
+    return build_graph(series) if series is not None else _NO_GRAPH
+
+
+_NO_GRAPH = TrafficGraph.empty()
 
 
 def network_load(src: MetricSource, snapshot: Snapshot, idx: IntArray | None = None) -> NetworkLoad:

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
-from netsched.metrics.cache import MetricsTable
+from netsched.metrics.cache import MetricsTable, Series
 from netsched.metrics.estimation import CPU_COL, MEMORY_COL, RX_COL, TX_COL, Coverage
 from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
 
@@ -53,6 +53,7 @@ class _Source(Protocol):
     def estimator(self) -> _Rows: ...
     def wall(self) -> float: ...
     def requires(self, metric: str) -> bool: ...
+    def keyed_series(self, metric: str, table: MetricsTable) -> Series | None: ...
     def aligned(
         self, metric: str, snapshot: Snapshot, table: MetricsTable
     ) -> tuple[FloatArray, FloatArray]: ...
@@ -278,6 +279,10 @@ class LoadView:
         return kept if kept.allocatable_version == self._snapshot.allocatable_version else None
 
     # ------------------------------------------------------------ anything else a sample implies
+
+    def series(self, metric: str) -> Series | None:
+        """The view's answer to a query keyed otherwise than by node (require_keyed_query)."""
+        return self._src.keyed_series(metric, self.table)
 
     def derived(self, name: str, build: Callable[[LoadView], T]) -> T:
         """`build(self)` once per view (sample generation, fallback state, layout), shared by

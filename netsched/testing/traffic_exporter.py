@@ -4,9 +4,12 @@
     exporter.set_pairs({("default/web", "default/db"): 40e6}, placement)
 
 `placement()` says which nodes each workload's pods are on (a test reads it
-from its fake API server).  At every scrape, a pair's Istio counter
-(`istio_tcp_sent_bytes_total{reporter="source", source_workload, ...}`) grows
-at its rate while both workloads have pods, and the part of its flows that
+from its fake API server).  At every scrape, a pair's Istio counters grow
+at its rate while both workloads have pods: the rate is split over TCP sent and
+received bytes and HTTP request and response bytes (ISTIO_SHARES), each
+reported by the source and duplicated by the destination's proxy as Istio does
+(`reporter="destination"`, same counts), so a query that counts both reporters
+reads twice the rate and one that drops HTTP reads less.  The part of its flows that
 crosses nodes (pods of the two workloads on different nodes; the rate spread
 evenly over the pod pairs) adds to both nodes' eth0 counters, half each way.
 So a placement changes the link load and the pair series the next scrape shows.
@@ -20,6 +23,13 @@ from typing import Any
 from netsched.fakemetrics.exporter import FakeNode, SyntheticExporter, _Counter
 
 Placement = Callable[[], Mapping[str, list[str]]]
+# How a pair's bytes/s spread over Istio's byte counters (they add up to the pair's rate).
+ISTIO_SHARES = {
+    "istio_tcp_sent_bytes_total": 0.4,
+    "istio_tcp_received_bytes_total": 0.2,
+    "istio_request_bytes_sum": 0.25,
+    "istio_response_bytes_sum": 0.15,
+}
 
 
 class PairTrafficExporter(SyntheticExporter):
@@ -77,12 +87,15 @@ class PairTrafficExporter(SyntheticExporter):
     def _render_pairs(self, now: float) -> str:
         if not self._pair_counters:
             return ""
-        out = ["# TYPE istio_tcp_sent_bytes_total counter"]
-        for (a, b), counter in self._pair_counters.items():
-            (sns, _, sw), (dns, _, dw) = a.partition("/"), b.partition("/")
-            labels = (
-                f'reporter="source",source_workload="{sw}",source_workload_namespace="{sns}",'
-                f'destination_workload="{dw}",destination_workload_namespace="{dns}"'
-            )
-            out.append(f"istio_tcp_sent_bytes_total{{{labels}}} {counter.value(now):.3f}")
+        out = []
+        for metric, share in ISTIO_SHARES.items():
+            out.append(f"# TYPE {metric} counter")
+            for (a, b), counter in self._pair_counters.items():
+                (sns, _, sw), (dns, _, dw) = a.partition("/"), b.partition("/")
+                pair = (
+                    f'source_workload="{sw}",source_workload_namespace="{sns}",'
+                    f'destination_workload="{dw}",destination_workload_namespace="{dns}"'
+                )
+                for reporter in ("source", "destination"):
+                    out.append(f'{metric}{{reporter="{reporter}",{pair}}} {share * counter.value(now):.3f}')
         return "\n".join(out) + "\n"

@@ -181,7 +181,7 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
     # ------------------------------------------------------------ estimation
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        self.source.reserve(pod, node_name)
+        self.source.reserve(pod, node_name, state)
         return Status.success()
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:

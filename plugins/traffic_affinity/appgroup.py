@@ -10,8 +10,9 @@ Its edges are the dependencies of its workload entry, and the workloads that
 depend on it (an edge counts both ways), each named by the dependency's
 `workload.name` (the Deployment or StatefulSet: the mesh's name, so measured
 and declared edges meet) in its namespace (default: the AppGroup's).  The rate
-is `minBandwidth` (a quantity in bytes/s) when set, else the annotation's default.
-Read only when the CRD is installed and the objects are watched; an AppGroup
+is `minBandwidth` (a quantity in bytes/s, at most declared.MAX_RATE) when set,
+else the annotation's default; a malformed one is reported (an Event on the pod
+naming the AppGroup and the field) and that dependency left out.  Read only when the CRD is installed and the objects are watched; an AppGroup
 that names no such workload gives no edges.
 """
 
@@ -20,51 +21,57 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from netsched.framework import PodInfo, QuantityError, parse_quantity
+from netsched.framework import PodInfo
 
-from .declared import DEFAULT_RATE
+from .declared import DEFAULT_RATE, Declared, checked_rate
 
 APPGROUPS_KEY = "appgroup.diktyo.x-k8s.io/appgroups"  # how the object store keeps them
 APPGROUP_LABEL = "appgroup.diktyo.x-k8s.io"
 WORKLOAD_LABEL = "appgroup.diktyo.x-k8s.io.workload"
 
 
-def appgroup_edges(pod: PodInfo, appgroup: Mapping[str, Any] | None) -> dict[str, float]:
-    """Peer workload key -> bytes/s for `pod` from its AppGroup ({} when it names none)."""
+def appgroup_edges(pod: PodInfo, appgroup: Mapping[str, Any] | None) -> Declared:
+    """Peer workload key -> bytes/s for `pod` from its AppGroup (none when it names none)."""
+    out = Declared()
     selector = pod.labels.get(WORKLOAD_LABEL)
     if appgroup is None or not selector:
-        return {}
-    ns = str((appgroup.get("metadata") or {}).get("namespace") or pod.namespace)
-    out: dict[str, float] = {}
-    for entry in _list((appgroup.get("spec") or {}).get("workloads")):
+        return out
+    meta = _dict(appgroup.get("metadata"))
+    ns = str(meta.get("namespace") or pod.namespace)
+    name = f"AppGroup {ns}/{meta.get('name', '')}"
+    for i, entry in enumerate(_list(_dict(appgroup.get("spec")).get("workloads"))):
         own = _dict(entry.get("workload"))
-        deps = _list(entry.get("dependencies"))
-        if own.get("selector") == selector:
-            for dep in deps:
-                _add(out, _dict(dep.get("workload")), dep, ns)
-        else:
-            for dep in deps:
-                if _dict(dep.get("workload")).get("selector") == selector:
-                    _add(out, own, dep, ns)
+        for j, dep in enumerate(_list(entry.get("dependencies"))):
+            peer = _dict(dep.get("workload"))
+            path = f"{name}: spec.workloads[{i}]"
+            if own.get("selector") == selector:
+                other, other_path = peer, f"{path}.dependencies[{j}].workload"
+            elif peer.get("selector") == selector:
+                # It depends on the pod's workload: the edge counts both ways.
+                other, other_path = own, f"{path}.workload"
+            else:
+                continue
+            _add(out, other, other_path, dep, f"{path}.dependencies[{j}].minBandwidth", ns)
     return out
 
 
-def _add(out: dict[str, float], workload: Mapping[str, Any], dep: Mapping[str, Any], ns: str) -> None:
-    name = workload.get("name")
-    if not isinstance(name, str) or not name:
+def _add(
+    out: Declared, workload: Mapping[str, Any], path: str, dep: Mapping[str, Any], rate_path: str, ns: str
+) -> None:
+    """Add the edge to `workload` (at `path`), or report why not (nothing is dropped silently)."""
+    name, peer_ns = workload.get("name"), workload.get("namespace") or ns
+    if not isinstance(name, str) or not name or not isinstance(peer_ns, str):
+        out.errors.append(f"{path}: Invalid value: {dict(workload)!r}: want name and namespace strings")
         return
-    key = f"{workload.get('namespace') or ns}/{name}"
-    out[key] = out.get(key, 0.0) + _rate(dep.get("minBandwidth"))
-
-
-def _rate(raw: Any) -> float:
-    if raw is None:
-        return DEFAULT_RATE
+    raw = dep.get("minBandwidth")
     try:
-        rate = float(parse_quantity(raw))
-    except QuantityError:
-        return DEFAULT_RATE
-    return rate if rate > 0 else DEFAULT_RATE
+        # Diktyo reads a missing or zero minBandwidth as "no minimum": the default rate.
+        rate = (checked_rate(raw, zero=True) if raw is not None else 0.0) or DEFAULT_RATE
+    except ValueError as e:
+        out.errors.append(f"{rate_path}: Invalid value: {raw!r}: {e}")
+        return
+    key = f"{peer_ns}/{name}"
+    out.edges[key] = out.edges.get(key, 0.0) + rate
 
 
 def _list(v: Any) -> list[Mapping[str, Any]]:

@@ -55,8 +55,8 @@ class TrafficNote:
         return out
 
     def cheapest(self) -> list[tuple[str, float]]:
-        order = self._idx[np.argsort(self._costs[self._idx], kind="stable")][:TOP_NODES]
-        return [(self._nodes[int(r)].name, float(self._costs[int(r)])) for r in order]
+        order = np.argsort(self._costs, kind="stable")[:TOP_NODES]  # costs align with idx
+        return [(self._nodes[int(self._idx[i])].name, float(self._costs[i])) for i in order]
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -1,14 +1,13 @@
 """Where the peers are: placed pods by workload, and the peers' weight on each node-table row.
 
 WorkloadIndex keeps the snapshot's pods (bound and assumed) per workload and
-row, re-reading only the rows the snapshot replaced; PeerWeights turns a
-workload's edges into the weight its peers put on each row, kept between
-cycles and updated for the peers that moved.
+row, re-reading only the rows the snapshot replaced; peers_of turns a
+workload's edges into the weight its peers put on the rows holding them
+(sparse: per pod, the work follows the peers' pods, not the nodes).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -19,13 +18,15 @@ from netsched.framework import FloatArray, IntArray, NodeInfo, Snapshot, workloa
 
 @dataclass(frozen=True, slots=True)
 class Peers:
-    """Where the pod's peers sit: their weight per snapshot row, dense and sparse."""
+    """Where the pod's peers sit, sparse: one entry per (peer workload, row holding its pods)."""
 
-    rows: FloatArray  # bytes/s of the pod's edges carried by each row's peers
+    held: IntArray  # rows (may repeat: two peer workloads on one node)
+    weights: FloatArray  # bytes/s of the pod's edges carried by that peer's pods on that row
     total: float
-    held: IntArray  # the rows holding peers (may repeat), and each one's weight: the sparse form
-    weights: FloatArray
 
+
+_NO_ROWS: IntArray = np.zeros(0, dtype=np.int64)
+_NO_WEIGHTS: FloatArray = np.zeros(0, dtype=np.float64)
 
 # A workload's placed pods: (rows, pods on each row, total pods).
 Arrays = tuple[IntArray, FloatArray, int]
@@ -35,7 +36,7 @@ class WorkloadIndex:
     """Placed pods (bound and assumed) per workload and row, kept current with the snapshot.
 
     A cycle re-reads only the rows the snapshot replaced since the last sync
-    (its row_version, one vector compare); a new layout rebuilds it.  Terminating pods are left out:
+    (Snapshot.replaced_since); a new layout rebuilds it.  Terminating pods are left out:
     their traffic is leaving with them.
     """
 
@@ -47,6 +48,7 @@ class WorkloadIndex:
         self._row_workloads: list[dict[str, int]] = []
         self._seen = 0  # the snapshot's row_counter when last synced
         self._arrays: dict[str, Arrays] = {}  # workload -> rows, pods, total
+        self._totals: dict[str, int] = {}  # workload -> placed pods
         self.rows: dict[str, dict[int, int]] = {}  # workload -> row -> pods
         self.epoch = 0  # bumped when rebuilt: row numbers from before mean nothing
 
@@ -62,36 +64,42 @@ class WorkloadIndex:
             self._row_workloads = [{} for _ in nodes]
             self.rows = {}
             self._arrays = {}
+            self._totals = {}
             self.epoch += 1
             changed: Iterable[int] = range(len(nodes))
         elif snapshot.row_counter == self._seen:
             return
         else:
-            changed = np.flatnonzero(snapshot.row_version > self._seen).tolist()
+            changed = snapshot.replaced_since(self._seen)
         self._seen = snapshot.row_counter
         for row in changed:
             self._reindex(row, nodes[row])
 
     def _reindex(self, row: int, node: NodeInfo) -> None:
-        for wl in self._row_workloads[row]:
-            self._arrays.pop(wl, None)
-            per_row = self.rows[wl]
-            del per_row[row]
-            if not per_row:
-                del self.rows[wl]
         counts: dict[str, int] = {}
         for pod in node.pods.values():
             if not pod.deleting:
                 wl = workload_key(pod, self._label)
                 counts[wl] = counts.get(wl, 0) + 1
-        for wl, k in counts.items():
-            self.rows.setdefault(wl, {})[row] = k
+        old = self._row_workloads[row]
+        for wl in old.keys() | counts.keys():
+            before, now = old.get(wl, 0), counts.get(wl, 0)
+            if before == now:
+                continue  # this workload did not move: its kept arrays stay valid
             self._arrays.pop(wl, None)
+            self._totals[wl] = total = self._totals.get(wl, 0) + now - before
+            per_row = self.rows.setdefault(wl, {})
+            if now:
+                per_row[row] = now
+            else:
+                del per_row[row]
+            if not total:
+                del self.rows[wl], self._totals[wl]
         self._row_workloads[row] = counts
         self._row_nodes[row] = node
 
     def placed(self, workload: str) -> int:
-        return self.arrays(workload)[2]
+        return self._totals.get(workload, 0)
 
     def arrays(self, workload: str) -> Arrays:
         """(rows, pods on each, total) of the workload, cached until one of its rows changes
@@ -105,99 +113,24 @@ class WorkloadIndex:
         return got
 
 
-@dataclass(slots=True)
-class _Weights:
-    edges: Mapping[str, float]  # the graph's edges they were computed for (identity)
-    epoch: int
-    rows: FloatArray
-    parts: dict[str, tuple[Arrays, float]]  # peer -> (its arrays then, the rate each of its pods carried)
-
-
-# Past this share of peers moved since the kept weights, recomputing them all is cheaper.
-RECOMPUTE_SHARE = 0.25
-
-
-class PeerWeights:
-    """The peers' weights per row for the workloads being placed, kept between cycles.
-
-    Each edge's rate is shared among the peer's placed pods.  Between two polls a
-    workload's edges are the same object, so when its pods come one after the
-    other (a Deployment's replicas) its weights are updated only for the peers
-    whose pods moved since (usually one: the pod placed last); when most peers
-    moved they are recomputed in one bincount.  At most `size` workloads are
-    kept (the least recently placed are dropped).
-    """
-
-    def __init__(self, size: int = 256) -> None:
-        self._size = size
-        self._kept: OrderedDict[str, _Weights] = OrderedDict()
-
-    def of(self, index: WorkloadIndex, workload: str, edges: Mapping[str, float], n_rows: int) -> Peers:
-        got = self._kept.get(workload)
-        known, arrays = index.rows, index.arrays
-        moved: list[tuple[str, float, Arrays | None]] = []
-        if got is None or got.edges is not edges or got.epoch != index.epoch or len(got.rows) != n_rows:
-            got = None  # another graph or node layout: nothing kept applies
-        else:
-            self._kept.move_to_end(workload)
-            parts = got.parts
-            for peer, rate in edges.items():
-                now = arrays(peer) if peer in known else None
-                part = parts.get(peer)
-                if (part[0] if part is not None else None) is not now:
-                    moved.append((peer, rate, now))
-        if got is None or len(moved) > RECOMPUTE_SHARE * len(edges):
-            got, held, weights = self._recompute(index, workload, edges, n_rows)
-        else:
-            _update(got, moved)
-            held = np.flatnonzero(got.rows)
-            weights = got.rows[held]
-        return Peers(got.rows, float(weights.sum()) if got.parts else 0.0, held, weights)
-
-    def _recompute(
-        self, index: WorkloadIndex, workload: str, edges: Mapping[str, float], n_rows: int
-    ) -> tuple[_Weights, IntArray, FloatArray]:
-        """Kept weights from scratch, and their sparse form (rows may repeat)."""
-        rows: list[IntArray] = []
-        pods: list[FloatArray] = []
-        shares: list[float] = []
-        sizes: list[int] = []
-        parts: dict[str, tuple[Arrays, float]] = {}
-        known, arrays = index.rows, index.arrays
-        for peer, rate in edges.items():
-            if peer in known:
-                now = arrays(peer)
-                share = rate / now[2]
-                rows.append(now[0])
-                pods.append(now[1])
-                shares.append(share)
-                sizes.append(len(now[0]))
-                parts[peer] = (now, share)
-        if rows:
-            held = np.concatenate(rows)
-            weights = np.concatenate(pods) * np.repeat(shares, sizes)
-            w = np.bincount(held, weights=weights, minlength=n_rows).astype(np.float64, copy=False)
-        else:
-            held, weights = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-            w = np.zeros(n_rows, dtype=np.float64)
-        got = self._kept[workload] = _Weights(edges, index.epoch, w, parts)
-        self._kept.move_to_end(workload)
-        if len(self._kept) > self._size:
-            self._kept.popitem(last=False)
-        return got, held, weights
-
-
-def _update(got: _Weights, moved: list[tuple[str, float, Arrays | None]]) -> None:
-    """Take back what the moved peers' pods carried where they were; add it where they are."""
-    w, parts = got.rows, got.parts
-    for peer, rate, now in moved:
-        old = parts.pop(peer, None)
-        if old is not None:
-            w[old[0][0]] -= old[0][1] * old[1]  # a workload's rows are distinct: no repeated index
-        if now is not None:
-            share = rate / now[2]
-            w[now[0]] += now[1] * share
-            parts[peer] = (now, share)
+def peers_of(index: WorkloadIndex, edges: Mapping[str, float]) -> Peers:
+    """Each edge's rate shared among the peer workload's placed pods: one pass over the
+    peers' kept arrays (work grows with the peers and their rows, never with the nodes)."""
+    rows: list[IntArray] = []
+    weights: list[FloatArray] = []
+    total = 0.0
+    known, arrays = index.rows, index.arrays
+    for peer, rate in edges.items():
+        if peer in known:
+            at, pods, n = arrays(peer)
+            rows.append(at)
+            weights.append(pods * (rate / n))
+            total += rate
+    if not rows:
+        return Peers(_NO_ROWS, _NO_WEIGHTS, 0.0)
+    if len(rows) == 1:
+        return Peers(rows[0], weights[0], total)
+    return Peers(np.concatenate(rows), np.concatenate(weights), total)
 
 
 def local_weight(index: WorkloadIndex, edges: Mapping[str, float], row: int) -> float:

@@ -14,13 +14,19 @@ nodes and the cheapest candidates.
 
 Reserve/Unreserve are not needed: the peers are read from the snapshot, which
 holds assumed pods.  Link headroom stays with LoadThreshold and NetworkTraffic; this
-plugin only tells them how much of a new pod's traffic leaves its node (the
-estimator's bandwidth hint: the workload's measured per-pod traffic minus the
-part exchanged with peers on the same node).
+plugin only tells them how much of a new pod's traffic leaves its node: PreScore
+leaves a bandwidth hint in the pod's cycle state (BANDWIDTH_HINT), which the
+load-aware plugins' Reserve hands to the estimator: the workload's measured
+per-pod traffic minus the part exchanged with peers on the same node.  The hint
+is per cycle, so profiles sharing a `prometheus:` block (one estimator) and the
+explainer's replica never take over each other's.  A pod whose workload has no
+placed pod (all old pods gone, before a new sample) gets the estimator's default
+rather than the whole workload's traffic.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +36,7 @@ import numpy as np
 from netsched.framework import (
     MAX_NODE_SCORE,
     CycleState,
+    FloatArray,
     Handle,
     IntArray,
     NodeInfo,
@@ -43,24 +50,30 @@ from netsched.framework import (
     workload_key,
 )
 from netsched.metrics.plugin_api import (
+    BANDWIDTH_HINT,
     PAIR_LABEL,
     TRAFFIC_PAIRS,
-    GraphReader,
     TrafficGraph,
     source_for,
+    traffic_graph,
 )
 
 from .appgroup import APPGROUP_LABEL, APPGROUPS_KEY, appgroup_edges
 from .args import TrafficAffinityArgs
 from .cost import invert, traffic_costs
-from .declared import DeclaredEdgesError, declared_edges
+from .declared import Declared, declared_edges
 from .explain import TrafficNote
-from .placed import Peers, PeerWeights, WorkloadIndex, local_weight
-from .shares import NODE_LEVEL, cross_shares
+from .placed import Peers, WorkloadIndex, local_weight, peers_of
+from .shares import NODE_LEVEL, CrossShares, cross_shares
+
+log = logging.getLogger(__name__)
 
 MEASURED, DECLARED = "measured", "declared"
 _WORKLOAD_INDEX = "traffic-affinity/workload/"  # + the workload label: pods by workload key
 _REPORTED_MAX = 4096  # pods whose malformed annotation was reported (an Event once per pod)
+# Costs are clipped here before the int64 cast: far above any real bytes/s x distance, far
+# below int64's range, so the sum over plugins x weights cannot overflow either.
+MAX_COST = 1e15
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +81,8 @@ class TrafficCosts:
     """One pod's costs over the snapshot rows of its cycle, and what they came from."""
 
     index: Mapping[str, int]
-    rows: IntArray  # cost per snapshot row (candidates only)
+    idx: IntArray  # the candidate rows PreScore got
+    costs: IntArray  # cost per candidate (aligned with idx)
     workload: str
     origin: str  # MEASURED or DECLARED
     edges: Mapping[str, float]
@@ -82,14 +96,18 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         super().__init__(args, handle)
         self.source = source_for(handle, self.args.prometheus, self.name)
         self.source.require_keyed_query(TRAFFIC_PAIRS, self.args.traffic.promql(), PAIR_LABEL)
-        self._reader = GraphReader(self.source.max_age)
         self._distances = self.args.level_distances
         self._placed = WorkloadIndex(self.args.workload_label)
-        self._weights = PeerWeights()
+        self._scratch: FloatArray = np.zeros(0)  # traffic_costs' per-row gathering space
         self._lock = threading.Lock()  # explain and the estimator's hint read from other threads
         self._reported: set[str] = set()
-        self._last: tuple[str, str, Mapping[str, float]] = ("", "", {})  # pod uid, workload, measured edges
-        self.source.estimator.bandwidth_hint = self.pod_bandwidth
+        # Most pods of each workload seen placed while the current graph sample is read (reset
+        # when a new sample comes): a workload's measured traffic divides by it once its old
+        # pods are gone (a Recreate rollout), rather than charging one new pod all of it.
+        self._peak: dict[str, int] = {}
+        self._peak_sample = -1.0
+        self._sample = 0.0  # sampled_at of the graph read last (0: none)
+        self._unmatched = False  # the graph named no placed pod's workload at the last check
         self._publish_shares()
 
     @property
@@ -98,28 +116,28 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
 
     # ------------------------------------------------------------ edges
 
-    def graph(self) -> TrafficGraph:
-        """The measured graph, empty while stale or never polled."""
-        with self._lock:
-            return self._reader.read(self.source.series(TRAFFIC_PAIRS), self.handle.clock.wall())
+    def graph(self, snapshot: Snapshot | None = None) -> TrafficGraph:
+        """The measured graph (metrics' one read API: built once per poll for every plugin
+        and profile), empty while stale or never polled; `snapshot`: the cycle's, else the
+        handle's."""
+        got = traffic_graph(self.source, snapshot if snapshot is not None else self.handle.snapshot())
+        self._sample = got.sampled_at
+        return got
 
-    def edges(self, pod: PodInfo) -> tuple[str, str, Mapping[str, float]]:
+    def edges(self, pod: PodInfo, snapshot: Snapshot | None = None) -> tuple[str, str, Mapping[str, float]]:
         """(workload, origin, peer -> bytes/s): measured edges win over declared ones."""
         workload = workload_key(pod, self.args.workload_label)
-        measured = self.graph().of(workload)
-        self._last = (pod.uid, workload, measured)  # Reserve's bandwidth hint asks again
+        measured = self.graph(snapshot).of(workload)
         if measured:
             return workload, MEASURED, measured
-        try:
-            declared = declared_edges(pod)
-        except DeclaredEdgesError as e:
-            self._report(pod, str(e))
-            declared = {}
+        declared = declared_edges(pod)
         group = pod.labels.get(APPGROUP_LABEL)
         if group:  # scheduler-plugins' AppGroup, when the CRD is installed; the annotation wins
-            appgroup = self.handle.objects.get(APPGROUPS_KEY, pod.namespace, group)
-            declared = {**appgroup_edges(pod, appgroup), **declared}
-        return workload, DECLARED, declared
+            appgroup = appgroup_edges(pod, self.handle.objects.get(APPGROUPS_KEY, pod.namespace, group))
+            declared = Declared({**appgroup.edges, **declared.edges}, appgroup.errors + declared.errors)
+        if declared.errors:
+            self._report(pod, "; ".join(declared.errors))
+        return workload, DECLARED, declared.edges
 
     def _report(self, pod: PodInfo, message: str) -> None:
         if pod.uid in self._reported:
@@ -132,7 +150,10 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
     # ------------------------------------------------------------ scoring
 
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
-        got = self.costs(state, pod, snapshot, idx)
+        workload, origin, edges = self.edges(pod, snapshot)
+        if origin == MEASURED:  # Reserve's estimate of the pod's link load, on this cycle's snapshot
+            state.write(BANDWIDTH_HINT, _LeavingTraffic(self, workload, edges, snapshot))
+        got = self.costs(pod, snapshot, idx, (workload, origin, edges)) if edges else None
         if got is None:
             return Status.skip()
         state.write(self._key, got)
@@ -143,35 +164,43 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         """The explain section, computed only if an explanation reads it (right after this
         cycle's scoring: it reads the placed pods and nodes as they are then)."""
         return TrafficNote(
-            got.workload, got.origin, got.edges, self._placed.rows, snapshot.nodes, idx, got.rows
+            got.workload, got.origin, got.edges, self._placed.rows, snapshot.nodes, got.idx, got.costs
         )
 
     def costs(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        idx: IntArray,
+        known: tuple[str, str, Mapping[str, float]] | None = None,
     ) -> TrafficCosts | None:
-        """The pod's costs over rows `idx`, or None when nothing is known (the plugin is inert)."""
-        workload, origin, edges = self.edges(pod)
+        """The pod's costs over rows `idx`, or None when nothing is known (the plugin is inert);
+        `known`: the pod's edges() when already looked up."""
+        workload, origin, edges = known if known is not None else self.edges(pod, snapshot)
         if not edges:
             return None
+        levels = [label_codes(snapshot, key) for key in reversed(self.args.levels)]
         with self._lock:
             self._placed.sync(snapshot)
-            peers = self._weights.of(self._placed, workload, edges, len(snapshot))
-        if peers.total <= 0:
-            return None
-        levels = [label_codes(snapshot, key) for key in reversed(self.args.levels)]
-        cost = traffic_costs(peers, idx, levels, self._distances)
-        rows = np.zeros(len(snapshot), dtype=np.int64)
-        rows[idx] = np.rint(cost).astype(np.int64)
-        return TrafficCosts(snapshot.index, rows, workload, origin, edges, peers)
+            peers = peers_of(self._placed, edges)
+            if peers.total <= 0:
+                return None
+            if len(self._scratch) != len(snapshot):
+                self._scratch = np.zeros(len(snapshot))
+            cost = traffic_costs(peers, idx, levels, self._distances, self._scratch)
+        costs = np.rint(np.minimum(cost, MAX_COST)).astype(np.int64)
+        return TrafficCosts(snapshot.index, idx, costs, workload, origin, edges, peers)
 
     def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
         got: TrafficCosts = state.read(self._key)
-        return got.rows[idx]
+        if idx is got.idx:  # the runtime scores the rows PreScore got
+            return got.costs.copy()  # NormalizeScore works in place
+        return _dense(got, len(got.index))[idx]
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         got: TrafficCosts = state.read(self._key)
         row = got.index.get(node.name)
-        return int(got.rows[row]) if row is not None else int(got.rows.max(initial=0))
+        return int(_dense(got, len(got.index))[row]) if row is not None else int(got.costs.max(initial=0))
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
         scores[:] = invert(scores.astype(np.float64), MAX_NODE_SCORE)
@@ -200,10 +229,22 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
             "Share of the measured pair traffic whose two ends are in different domains of a topology level.",
             ["profile", "level"],
         )
+        matched = m.gauge(
+            "netsched_traffic_matched_workloads",
+            "Workloads of the measured traffic graph with placed pods (by workloadLabel); 0 while "
+            "netsched_traffic_graph_workloads is not: no pod matches the mesh's names, the plugin is inert.",
+            ["profile"],
+        )
+        workloads = m.gauge(
+            "netsched_traffic_graph_workloads", "Workloads in the measured traffic graph.", ["profile"]
+        )
         profile = self.handle.profile_name
 
         def publish() -> None:
             got = cross_shares(self.graph(), self._nodes_of, self._domain_of, self.args.levels)
+            self.check_match(got)
+            matched.labels(profile).set(got.matched)
+            workloads.labels(profile).set(got.workloads)
             total.labels(profile).set(got.total)
             node.labels(profile).set(got.crossing.get(NODE_LEVEL, 0.0))
             for lv in self.args.levels:
@@ -212,6 +253,21 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         self.handle.every(
             f"{self.name}/shares/{profile}", self.args.prometheus.poll_interval_seconds, publish
         )
+
+    def check_match(self, got: CrossShares) -> None:
+        """Warn once (when it starts) that the measured graph names no workload of a placed pod."""
+        unmatched = got.workloads > 0 and got.matched == 0
+        if unmatched and not self._unmatched:
+            log.warning(
+                "No placed pod's workload is in the measured traffic graph; TrafficAffinity is inert "
+                "profile=%s workloadLabel=%s graphWorkloads=%d hint=%s",
+                self.handle.profile_name,
+                self.args.workload_label or "<controller name>",
+                got.workloads,
+                "make workloadLabel name workloads as the mesh does, or set traffic.labels to the "
+                "mesh's label that matches (e.g. source_canonical_service)",
+            )
+        self._unmatched = unmatched
 
     def _nodes_of(self, workload: str) -> list[str]:
         pods = self.handle.pods_by_index(_WORKLOAD_INDEX + self.args.workload_label, workload)
@@ -224,22 +280,61 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
     # ------------------------------------------------------------ link-load estimate
 
     def pod_bandwidth(self, pod: PodInfo, node_name: str) -> tuple[float, float] | None:
-        """(rx, tx) bytes/s of a just-placed pod whose workload's traffic is measured: its
-        workload's per-pod traffic, less the part exchanged with peers on `node_name`
-        (pod-to-pod traffic on one node never reaches the NIC).  None: not measured."""
-        last = self._last
-        if last[0] == pod.uid:  # this cycle's PreScore looked them up
-            workload, edges = last[1], last[2]
-        else:
-            workload = workload_key(pod, self.args.workload_label)
-            edges = self.graph().of(workload)
+        """(rx, tx) bytes/s of a just-placed pod on `node_name`, on the current snapshot (what
+        Reserve gets through the cycle's BANDWIDTH_HINT); None: its traffic is not measured."""
+        workload = workload_key(pod, self.args.workload_label)
+        return self.leaving(workload, self.graph().of(workload), self.handle.snapshot(), node_name)
+
+    def leaving(
+        self, workload: str, edges: Mapping[str, float], snapshot: Snapshot, node_name: str
+    ) -> tuple[float, float] | None:
+        """(rx, tx) bytes/s of a new pod of `workload` on `node_name`: the workload's measured
+        traffic per placed pod, less the part exchanged with peers on that node (pod-to-pod
+        traffic on one node never reaches the NIC).  None (the estimator's default) when not
+        measured, or when no pod of the workload is placed nor was during this sample (the
+        sample read last by graph(): this cycle's PreScore, or pod_bandwidth)."""
         if not edges:
             return None
-        snapshot = self.handle.snapshot()
         row = snapshot.index.get(node_name)
         with self._lock:
             self._placed.sync(snapshot)
-            own = max(self._placed.placed(workload) if workload in self._placed.rows else 0, 1)
+            own = self._pods_behind(workload)
             local = local_weight(self._placed, edges, row) if row is not None else 0.0
+        if own <= 0:
+            return None
         leaving = max((sum(edges.values()) - local) / own, 0.0)
         return leaving / 2, leaving / 2  # an edge's rate counts both directions together
+
+    def _pods_behind(self, workload: str) -> int:
+        """How many pods the workload's measured traffic is shared by: the most placed while
+        this graph sample is current (call under the lock)."""
+        sample = self._sample
+        if sample != self._peak_sample:
+            self._peak.clear()
+            self._peak_sample = sample
+        now = self._placed.placed(workload)
+        peak = max(self._peak.get(workload, 0), now)
+        if peak:
+            self._peak[workload] = peak
+        return peak
+
+
+def _dense(got: TrafficCosts, n: int) -> IntArray:
+    """Costs per snapshot row (0 outside the candidates): for rows other than PreScore's."""
+    rows = np.zeros(n, dtype=np.int64)
+    rows[got.idx] = got.costs
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class _LeavingTraffic:
+    """The estimator's bandwidth hint for one cycle's pod: its workload's edges as PreScore read
+    them, priced on that cycle's snapshot by the profile's own plugin."""
+
+    plugin: TrafficAffinity
+    workload: str
+    edges: Mapping[str, float]
+    snapshot: Snapshot
+
+    def __call__(self, pod: PodInfo, node_name: str) -> tuple[float, float] | None:
+        return self.plugin.leaving(self.workload, self.edges, self.snapshot, node_name)

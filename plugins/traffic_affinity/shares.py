@@ -7,6 +7,12 @@ buys:
     netsched_traffic_pair_bytes_per_second{profile}        measured pair traffic between placed pods
     netsched_traffic_cross_node_ratio{profile}             the part of it whose two ends are on different nodes
     netsched_traffic_cross_level_ratio{profile, level}     ... in different domains of that level
+    netsched_traffic_matched_workloads{profile}            workloads of the graph that have placed pods
+    netsched_traffic_graph_workloads{profile}              workloads of the graph
+
+A graph with workloads none of which has a placed pod means the pods'
+workloads (workloadLabel) are not named as the mesh names them: the plugin is
+then inert, which the matched gauge at 0 and one warning log say.
 
 Each pair's rate is taken as spread evenly over its pod pairs (as a mesh's
 load balancing spreads requests), so a pair crosses nodes by
@@ -29,6 +35,8 @@ NODE_LEVEL = "node"
 class CrossShares:
     total: float  # bytes/s between placed pods
     crossing: Mapping[str, float]  # NODE_LEVEL or a level label -> fraction of total crossing it
+    workloads: int = 0  # workloads of the graph
+    matched: int = 0  # ... that have placed pods
 
 
 def cross_shares(
@@ -62,9 +70,11 @@ def cross_shares(
                 da, db = _domains(ca, level, domain_of), _domains(cb, level, domain_of)
                 same = sum(k * db[d] for d, k in da.items() if d is not None)
                 crossing[level] += rate * (1 - same / (na * nb))
+    workloads = len(graph.edges)
+    matched = sum(1 for w in graph.edges if at(w))
     if total <= 0:
-        return CrossShares(0.0, {})
-    return CrossShares(total, {k: v / total for k, v in crossing.items()})
+        return CrossShares(0.0, {}, workloads, matched)
+    return CrossShares(total, {k: v / total for k, v in crossing.items()}, workloads, matched)
 
 
 def _domains(

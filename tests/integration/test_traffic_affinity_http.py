@@ -109,15 +109,20 @@ def test_pod_follows_its_measured_peer(stack: tuple[FakeAPIServer, PrometheusSer
     # NetworkTraffic alone would send the next web pod to an idle node.
     create(server, "db-0", "db", "node-3")
     create(server, "web-0", "web", "node-0")
-    # The mesh measures the pair; wait for a full rate window of it in Prometheus.
-    query = f'rate(istio_tcp_sent_bytes_total{{source_workload="web",destination_workload="db"}}[{WINDOW}])'
+    # The mesh measures the pair (TCP and HTTP bytes, each reported by both proxies); wait for
+    # a full rate window of it in Prometheus, through the scheduler's own query.
+    source = app.hub.sources[0]
+    query = source.query("traffic_pairs")
     prom.wait_for(query, lambda r: bool(r) and abs(float(r[0]["value"][1]) - RATE) < 0.05 * RATE, timeout=30)
     link = f'rate(node_network_receive_bytes_total{{node="node-3",device="eth0"}}[{WINDOW}])'
     prom.wait_for(link, lambda r: bool(r) and float(r[0]["value"][1]) > 0.9 * RATE / 2, timeout=30)
-    source = app.hub.sources[0]
     assert app.hub.trigger(timeout=10)
     pairs = source.series("traffic_pairs")
     assert pairs is not None and "default|web|default|db" in pairs.keys
+    # TCP and HTTP bytes add up to the pair's rate; the destination's duplicates are left out
+    # (counted, the graph would read 2x; without HTTP, 0.6x).
+    measured = float(pairs.values[list(pairs.keys).index("default|web|default|db")])
+    assert abs(measured - RATE) < 0.05 * RATE, measured
     # The next web pod goes next to db, whatever the first one did.
     create(server, "web-1", "web")
     assert node_of(server, "web-1") == "node-3"

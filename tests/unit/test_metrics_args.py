@@ -39,7 +39,7 @@ def test_max_age_defaults_to_four_poll_intervals() -> None:
     assert errs == []
     assert args.max_sample_age_seconds == 20
     assert args.timeout_seconds == 2.5  # half the interval when shorter than 5 s
-    assert args.estimation.max_lifetime_seconds == 50  # margin 30 + max age 20 > 2 x 20
+    assert args.estimation.max_lifetime_seconds == 80  # margin 60 (the 1m window) + max age 20 > 2 x 20
 
 
 @pytest.mark.parametrize(
@@ -159,3 +159,19 @@ def test_response_size_cap_defaults_and_is_per_connection() -> None:
     small, errs = decode({"maxResponseBytes": 4096})
     assert errs == [] and small.connection.max_response_bytes == 4096
     assert small.connection != args.connection  # a different cap is a different poller
+
+
+@pytest.mark.parametrize(
+    ("raw", "margin"),
+    [
+        ({}, 60.0),  # the default 1m window: a sample must lie a whole window after the reservation
+        ({"rateWindow": "2m30s"}, 150.0),
+        ({"rateWindow": "10s"}, 30.0),  # never shorter than pod start
+        ({"rateWindow": "5m", "estimation": {"coverMarginSeconds": 20}}, 20.0),  # explicit wins
+    ],
+)
+def test_cover_margin_follows_the_rate_window(raw: dict[str, Any], margin: float) -> None:
+    args, errs = decode(raw)
+    assert errs == []
+    assert args.estimation.cover_margin_seconds == margin
+    assert args.estimation.max_lifetime_seconds > margin

@@ -19,15 +19,16 @@ from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
 from netsched.framework.workload import workload_key, workload_name
 from netsched.metrics.cache import Series
-from netsched.metrics.plugin_api import PAIR_LABEL, TRAFFIC_PAIRS, PrometheusArgs, TrafficArgs
+from netsched.metrics.plugin_api import BANDWIDTH_HINT, PAIR_LABEL, TRAFFIC_PAIRS, PrometheusArgs, TrafficArgs
 from netsched.metrics.queries import render
 from netsched.metrics.traffic import build_graph
 from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
-from netsched.plugins.traffic_affinity import placed as placed_module
+from netsched.plugins.traffic_affinity import cost as cost_module
 from netsched.plugins.traffic_affinity.appgroup import appgroup_edges
 from netsched.plugins.traffic_affinity.cost import invert
-from netsched.plugins.traffic_affinity.declared import ANNOTATION, DeclaredEdgesError, declared_edges
-from netsched.plugins.traffic_affinity.placed import PeerWeights, WorkloadIndex
+from netsched.plugins.traffic_affinity.declared import ANNOTATION, declared_edges
+from netsched.plugins.traffic_affinity.placed import WorkloadIndex, peers_of
+from netsched.plugins.traffic_affinity.plugin import MAX_COST
 from netsched.plugins.traffic_affinity.shares import NODE_LEVEL, cross_shares
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
@@ -129,6 +130,19 @@ def test_distances_by_level() -> None:
     assert norm == [100, 67, 33, 33, 0, 0, 0, 0]
 
 
+@pytest.mark.parametrize("dense_factor", [0, 16])  # the sparse gather (np.add.at) / one bincount
+def test_both_gathers_give_the_same_costs(dense_factor: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cost_module, "_DENSE_FACTOR", dense_factor)
+    r = Rig(
+        [replica("db", 0, "n0"), replica("db", 1, "n0"), replica("cache", 0, "n0"), replica("cache", 1, "n6")]
+    )
+    r.edges({"default|api|default|db": 100.0, "default|api|default|cache": 60.0})
+    _, raw, _ = r.run(replica("api", 0).info())
+    # n0: db all there, cache half (30 at zone b: 3); n6: db 100 at 3, cache 30 at 0, 30 at 3
+    assert raw[0] == 30 * 3 and raw[6] == 100 * 3 + 30 * 3
+    assert r.plugin._scratch.sum() == 0  # left zeroed for the next pod
+
+
 def test_rate_shared_among_peer_pods_and_both_directions_add_up() -> None:
     r = Rig([replica("db", 0, "n0"), replica("db", 1, "n4")])
     # db -> api and api -> db both count: 60 + 40 = 100 B/s, 50 per db pod.
@@ -191,18 +205,58 @@ def test_malformed_declaration_is_an_event_on_the_pod_once() -> None:
     ("text", "want"),
     [
         ("db", {"default/db": 1024.0 * 1024.0}),
+        ("db=", {"default/db": 1024.0 * 1024.0}),
         ("db=2Mi, shop/cache=500", {"default/db": 2 * 1024.0 * 1024.0, "shop/cache": 500.0}),
         (" , db=1k,", {"default/db": 1000.0}),
+        # Workload names as the mesh names them: label-value syntax (dots, capitals, '_').
+        ("api.v2=1k", {"default/api.v2": 1000.0}),
+        ("shop/Shop_API=1k", {"shop/Shop_API": 1000.0}),
+        ("db=1T", {"default/db": 1e12}),  # MAX_RATE itself
     ],
 )
 def test_declared_edges_format(text: str, want: dict[str, float]) -> None:
-    assert declared_edges(make_pod("p").annotation(ANNOTATION, text).info()) == want
+    got = declared_edges(make_pod("p").annotation(ANNOTATION, text).info())
+    assert got.edges == want and got.errors == []
 
 
-@pytest.mark.parametrize("text", ["Db", "db=-1", "db=0", "a/b/c", "db=x"])
-def test_declared_edges_rejects(text: str) -> None:
-    with pytest.raises(DeclaredEdgesError, match=ANNOTATION):
-        declared_edges(make_pod("p").annotation(ANNOTATION, text).info())
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("Shop/db", "namespace a DNS-1123 label"),
+        ("-db", "workload a label value"),
+        ("db.", "workload a label value"),
+        ("a/b/c", "namespace a DNS-1123 label"),
+        ("db=-1", "must be > 0"),
+        ("db=0", "must be > 0"),
+        ("db=x", "rate"),
+        ("db=1e400", "at most"),  # a float inf: it overflowed the integer costs
+        ("db=5Ei", "at most"),
+        ("db=2T", "at most"),
+        ("db=NaN", "rate"),
+    ],
+)
+def test_declared_edges_reports_only_the_bad_entry(text: str, why: str) -> None:
+    got = declared_edges(make_pod("p").annotation(ANNOTATION, f"cache=1k, {text}, web").info())
+    assert got.edges == {"default/cache": 1000.0, "default/web": 1024.0 * 1024.0}
+    assert len(got.errors) == 1
+    assert ANNOTATION in got.errors[0] and repr(text) in got.errors[0] and why in got.errors[0]
+
+
+def test_huge_declared_rate_is_an_event_and_never_inverts_the_scores() -> None:
+    # Before: "db=1e400" was inf, the int64 cast overflowed and the farthest nodes won silently.
+    r = Rig([replica("db", 0, "n0"), replica("cache", 0, "n7")])
+    pod = replica("api", 0).annotation(ANNOTATION, "db=1e400, cache=1k").info()
+    scored, raw, norm = r.run(pod)
+    assert scored and raw.index(min(raw)) == 7 and norm[7] == 100  # the valid entry still counts
+    assert len(r.events.events) == 1 and "'db=1e400'" in r.events.events[0][4]
+
+
+def test_costs_are_clipped_before_the_integer_cast() -> None:
+    r = Rig([replica("db", 0, "n0")])
+    r.edges({"default|api|default|db": 1e300})  # a measured rate no link carries
+    scored, raw, norm = r.run(replica("api", 0).info())
+    assert scored and raw[0] == 0 and min(raw[1:]) > 0 and max(raw) <= MAX_COST
+    assert norm[0] == 100 and norm[7] == 0
 
 
 def test_estimate_counts_only_traffic_leaving_the_node() -> None:
@@ -214,10 +268,108 @@ def test_estimate_counts_only_traffic_leaving_the_node() -> None:
     assert r.plugin.pod_bandwidth(pod, "n0") == (0.0, 0.0)  # its peer is on n0: nothing leaves
     unmeasured = replica("web", 0).info()
     assert r.plugin.pod_bandwidth(unmeasured, "n0") is None
-    # The shared estimator takes the hint instead of the 1 MiB/s default.
-    r.plugin.source.reserve(pod, "n3")
+    # The shared estimator takes the hint PreScore left in the cycle instead of the 1 MiB/s default.
+    state = CycleState()
+    assert not r.plugin.pre_score(state, pod, r.snap, r.snap.all_rows).is_skip
+    r.plugin.source.reserve(pod, "n3", state)
     est = r.plugin.source.estimates(r.snap)
     assert est.rx[3] == 50.0 and est.tx[3] == 50.0
+
+
+def test_explainer_replica_does_not_take_over_the_estimate() -> None:
+    # The explainer's replica builds a second TrafficAffinity on the same shared estimator;
+    # the live cycle's hint is the one Reserve uses (before: the replica's replaced it).
+    r = Rig([replica("db", 0, "n0"), replica("api", 0, "n5"), replica("api", 1, "n6")])
+    r.edges({"default|api|default|db": 200.0})
+    pod = replica("api", 2).info()
+    state = CycleState()
+    r.plugin.pre_score(state, pod, r.snap, r.snap.all_rows)
+    rep = plugin_of(r.fwk.replica(), TrafficAffinity)
+    assert rep is not r.plugin
+    rep.pre_score(CycleState(), pod, Snapshot.of(node_infos([make_node("n0")], [])), r.snap.all_rows[:1])
+    r.plugin.source.reserve(pod, "n0", state)
+    est = r.plugin.source.estimates(r.snap)
+    assert est.rx[0] == 0.0 and est.tx[0] == 0.0  # its peer db is on n0: nothing leaves
+    # Without a cycle's hint (or outside this profile) the estimator keeps its default.
+    other = replica("api", 3).info()
+    r.plugin.source.reserve(other, "n1")
+    default = r.plugin.source.args.estimation.default_bandwidth_bytes
+    assert r.plugin.source.estimates(r.snap).rx[1] == default
+
+
+def test_profiles_sharing_an_estimator_keep_their_own_workload_label() -> None:
+    # Two profiles, one prometheus block (one estimator), different workload labels: each
+    # cycle's hint comes from its own profile's plugin (before: the last plugin built won).
+    r = Rig([replica("db", 0, "n0"), replica("api", 0, "n5")])
+    by_app = TrafficAffinityArgs(levels=(ZONE, RACK), workload_label="app")
+    other = plugin_of(
+        build_framework(
+            [TrafficAffinity],
+            args={TrafficAffinity.name: by_app},
+            metrics=r.hub,
+            clock=r.clock,
+            snapshot=r.snap,
+        ),
+        TrafficAffinity,
+    )
+    assert other.source.estimator is r.plugin.source.estimator
+    r.edges({"default|api|default|db": 200.0})
+    pod = replica("api", 1).label("app", "shop").info()  # "shop" for the app-label profile: no edges
+    state = CycleState()
+    r.plugin.pre_score(state, pod, r.snap, r.snap.all_rows)
+    r.plugin.source.reserve(pod, "n3", state)
+    assert r.plugin.source.estimates(r.snap).rx[3] == 100.0  # 200 B/s per api pod, half each way
+
+
+def test_first_pod_after_the_old_ones_left_is_not_charged_the_whole_workload() -> None:
+    # api's 4 pods made 400 B/s with db; a Recreate rollout removed them all.  The first new
+    # pod gets the estimator's default (None), not 4 pods' traffic.
+    r = Rig([replica("db", 0, "n0")])
+    r.edges({"default|api|default|db": 400.0})
+    assert r.plugin.pod_bandwidth(replica("api", 9).info(), "n3") is None
+
+
+def test_pods_gone_within_a_sample_divide_by_the_most_seen() -> None:
+    # Seen with 4 placed pods while this sample is current, then all gone: the sample's
+    # traffic is still shared by 4.
+    old = [replica("api", i, f"n{4 + i}") for i in range(4)]
+    r = Rig([replica("db", 0, "n0"), *old])
+    r.edges({"default|api|default|db": 400.0})
+    pod = replica("api", 9).info()
+    assert r.plugin.pod_bandwidth(pod, "n3") == (50.0, 50.0)
+    empty = Snapshot.of(node_infos([make_node(f"n{i}") for i in range(8)], [replica("db", 0, "n0")]))
+    state = CycleState()
+    r.plugin.pre_score(state, pod, empty, empty.all_rows)
+    assert state.read(BANDWIDTH_HINT)(pod, "n3") == (50.0, 50.0)
+    # A new sample forgets them: the next cycle's hint is the default again.
+    r.clock.step(1.0)
+    r.edges({"default|api|default|db": 400.0})
+    state = CycleState()
+    r.plugin.pre_score(state, pod, empty, empty.all_rows)
+    assert state.read(BANDWIDTH_HINT)(pod, "n3") is None
+
+
+def test_graph_is_built_once_per_poll_for_every_profile() -> None:
+    # Through the metrics read API (LoadView.derived): two profiles' plugins on one source share
+    # the graph of a poll; the next poll builds a new one.
+    r = Rig([replica("db", 0, "n0")])
+    other = plugin_of(
+        build_framework([TrafficAffinity], metrics=r.hub, clock=r.clock, snapshot=r.snap), TrafficAffinity
+    )
+    r.edges({"default|api|default|db": 100.0})
+    first = r.plugin.graph(r.snap)
+    assert first.of("default/api") == {"default/db": 100.0}
+    assert other.graph(r.snap) is first and r.plugin.graph(r.snap) is first
+    r.edges({"default|api|default|db": 50.0})
+    assert r.plugin.graph(r.snap) is not first and other.graph(r.snap).of("default/api") == {
+        "default/db": 50.0
+    }
+
+
+def test_graph_drops_rates_no_cost_can_use() -> None:
+    keys = ("a|x|a|y", "a|x|a|z", "a|x|a|w")
+    s = Series(keys, np.array([np.nan, np.inf, 2.0]), np.array([10.0, 10.0, 10.0]), 3)
+    assert build_graph(s).of("a/x") == {"a/w": 2.0}
 
 
 def test_invert() -> None:
@@ -297,8 +449,30 @@ def test_cross_shares_from_placement() -> None:
     # a-b: half of b's pods share a's node, all share its rack; b-c: nothing shared.
     assert got.crossing[NODE_LEVEL] == pytest.approx((100 * 0.5 + 50) / 150)
     assert got.crossing[RACK] == pytest.approx(50 / 150)
+    assert (got.workloads, got.matched) == (3, 3)
     unplaced = cross_shares(build_graph(s), lambda w: [], lambda n, _lv: None, [RACK])
     assert unplaced.total == 0.0 and unplaced.crossing == {}
+    assert (unplaced.workloads, unplaced.matched) == (3, 0)
+
+
+def test_graph_matching_no_placed_workload_is_warned_once(caplog: pytest.LogCaptureFixture) -> None:
+    # workloadLabel names pods "shop-api" while the mesh says "api": the plugin would be inert.
+    r = Rig([], TrafficAffinityArgs(workload_label="app"))
+    r.edges({"default|api|default|db": 100.0})
+    placed = {"default/shop-db": ["n0"], "default/shop-api": ["n1"]}
+    got = cross_shares(r.plugin.graph(), lambda w: placed.get(w, []), lambda n, _lv: None, [])
+    assert (got.workloads, got.matched) == (2, 0)
+    with caplog.at_level(logging.WARNING):
+        r.plugin.check_match(got)
+        r.plugin.check_match(got)
+    warned = [rec for rec in caplog.records if "measured traffic graph" in rec.getMessage()]
+    assert len(warned) == 1 and "workloadLabel=app" in warned[0].getMessage()
+    # Once one matches, the warning is re-armed for the next time none does.
+    placed["default/db"] = ["n0"]
+    got = cross_shares(r.plugin.graph(), lambda w: placed.get(w, []), lambda n, _lv: None, [])
+    assert got.matched == 1
+    r.plugin.check_match(got)
+    assert not r.plugin._unmatched
 
 
 APPGROUP = {
@@ -337,10 +511,33 @@ def appgroup_pod(selector: str) -> Any:
 
 def test_appgroup_dependencies_both_ways() -> None:
     api = appgroup_pod("p-api").info()
-    assert appgroup_edges(api, APPGROUP) == {"default/db": 10 * 1024 * 1024, "default/web": 1024 * 1024}
-    assert appgroup_edges(appgroup_pod("p-db").info(), APPGROUP) == {"default/api": 10 * 1024 * 1024}
-    assert appgroup_edges(appgroup_pod("p-none").info(), APPGROUP) == {}
-    assert appgroup_edges(api, None) == {}
+    assert appgroup_edges(api, APPGROUP).edges == {"default/db": 10 * 1024 * 1024, "default/web": 1024 * 1024}
+    assert appgroup_edges(appgroup_pod("p-db").info(), APPGROUP).edges == {"default/api": 10 * 1024 * 1024}
+    assert appgroup_edges(appgroup_pod("p-none").info(), APPGROUP).edges == {}
+    assert appgroup_edges(api, None).edges == {}
+    assert appgroup_edges(api, APPGROUP).errors == []
+
+
+@pytest.mark.parametrize(("raw", "want"), [("0", 1024.0 * 1024.0), ("1e400", None), ("fast", None)])
+def test_appgroup_min_bandwidth(raw: str, want: float | None) -> None:
+    group = json.loads(json.dumps(APPGROUP))
+    group["spec"]["workloads"][0]["dependencies"][0]["minBandwidth"] = raw
+    got = appgroup_edges(appgroup_pod("p-api").info(), group)
+    assert got.edges.get("default/db") == want
+    assert got.edges["default/web"] == 1024 * 1024  # the other dependency still counts
+    where = f"AppGroup default/shop: spec.workloads[0].dependencies[0].minBandwidth: Invalid value: {raw!r}: "
+    assert [e.startswith(where) for e in got.errors] == ([] if want else [True])
+
+
+@pytest.mark.parametrize("workload", [{"name": ["x"]}, {"name": "db", "namespace": ["z"]}, {}])
+def test_appgroup_malformed_workload_is_reported(workload: dict[str, Any]) -> None:
+    group = json.loads(json.dumps(APPGROUP))
+    group["spec"]["workloads"][0]["dependencies"][0]["workload"] = {**workload, "selector": "p-db"}
+    got = appgroup_edges(appgroup_pod("p-api").info(), group)
+    assert got.edges == {"default/web": 1024 * 1024}
+    assert [e.split(": Invalid value")[0] for e in got.errors] == [
+        "AppGroup default/shop: spec.workloads[0].dependencies[0].workload"
+    ]
 
 
 def test_appgroup_is_a_declared_prior_through_the_object_store() -> None:
@@ -427,15 +624,12 @@ def test_an_empty_graph_is_reported_by_the_self_check_and_a_metric_not_per_node(
     )  # once, not per poll
 
 
-@pytest.mark.parametrize("recompute_share", [0.0, 1.0])  # always recomputed / always updated
-def test_kept_peer_weights_match_a_fresh_computation_as_pods_come_and_go(
-    recompute_share: float, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(placed_module, "RECOMPUTE_SHARE", recompute_share)
+def test_peer_weights_follow_the_index_as_pods_come_and_go() -> None:
+    # The sparse weights from the kept index equal a count of the snapshot's pods, step by step.
     rng = np.random.default_rng(7)
     nodes = [make_node(f"n{i}").labels(**{ZONE: "ab"[i % 2]}) for i in range(6)]
     snap = Snapshot.of(node_infos(nodes, []))
-    index, kept = WorkloadIndex(""), PeerWeights()
+    index = WorkloadIndex("")
     edges = {"default/db": 100.0, "default/cache": 30.0, "default/api": 5.0}
     placed: list[Any] = []
     for step in range(40):
@@ -450,7 +644,13 @@ def test_kept_peer_weights_match_a_fresh_computation_as_pods_come_and_go(
             if [p.uid for p in node.pods.values()] != [p.uid for p in snap.nodes[row].pods.values()]:
                 snap.set_node(row, node)
         index.sync(snap)
-        got = kept.of(index, "default/api", edges, len(snap))
-        fresh = PeerWeights().of(index, "default/api", edges, len(snap))
-        np.testing.assert_allclose(got.rows, fresh.rows, atol=1e-9)
-        assert got.total == pytest.approx(fresh.total)
+        got = peers_of(index, edges)
+        dense = np.bincount(got.held, weights=got.weights, minlength=len(snap))
+        want = np.zeros(len(snap))
+        for peer, rate in edges.items():
+            infos = [p.info() for p in placed]
+            where = [snap.index[p.node_name] for p in infos if workload_key(p, "") == peer]
+            for row in where:
+                want[row] += rate / len(where)
+        np.testing.assert_allclose(dense, want, atol=1e-9)
+        assert got.total == pytest.approx(sum(r for w, r in edges.items() if w in index.rows))
