@@ -184,7 +184,7 @@ def test_config_map_holds_a_kube_scheduler_configuration() -> None:
     assert le["leaderElect"] is True
     assert (le["resourceNamespace"], le["resourceName"]) == (NAMESPACE, "netsched")
     enabled = {p["name"]: p.get("weight") for p in config["profiles"][0]["plugins"]["multiPoint"]["enabled"]}
-    assert enabled == {"NetworkTraffic": 3, "LoadAware": 2, "LoadThreshold": None, "TrafficAffinity": 5}
+    assert enabled == {"NetworkTraffic": 3, "LoadAware": 2, "LoadThreshold": None, "TrafficAffinity": 10}
     args = {pc["name"]: pc["args"] for pc in config["profiles"][0]["pluginConfig"]}
     assert set(args) == set(METRIC_PLUGINS)
     for name in METRIC_PLUGINS:

@@ -56,9 +56,10 @@ def test_example_meets_the_traffic_targets(runs: dict[str, Run]) -> None:
     }
     print("cross-node, cross-rack, highest link:", figures)
     assert all(len(r.placements) == 27 for r in runs.values())
-    # Target <= 0.5x; 0.517x since estimates last a whole rate window (the pile-up fix below):
-    # node-08 now stops taking pods at LoadThreshold's CPU limit, so more pairs cross nodes.
-    assert ours.cross_node <= 0.52 * default.cross_node
+    # With weight 5 it was 0.517x once estimates lasted a whole rate window (node-08 stops taking
+    # pods at LoadThreshold's CPU limit sooner): the shipped weight is 10 (0.46x here; 0.46-0.50x
+    # over seeds 2, 3 and 7), with the same highest CPU as weight 5.
+    assert ours.cross_node <= 0.5 * default.cross_node
     assert ours.cross_node <= 0.6 * current.cross_node
     assert ours.cross_level[RACK] <= 0.5 * default.cross_level[RACK]
     assert max_network(runs["ours"]) <= 0.80
