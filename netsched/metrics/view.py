@@ -40,6 +40,7 @@ _NO_BOUNDS = (float("-inf"), float("inf"))
 class _Rows(Protocol):
     def rows(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> FloatArray: ...
     def changes(self, since: int) -> tuple[int, IntArray | None]: ...
+    def settled(self, version: int, snapshot: Snapshot, now: float) -> int | None: ...
 
 
 class _Source(Protocol):
@@ -100,6 +101,7 @@ class LoadView:
         "_fresh_bounds",
         "_derived",
         "_per_row",
+        "_marked_gen",
     )
 
     def __init__(self, src: _Source, snapshot: Snapshot, table: MetricsTable, measured: bool) -> None:
@@ -115,6 +117,7 @@ class LoadView:
         self._fresh_bounds = _NO_BOUNDS  # (latest computation, oldest fresh sample) over the masks
         self._derived: dict[str, Any] = {}
         self._per_row: dict[Hashable, _Kept] = {}
+        self._marked_gen = -1  # estimator generation every kept result's dirty rows reflect
 
     @property
     def fail_closed(self) -> bool:
@@ -167,11 +170,10 @@ class LoadView:
         self._fresh_bounds = (max(self._fresh_bounds[0], now), min(self._fresh_bounds[1], oldest))
         return mask
 
-    def _revalidate(self) -> None:
-        """Every freshness mask current, now.  One comparison while none can have changed:
-        every mask holds while the latest computation is not in the future and the oldest
-        fresh sample of any mask has not aged out."""
-        now = self._src.wall()
+    def _revalidate(self, now: float) -> None:
+        """Every freshness mask current at wall time `now`.  One comparison while none can have
+        changed: every mask holds while the latest computation is not in the future and the
+        oldest fresh sample of any mask has not aged out."""
         latest, oldest = self._fresh_bounds
         if latest <= now and now - oldest <= self._src.max_age:
             return
@@ -242,24 +244,15 @@ class LoadView:
             return compute(snapshot.all_rows if idx is None else idx)
         kept = self._current(key)
         if kept is None:
-            gen, _ = self._src.estimator.changes(0)
             result = np.array(compute(snapshot.all_rows))
             kept = _Kept(
-                result,
-                np.zeros(len(result), dtype=bool),
-                gen,
-                self._fresh_epoch,
-                snapshot.allocatable_version,
+                result, np.zeros(len(result), dtype=bool), self._fresh_epoch, snapshot.allocatable_version
             )
             self._per_row[key] = kept
-        else:
-            gen, changed = self._src.estimator.changes(kept.gen)
-            kept.dirty[snapshot.all_rows if changed is None else changed] = True
-            kept.gen = gen
-            if kept.dirty.any() if idx is None else kept.dirty.take(idx).any():
-                rows = np.flatnonzero(kept.dirty)
-                kept.result[rows] = compute(rows)
-                kept.dirty[rows] = False
+        elif kept.dirty.any() if idx is None else kept.dirty.take(idx).any():
+            rows = np.flatnonzero(kept.dirty)
+            kept.result[rows] = compute(rows)
+            kept.dirty[rows] = False
         if idx is not None:
             # take(): the same rows as result[idx], ~4x faster on a 2-D result (numpy's fancy
             # indexing has a slow general path; a cycle asks for a few hundred rows).
@@ -269,13 +262,31 @@ class LoadView:
         return out
 
     def _current(self, key: Hashable) -> _Kept | None:
-        """The kept result for `key`, None when it must be computed afresh."""
-        self.estimates()  # expire and cover estimates first: they are part of the result
-        self._revalidate()
+        """The kept result for `key`, its changed rows marked; None when it must be computed afresh."""
+        self._settle()
         kept = self._per_row.get(key)
         if kept is None or kept.fresh_epoch != self._fresh_epoch:
             return None
         return kept if kept.allocatable_version == self._snapshot.allocatable_version else None
+
+    def _settle(self) -> None:
+        """Estimates expired and covered, freshness masks current and the rows whose estimates
+        changed marked in every kept result, as of now.  Three plugins ask per pod; while
+        nothing changed (no estimate due to expire, no new reservation) that is one clock
+        read and a few comparisons, and a reservation's row is marked once for all of them."""
+        est = self._src.estimator
+        now = self._src.wall()
+        gen = est.settled(self.table.version, self._snapshot, now)
+        if gen is None:
+            self.estimates()  # expire and cover estimates first: they are part of the results
+        self._revalidate(now)
+        if gen is None or gen != self._marked_gen:
+            gen, changed = est.changes(self._marked_gen)
+            if gen != self._marked_gen:
+                rows = self._snapshot.all_rows if changed is None else changed
+                for kept in self._per_row.values():
+                    kept.dirty[rows] = True
+                self._marked_gen = gen
 
     # ------------------------------------------------------------ anything else a sample implies
 
@@ -292,7 +303,6 @@ class LoadView:
 class _Kept:
     result: NDArray[Any]
     dirty: BoolArray  # rows whose estimates changed since their result was computed
-    gen: int  # estimator generation `dirty` reflects
     fresh_epoch: int
     allocatable_version: int
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -207,3 +210,44 @@ def test_each_source_has_its_own_view_even_when_they_share_a_poller() -> None:
     assert closed.poller is src.poller  # same connection: one poller, one table
     assert closed.view(snap) is not src.view(snap)
     assert closed.view(snap).fail_closed and not src.view(snap).fail_closed
+
+
+def test_a_reservation_is_marked_in_every_kept_result_from_one_read_of_the_changes() -> None:
+    _, src, _, snap, _ = world()
+    view = src.view(snap)
+    seen: dict[str, list[list[int]]] = {"a": [], "b": []}
+
+    def computer(key: str) -> Callable[[np.ndarray], np.ndarray]:
+        def compute(rows: np.ndarray) -> np.ndarray:
+            seen[key].append(rows.tolist())
+            return view.usage(CPU, rows).utilisation
+
+        return compute
+
+    view.per_row("a", computer("a"))
+    view.per_row("b", computer("b"))
+    est = src.estimator
+    calls = []
+    changes = est.changes
+    est.changes = lambda since: calls.append(since) or changes(since)  # type: ignore[method-assign]
+    src.reserve(make_pod("p").req(cpu="1").info(), "n2")
+    view.per_row("a", computer("a"))
+    view.per_row("b", computer("b"))
+    view.per_row("a", computer("a"))
+    assert len(calls) == 1  # read once for both keys, not again while nothing changed
+    assert seen == {"a": [list(range(6)), [2]], "b": [list(range(6)), [2]]}
+
+
+def test_kept_results_see_an_estimate_expire_with_nothing_else_changing() -> None:
+    """An estimate's lifetime ends between polls while every sample stays fresh: the kept
+    result must not take 'no new reservation' for 'nothing changed'."""
+    clock, src, _, snap, _ = world()
+    src.estimator.args = replace(src.estimator.args, max_lifetime_seconds=5.0)
+    seen: list[list[int]] = []
+    src.reserve(make_pod("p").req(cpu="1").info(), "n3")
+    with_pod = kept_rows(src, snap, seen)[3]
+    clock.step(6)  # the CPU samples (0..50 s old) stay within maxSampleAge (60 s)
+    expired = kept_rows(src, snap, seen)
+    assert seen[-1] == [3]  # only the estimate's row
+    assert with_pod == pytest.approx(expired[3] + 1000 * 0.85 / 4000)
+    np.testing.assert_array_equal(expired, src.view(snap).usage(CPU, snap.all_rows).utilisation)
