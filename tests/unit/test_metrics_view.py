@@ -19,7 +19,14 @@ from netsched.metrics import (
     PrometheusArgs,
     QueryError,
 )
-from netsched.metrics.plugin_api import RX_COL, network_load, resource_usage
+from netsched.metrics.plugin_api import (
+    RX_COL,
+    cold_link_int_scores,
+    cold_link_scores,
+    network_load,
+    resource_usage,
+    to_int_scores,
+)
 from netsched.metrics.source import MetricSource
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.clock import FakeClock
@@ -251,3 +258,27 @@ def test_kept_results_see_an_estimate_expire_with_nothing_else_changing() -> Non
     assert seen[-1] == [3]  # only the estimate's row
     assert with_pod == pytest.approx(expired[3] + 1000 * 0.85 / 4000)
     np.testing.assert_array_equal(expired, src.view(snap).usage(CPU, snap.all_rows).utilisation)
+
+
+def test_kept_rounded_cold_link_scores_equal_the_rounded_formula() -> None:
+    """cold_link_int_scores keeps rows that score on their own; any other row (n5: no link
+    speed) sends the rows asked for through the whole formula."""
+    clock, src, _, snap, _ = world()
+    own, mixed = np.array([3, 0, 1], dtype=np.int64), np.array([5, 2], dtype=np.int64)
+
+    def both(idx: np.ndarray) -> tuple[list[int], list[int]]:
+        want = to_int_scores(cold_link_scores(src, snap, idx))
+        return cold_link_int_scores(src, snap, idx).tolist(), want.tolist()
+
+    for _ in range(2):  # computed, then kept
+        got, want = both(own)
+        assert got == want and min(got) >= 0
+        got, want = both(mixed)
+        assert got == want
+    src.reserve(make_pod("p").info(), "n0")
+    got, want = both(own)
+    assert got == want
+    assert both(np.zeros(0, dtype=np.int64)) == ([], [])
+    clock.step(57)  # n3..n5 network samples (3..5 s old) age out
+    got, want = both(own)
+    assert got == want
