@@ -28,6 +28,7 @@ from netsched.metrics.plugin_api import (
     to_int_scores,
 )
 from netsched.metrics.source import MetricSource
+from netsched.metrics.view import LoadView, NetworkLoad
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.clock import FakeClock
 from netsched.testing.prometheus import FakePrometheus, fake_hub
@@ -282,3 +283,27 @@ def test_kept_rounded_cold_link_scores_equal_the_rounded_formula() -> None:
     clock.step(57)  # n3..n5 network samples (3..5 s old) age out
     got, want = both(own)
     assert got == want
+
+
+def test_marked_rows_are_recomputed_for_every_key_at_once_reading_the_network_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, src, _, snap, _ = world()
+    view = src.view(snap)
+    reads: list[list[int]] = []
+    network = LoadView._network
+
+    def counted(self: LoadView, idx: np.ndarray) -> NetworkLoad:
+        reads.append(idx.tolist())
+        return network(self, idx)
+
+    monkeypatch.setattr(LoadView, "_network", counted)
+    busy = view.per_row("busy", lambda rows: view.network(rows).busy).copy()
+    fresh = view.per_row("fresh", lambda rows: view.network(rows).fresh).copy()
+    assert reads == [list(range(6))] * 2
+    src.reserve(make_pod("p").info(), "n4")  # 1 MiB/s each way by default
+    got = view.per_row("busy", lambda rows: view.network(rows).busy, np.array([4], dtype=np.int64))
+    assert reads[2:] == [[4]]  # both keys recomputed from one read
+    assert got[0] == busy[4] + 1024 * 1024
+    assert view.per_row("fresh", lambda rows: view.network(rows).fresh).tolist() == fresh.tolist()
+    assert reads[2:] == [[4]]
