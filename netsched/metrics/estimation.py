@@ -245,6 +245,19 @@ class Estimator:
         view.flags.writeable = False
         return view
 
+    def settled(self, version: int, snapshot: Snapshot, now: float) -> int | None:
+        """The current generation if rows(snapshot, version, ...) at wall time `now` would change
+        nothing (no estimate to expire or cover, rows aligned with `snapshot`), else None: an
+        O(1) check a reader makes per pod before it calls rows() (which reads the clock again).
+        The lifetime test is _expire_old's, on the oldest reservation."""
+        with self._lock:
+            if version != self._synced_version or self._index is not snapshot.index:
+                return None
+            order = self._order
+            if order and order[0][0] < now - self.args.max_lifetime_seconds:
+                return None
+            return self._gen
+
     def changes(self, since: int) -> tuple[int, IntArray | None]:
         """(current generation, rows changed after generation `since`); None: every row may
         have changed (realigned since).  Call after rows() for the same snapshot."""

@@ -16,8 +16,9 @@ change without touching a plugin.  What is here:
   sample and node layout and shared by every plugin (per-row values, freshness,
   estimates, `network(idx)` / `usage(res, idx)` over the rows a cycle looks at,
   `derived()` for readings that are not node columns); the shared formulas on
-  top of it (network_load, resource_usage, cold_link_scores, fill_stale, ratio,
-  to_int_scores, over FloatArray columns), so every metric plugin reads a node's
+  top of it (network_load, resource_usage, cold_link_scores and its rounded form
+  cold_link_int_scores, fill_stale, ratio, to_int_scores, over FloatArray
+  columns), so every metric plugin reads a node's
   load the same way; METRICS_EVENTS, the events that can change a metric
   plugin's verdict;
 - the estimator's view of one pod (pod_load, and the CPU_COL / MEMORY_COL /
@@ -49,6 +50,7 @@ from netsched.metrics.source import MetricSource
 from netsched.metrics.traffic import PAIR_LABEL, TRAFFIC_PAIRS, TrafficArgs, TrafficGraph
 from netsched.metrics.utilisation import (
     METRICS_EVENTS,
+    cold_link_int_scores,
     cold_link_scores,
     fill_stale,
     network_load,
@@ -85,6 +87,7 @@ __all__ = [
     "PrometheusArgs",
     "QueryScorePlugin",
     "Usage",
+    "cold_link_int_scores",
     "cold_link_scores",
     "fill_stale",
     "network_load",

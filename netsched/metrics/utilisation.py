@@ -100,6 +100,30 @@ def cold_link_scores(src: MetricSource, snapshot: Snapshot, idx: IntArray) -> Fl
 _COLD_LINK = "netsched.metrics/cold-link"
 
 
+def cold_link_int_scores(src: MetricSource, snapshot: Snapshot, idx: IntArray) -> IntArray:
+    """to_int_scores(cold_link_scores(src, snapshot, idx)): NetworkTraffic's scores.  The view
+    keeps the rounded score of every row that scores on its own (-1 for the others), so a pod
+    whose rows all do costs a take and a comparison, not the rounding again."""
+    view = src.view(snapshot)
+    if view.measured:
+        kept = view.per_row(_COLD_LINK_INT, lambda rows: _own_link_ints(view.network(rows)), idx)
+        if not len(kept) or kept.min() >= 0:
+            return kept
+    return to_int_scores(_cold_link_scores(network_load(src, snapshot, idx), src.fail_closed))
+
+
+_COLD_LINK_INT = "netsched.metrics/cold-link-int"
+
+
+def _own_link_ints(net: NetworkLoad) -> IntArray:
+    """_own_link_scores' score rounded as to_int_scores does, -1 where the row does not score
+    on its own."""
+    own = _own_link_scores(net)
+    ints = to_int_scores(own[:, 0])
+    ints[own[:, 1] == 0.0] = -1
+    return ints
+
+
 def _own_link_scores(net: NetworkLoad) -> FloatArray:
     """(score, 1.0 if the row scores on its own else 0.0) per row: the formula below for a
     fresh row with a link speed, which reads nothing of the other rows."""

@@ -40,6 +40,7 @@ _NO_BOUNDS = (float("-inf"), float("inf"))
 class _Rows(Protocol):
     def rows(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> FloatArray: ...
     def changes(self, since: int) -> tuple[int, IntArray | None]: ...
+    def settled(self, version: int, snapshot: Snapshot, now: float) -> int | None: ...
 
 
 class _Source(Protocol):
@@ -101,6 +102,10 @@ class LoadView:
         "_fresh_bounds",
         "_derived",
         "_per_row",
+        "_kept_as_of",
+        "_dirty",
+        "_marked_gen",
+        "_batch",
     )
 
     def __init__(self, src: _Source, snapshot: Snapshot, table: MetricsTable, measured: bool) -> None:
@@ -112,10 +117,16 @@ class LoadView:
         self._stamps: dict[str, FloatArray] = {}
         # metric -> (mask, wall time it was computed at, oldest fresh stamp)
         self._fresh: dict[str, tuple[BoolArray, float, float]] = {}
-        self._fresh_epoch = 0  # bumped whenever a freshness mask is recomputed
+        self._fresh_epoch = 0  # bumped whenever a freshness mask is replaced
         self._fresh_bounds = _NO_BOUNDS  # (latest computation, oldest fresh sample) over the masks
         self._derived: dict[str, Any] = {}
         self._per_row: dict[Hashable, _Kept] = {}
+        self._kept_as_of = (-1, -1)  # (freshness epoch, allocatable version) of the kept results
+        self._dirty: BoolArray = np.zeros(0, dtype=bool)  # rows to recompute in every kept result
+        self._marked_gen = -1  # estimator generation `_dirty` reflects
+        # While kept results are recomputed: (their rows, readings of those rows by kind), so
+        # the plugins' computes read each of network() / usage() once for all of them.
+        self._batch: tuple[IntArray, dict[str, Any]] | None = None
 
     @property
     def fail_closed(self) -> bool:
@@ -163,16 +174,16 @@ class LoadView:
         oldest = float(ts[mask].min()) if mask.any() else float("inf")
         mask.flags.writeable = False
         self._fresh[metric] = (mask, now, oldest)
-        self._fresh_epoch += 1
+        if got is not None:  # a first mask changes no result kept so far: none read it
+            self._fresh_epoch += 1
         # Conservative for a replaced mask (an older oldest): _revalidate then recomputes these.
         self._fresh_bounds = (max(self._fresh_bounds[0], now), min(self._fresh_bounds[1], oldest))
         return mask
 
-    def _revalidate(self) -> None:
-        """Every freshness mask current, now.  One comparison while none can have changed:
-        every mask holds while the latest computation is not in the future and the oldest
-        fresh sample of any mask has not aged out."""
-        now = self._src.wall()
+    def _revalidate(self, now: float) -> None:
+        """Every freshness mask current at wall time `now`.  One comparison while none can have
+        changed: every mask holds while the latest computation is not in the future and the
+        oldest fresh sample of any mask has not aged out."""
         latest, oldest = self._fresh_bounds
         if latest <= now and now - oldest <= self._src.max_age:
             return
@@ -199,6 +210,9 @@ class LoadView:
 
     def network(self, idx: IntArray) -> NetworkLoad:
         """Network load of rows `idx`: measured + estimated, or requested bandwidth in fallback."""
+        return self._batched(NETWORK_RX, idx, self._network)
+
+    def _network(self, idx: IntArray) -> NetworkLoad:
         speed = self.value(LINK_SPEED)[idx]  # a link speed does not go stale
         if not self.measured:
             rx, tx = self._src.requested_bandwidth(self._snapshot, idx)
@@ -212,6 +226,20 @@ class LoadView:
 
     def usage(self, resource: str, idx: IntArray) -> Usage:
         """CPU or memory (netsched.metrics CPU / MEMORY) utilisation of rows `idx`."""
+        return self._batched(resource, idx, lambda rows: self._usage(resource, rows))
+
+    def _batched(self, kind: str, idx: IntArray, read: Callable[[IntArray], T]) -> T:
+        """read(idx), once per kind for the rows kept results are being recomputed on (their
+        computes only read what they are given: the arrays are shared among them)."""
+        batch = self._batch
+        if batch is None or idx is not batch[0]:
+            return read(idx)
+        got: T | None = batch[1].get(kind)
+        if got is None:
+            got = batch[1][kind] = read(idx)
+        return got
+
+    def _usage(self, resource: str, idx: IntArray) -> Usage:
         snapshot = self._snapshot
         # The metric names "cpu" and "memory" are also the node table's resource columns.
         alloc = snapshot.allocatable[idx, snapshot.col[resource]].astype(np.float64)
@@ -231,36 +259,25 @@ class LoadView:
         for the view's life.  For a result that does not depend on the pod (a filter's verdict, a
         pod-independent score); `compute` must be elementwise (row i's result reads only row i).
 
-        Kept up to date lazily: a row whose estimates changed is marked, and the marked rows
-        are recomputed together when a call asks for one of them (a search's chunks rotate
-        over the nodes, so the node the last pod went to is seldom in the next pod's chunk);
-        everything is recomputed after a sample ages out or an allocatable changes.  Not kept
-        in fallback, where readings come from requests that change with every bind."""
+        Kept up to date lazily: a row whose estimates changed is marked once for every key, and
+        the marked rows are recomputed together, for every key, when a call asks for one of
+        them (a search's chunks rotate over the nodes, so the node the last pod went to is
+        seldom in the next pod's chunk), the keys' computes sharing their network() and
+        usage() readings of those rows; everything is recomputed after a sample ages out or
+        an allocatable changes.  Not kept in fallback, where readings come from requests that
+        change with every bind.  The first `compute` given for a key is the one kept."""
         snapshot = self._snapshot
         if idx is not None and idx.dtype.kind == "b":  # take() would read True / False as rows 1 / 0
             raise TypeError("LoadView.per_row: idx must be row numbers, got a boolean mask")
         if not self.measured:
             return compute(snapshot.all_rows if idx is None else idx)
-        kept = self._current(key)
+        self._settle()
+        kept = self._per_row.get(key)
         if kept is None:
-            gen, _ = self._src.estimator.changes(0)
-            result = np.array(compute(snapshot.all_rows))
-            kept = _Kept(
-                result,
-                np.zeros(len(result), dtype=bool),
-                gen,
-                self._fresh_epoch,
-                snapshot.allocatable_version,
-            )
-            self._per_row[key] = kept
-        else:
-            gen, changed = self._src.estimator.changes(kept.gen)
-            kept.dirty[snapshot.all_rows if changed is None else changed] = True
-            kept.gen = gen
-            if kept.dirty.any() if idx is None else kept.dirty.take(idx).any():
-                rows = np.flatnonzero(kept.dirty)
-                kept.result[rows] = compute(rows)
-                kept.dirty[rows] = False
+            # Computed over every row as of now: rows marked for the other keys are right here.
+            kept = self._per_row[key] = _Kept(np.array(compute(snapshot.all_rows)), compute)
+        elif self._dirty.any() if idx is None else self._dirty.take(idx).any():
+            self._recompute_marked()
         if idx is not None:
             # take(): the same rows as result[idx], ~4x faster on a 2-D result (numpy's fancy
             # indexing has a slow general path; a cycle asks for a few hundred rows).
@@ -269,14 +286,38 @@ class LoadView:
         out.flags.writeable = False
         return out
 
-    def _current(self, key: Hashable) -> _Kept | None:
-        """The kept result for `key`, None when it must be computed afresh."""
-        self.estimates()  # expire and cover estimates first: they are part of the result
-        self._revalidate()
-        kept = self._per_row.get(key)
-        if kept is None or kept.fresh_epoch != self._fresh_epoch:
-            return None
-        return kept if kept.allocatable_version == self._snapshot.allocatable_version else None
+    def _recompute_marked(self) -> None:
+        rows = np.flatnonzero(self._dirty)
+        self._batch = (rows, {})
+        try:
+            for kept in self._per_row.values():
+                kept.result[rows] = kept.compute(rows)
+        finally:
+            self._batch = None
+        self._dirty[rows] = False
+
+    def _settle(self) -> None:
+        """Estimates expired and covered, freshness masks current, the kept results dropped if a
+        sample aged out or an allocatable changed, and the rows whose estimates changed marked,
+        as of now.  Three plugins ask per pod; while nothing changed (no estimate due to
+        expire, no new reservation) that is one clock read and a few comparisons, and a
+        reservation's row is marked once for all of them."""
+        est = self._src.estimator
+        now = self._src.wall()
+        gen = est.settled(self.table.version, self._snapshot, now)
+        if gen is None:
+            self.estimates()  # expire and cover estimates first: they are part of the results
+        self._revalidate(now)
+        as_of = (self._fresh_epoch, self._snapshot.allocatable_version)
+        if as_of != self._kept_as_of:
+            self._per_row.clear()
+            self._dirty = np.zeros(len(self._snapshot), dtype=bool)
+            self._kept_as_of = as_of
+        if gen is None or gen != self._marked_gen:
+            gen, changed = est.changes(self._marked_gen)
+            if gen != self._marked_gen and self._per_row:  # none kept: the next is computed as of now
+                self._dirty[self._snapshot.all_rows if changed is None else changed] = True
+            self._marked_gen = gen
 
     # ------------------------------------------------------------ anything else a sample implies
 
@@ -296,10 +337,7 @@ class LoadView:
 @dataclass(slots=True)
 class _Kept:
     result: NDArray[Any]
-    dirty: BoolArray  # rows whose estimates changed since their result was computed
-    gen: int  # estimator generation `dirty` reflects
-    fresh_epoch: int
-    allocatable_version: int
+    compute: Callable[[IntArray], NDArray[Any]]
 
 
 def ratio(num: FloatArray, den: FloatArray) -> FloatArray:

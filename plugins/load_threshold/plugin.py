@@ -115,9 +115,12 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         codes = self.source.view(snapshot).per_row(self, lambda rows: self.reason_bits(snapshot, rows), idx)
         if not codes.any():  # the usual case: one numpy call
             return []
-        return [
-            Rejection(codes == bits, self._reasons(int(bits)), CODE) for bits in np.unique(codes[codes != 0])
-        ]
+        hit = codes != 0
+        rejected = codes[hit]
+        first = rejected[0]
+        if (rejected == first).all():  # one reason set for every rejected node: no sort (np.unique)
+            return [Rejection(hit, self._reasons(int(first)), CODE)]
+        return [Rejection(codes == bits, self._reasons(int(bits)), CODE) for bits in np.unique(rejected)]
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         snapshot = self.handle.snapshot()

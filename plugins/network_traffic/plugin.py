@@ -33,9 +33,8 @@ from netsched.metrics.plugin_api import (
     NETWORK_RX,
     NETWORK_TX,
     MetricScorePlugin,
-    cold_link_scores,
+    cold_link_int_scores,
     source_for,
-    to_int_scores,
 )
 
 from .args import NetworkTrafficArgs
@@ -54,4 +53,4 @@ class NetworkTraffic(MetricScorePlugin[NetworkTrafficArgs]):
 
     def scores(self, snapshot: Snapshot, idx: IntArray) -> IntArray:
         """Scores of snapshot rows `idx` (see the module docstring for the formula)."""
-        return to_int_scores(cold_link_scores(self.source, snapshot, idx))
+        return cold_link_int_scores(self.source, snapshot, idx)

@@ -147,3 +147,21 @@ def test_changed_rows_are_logged_for_readers_and_a_reader_far_behind_recomputes_
         src.unreserve(pod)
         src.reserve(pod, "n1")
     assert est.changes(gen)[1] is None
+
+
+def test_settled_says_when_reading_the_rows_would_change_nothing() -> None:
+    clock, hub, (src, _), snap = setup()
+    est = src.estimator
+    version = src.poller.table.version
+    assert est.settled(version, snap, clock.wall()) is None  # never read: not aligned yet
+    src.estimates(snap)  # aligns and syncs with the table
+    gen = est.settled(version, snap, clock.wall())
+    assert gen is not None and gen == est.changes(0)[0]
+    src.reserve(make_pod("p").req(cpu="1").info(), "n0")
+    assert est.settled(version, snap, clock.wall()) == gen + 1  # a reservation: new generation
+    lifetime = src.args.estimation.max_lifetime_seconds
+    assert est.settled(version, snap, clock.wall() + lifetime) is not None  # not past it yet
+    assert est.settled(version, snap, clock.wall() + lifetime + 1) is None  # the pod expires
+    assert est.settled(version + 1, snap, clock.wall()) is None  # a new table: coverage pass
+    other = Snapshot.of(list(snap.nodes))
+    assert est.settled(version, other, clock.wall()) is None  # another layout: realign

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -16,8 +19,16 @@ from netsched.metrics import (
     PrometheusArgs,
     QueryError,
 )
-from netsched.metrics.plugin_api import RX_COL, network_load, resource_usage
+from netsched.metrics.plugin_api import (
+    RX_COL,
+    cold_link_int_scores,
+    cold_link_scores,
+    network_load,
+    resource_usage,
+    to_int_scores,
+)
 from netsched.metrics.source import MetricSource
+from netsched.metrics.view import LoadView, NetworkLoad
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.clock import FakeClock
 from netsched.testing.prometheus import FakePrometheus, fake_hub
@@ -207,3 +218,92 @@ def test_each_source_has_its_own_view_even_when_they_share_a_poller() -> None:
     assert closed.poller is src.poller  # same connection: one poller, one table
     assert closed.view(snap) is not src.view(snap)
     assert closed.view(snap).fail_closed and not src.view(snap).fail_closed
+
+
+def test_a_reservation_is_marked_in_every_kept_result_from_one_read_of_the_changes() -> None:
+    _, src, _, snap, _ = world()
+    view = src.view(snap)
+    seen: dict[str, list[list[int]]] = {"a": [], "b": []}
+
+    def computer(key: str) -> Callable[[np.ndarray], np.ndarray]:
+        def compute(rows: np.ndarray) -> np.ndarray:
+            seen[key].append(rows.tolist())
+            return view.usage(CPU, rows).utilisation
+
+        return compute
+
+    view.per_row("a", computer("a"))
+    view.per_row("b", computer("b"))
+    est = src.estimator
+    calls = []
+    changes = est.changes
+    est.changes = lambda since: calls.append(since) or changes(since)  # type: ignore[method-assign]
+    src.reserve(make_pod("p").req(cpu="1").info(), "n2")
+    view.per_row("a", computer("a"))
+    view.per_row("b", computer("b"))
+    view.per_row("a", computer("a"))
+    assert len(calls) == 1  # read once for both keys, not again while nothing changed
+    assert seen == {"a": [list(range(6)), [2]], "b": [list(range(6)), [2]]}
+
+
+def test_kept_results_see_an_estimate_expire_with_nothing_else_changing() -> None:
+    """An estimate's lifetime ends between polls while every sample stays fresh: the kept
+    result must not take 'no new reservation' for 'nothing changed'."""
+    clock, src, _, snap, _ = world()
+    src.estimator.args = replace(src.estimator.args, max_lifetime_seconds=5.0)
+    seen: list[list[int]] = []
+    src.reserve(make_pod("p").req(cpu="1").info(), "n3")
+    with_pod = kept_rows(src, snap, seen)[3]
+    clock.step(6)  # the CPU samples (0..50 s old) stay within maxSampleAge (60 s)
+    expired = kept_rows(src, snap, seen)
+    assert seen[-1] == [3]  # only the estimate's row
+    assert with_pod == pytest.approx(expired[3] + 1000 * 0.85 / 4000)
+    np.testing.assert_array_equal(expired, src.view(snap).usage(CPU, snap.all_rows).utilisation)
+
+
+def test_kept_rounded_cold_link_scores_equal_the_rounded_formula() -> None:
+    """cold_link_int_scores keeps rows that score on their own; any other row (n5: no link
+    speed) sends the rows asked for through the whole formula."""
+    clock, src, _, snap, _ = world()
+    own, mixed = np.array([3, 0, 1], dtype=np.int64), np.array([5, 2], dtype=np.int64)
+
+    def both(idx: np.ndarray) -> tuple[list[int], list[int]]:
+        want = to_int_scores(cold_link_scores(src, snap, idx))
+        return cold_link_int_scores(src, snap, idx).tolist(), want.tolist()
+
+    for _ in range(2):  # computed, then kept
+        got, want = both(own)
+        assert got == want and min(got) >= 0
+        got, want = both(mixed)
+        assert got == want
+    src.reserve(make_pod("p").info(), "n0")
+    got, want = both(own)
+    assert got == want
+    assert both(np.zeros(0, dtype=np.int64)) == ([], [])
+    clock.step(57)  # n3..n5 network samples (3..5 s old) age out
+    got, want = both(own)
+    assert got == want
+
+
+def test_marked_rows_are_recomputed_for_every_key_at_once_reading_the_network_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, src, _, snap, _ = world()
+    view = src.view(snap)
+    reads: list[list[int]] = []
+    network = LoadView._network
+
+    def counted(self: LoadView, idx: np.ndarray) -> NetworkLoad:
+        reads.append(idx.tolist())
+        return network(self, idx)
+
+    monkeypatch.setattr(LoadView, "_network", counted)
+    busy = view.per_row("busy", lambda rows: view.network(rows).busy).copy()
+    fresh = view.per_row("fresh", lambda rows: view.network(rows).fresh).copy()
+    assert reads == [list(range(6))] * 2
+    src.reserve(make_pod("p").info(), "n4")  # 1 MiB/s each way by default
+    got = view.per_row("busy", lambda rows: view.network(rows).busy, np.array([4], dtype=np.int64))
+    assert reads[2:] == [[4]]  # both keys recomputed from one read
+    assert got[0] == busy[4] + 1024 * 1024
+    assert view.per_row("fresh", lambda rows: view.network(rows).fresh).tolist() == fresh.tolist()
+    assert reads[2:] == [[4]]

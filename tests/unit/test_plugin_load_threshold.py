@@ -65,6 +65,26 @@ def test_reasons_read_like_kube_in_the_fit_error(rig: RigFactory) -> None:
     assert d.message() == "0/3 nodes are available: 2 node(s) had cpu utilisation above 65%."
 
 
+def test_a_batch_gets_one_rejection_per_reason_set_in_bit_order(rig: RigFactory) -> None:
+    """One reason set (the usual case) skips the sort; mixed ones keep np.unique's order."""
+    r = rig(4)
+    r.load(**{CPU: {"n0": 0.9, "n1": 0.1, "n2": 0.9, "n3": 0.1}})
+    rows = np.array([3, 2, 1, 0], dtype=np.int64)
+    (only,) = r.plugin.filter_nodes(CycleState(), POD, r.snap, rows)
+    assert only.mask.tolist() == [False, True, False, True]
+    assert only.reasons == ("node(s) had cpu utilisation above 65%",)
+    r.load(**{NETWORK_TX: {"n1": 0.9 * GBIT, "n2": 0.9 * GBIT}, CPU: {"n0": 0.9, "n2": 0.9}})
+    got = r.plugin.filter_nodes(CycleState(), POD, r.snap, rows)
+    assert [(rej.mask.tolist(), rej.reasons) for rej in got] == [
+        ([False, False, True, False], ("node(s) had network utilisation above 80%",)),
+        ([False, False, False, True], ("node(s) had cpu utilisation above 65%",)),
+        (
+            [False, True, False, False],
+            ("node(s) had network utilisation above 80%", "node(s) had cpu utilisation above 65%"),
+        ),
+    ]
+
+
 def test_zero_disables_a_check_and_its_queries(rig: RigFactory) -> None:
     args = LoadThresholdArgs(
         network_utilization_percent=0, memory_utilization_percent=0, cpu_utilization_percent=50.5
