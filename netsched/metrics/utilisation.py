@@ -56,11 +56,20 @@ def source_for(handle: Handle, args: PrometheusArgs, plugin: str, *, filters: bo
     return src
 
 
-def traffic_graph(src: MetricSource, snapshot: Snapshot) -> TrafficGraph:
+def traffic_graph(src: MetricSource, snapshot: Snapshot | None) -> TrafficGraph:
     """The source's pair graph (TRAFFIC_PAIRS), built once per LoadView (one per poll and
     layout) for every plugin that asks; empty while older than maxSampleAgeSeconds (under
-    either stalePolicy: a stale edge says nothing about today's traffic) or never polled."""
-    got = src.view(snapshot).derived(TRAFFIC_PAIRS, _pair_graph)
+    either stalePolicy: a stale edge says nothing about today's traffic) or never polled.
+
+    `snapshot` None: from a thread other than the scheduling one (a periodic task), built
+    from the source's last answer without a LoadView: views live in the cycle snapshot's
+    cache, which only the scheduling thread may write (built mid-update, one would be
+    misaligned with the rows the next cycle reads)."""
+    if snapshot is None:
+        series = src.series(TRAFFIC_PAIRS)
+        got = build_graph(series) if series is not None else _NO_GRAPH
+    else:
+        got = src.view(snapshot).derived(TRAFFIC_PAIRS, _pair_graph)
     if not got.pairs or src.wall() - got.sampled_at > src.max_age:
         return _NO_GRAPH
     return got

@@ -241,7 +241,9 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         profile = self.handle.profile_name
 
         def publish() -> None:
-            got = cross_shares(self.graph(), self._nodes_of, self._domain_of, self.args.levels)
+            # On the periodic thread: the graph as last polled, not through the cycle snapshot.
+            graph = traffic_graph(self.source, None)
+            got = cross_shares(graph, self._nodes_of, self._domain_of, self.args.levels)
             self.check_match(got)
             matched.labels(profile).set(got.matched)
             workloads.labels(profile).set(got.workloads)

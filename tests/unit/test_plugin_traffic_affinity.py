@@ -19,7 +19,14 @@ from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
 from netsched.framework.workload import workload_key, workload_name
 from netsched.metrics.cache import Series
-from netsched.metrics.plugin_api import BANDWIDTH_HINT, PAIR_LABEL, TRAFFIC_PAIRS, PrometheusArgs, TrafficArgs
+from netsched.metrics.plugin_api import (
+    BANDWIDTH_HINT,
+    PAIR_LABEL,
+    TRAFFIC_PAIRS,
+    PrometheusArgs,
+    TrafficArgs,
+    traffic_graph,
+)
 from netsched.metrics.queries import render
 from netsched.metrics.traffic import build_graph
 from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
@@ -654,3 +661,16 @@ def test_peer_weights_follow_the_index_as_pods_come_and_go() -> None:
                 want[row] += rate / len(where)
         np.testing.assert_allclose(dense, want, atol=1e-9)
         assert got.total == pytest.approx(sum(r for w, r in edges.items() if w in index.rows))
+
+
+def test_the_graph_for_another_thread_leaves_the_cycle_snapshot_alone() -> None:
+    """The share gauges' periodic task reads the graph without building a LoadView: views are
+    kept in the cycle snapshot's cache, which only the scheduling thread may write."""
+    r = Rig([])
+    r.edges({"default|api|default|db": 100.0})
+    r.snap.cache.clear()
+    got = traffic_graph(r.plugin.source, None)
+    assert got.of("default/api") == {"default/db": 100.0}
+    assert r.snap.cache == {}
+    assert traffic_graph(r.plugin.source, r.snap).of("default/api") == {"default/db": 100.0}
+    assert r.snap.cache != {}  # the scheduling thread's read goes through the snapshot's view
