@@ -14,11 +14,12 @@ nodes and the cheapest candidates.
 
 Reserve/Unreserve are not needed: the peers are read from the snapshot, which
 holds assumed pods.  Link headroom stays with LoadThreshold and NetworkTraffic; this
-plugin only tells them how much of a new pod's traffic leaves its node: PreScore
-leaves a bandwidth hint in the pod's cycle state (BANDWIDTH_HINT), which the
-load-aware plugins' Reserve hands to the estimator: the workload's measured
-per-pod traffic minus the part exchanged with peers on the same node.  The hint
-is per cycle, so profiles sharing a `prometheus:` block (one estimator) and the
+plugin only tells them how much of a new pod's traffic leaves its node: PreFilter
+leaves a bandwidth hint in the pod's cycle state (BANDWIDTH_HINT; it looks the
+edges up only if called, and PreScore, not run when one node is feasible, replaces
+it with the edges it read), which the load-aware plugins' Reserve hands to the
+estimator: the workload's measured per-pod traffic minus the part exchanged with
+peers on the same node.  PreFilter never filters (Skip).  The hint is per cycle, so profiles sharing a `prometheus:` block (one estimator) and the
 explainer's replica never take over each other's.  A pod whose workload has no
 placed pod (all old pods gone, before a new sample) gets the estimator's default
 rather than the whole workload's traffic.
@@ -41,6 +42,8 @@ from netsched.framework import (
     IntArray,
     NodeInfo,
     PodInfo,
+    PreFilterPlugin,
+    PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
     Snapshot,
@@ -89,7 +92,11 @@ class TrafficCosts:
     peers: Peers
 
 
-class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAffinityArgs]):
+class TrafficAffinity(
+    PreFilterPlugin[TrafficAffinityArgs],
+    PreScorePlugin[TrafficAffinityArgs],
+    ScorePlugin[TrafficAffinityArgs],
+):
     name = names.TRAFFIC_AFFINITY
 
     def __init__(self, args: TrafficAffinityArgs | None, handle: Handle) -> None:
@@ -148,6 +155,15 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
         self.handle.events.event(pod, "Warning", "InvalidTrafficPeers", "Scheduling", message)
 
     # ------------------------------------------------------------ scoring
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        """Filters nothing (Skip: no Filter or PreFilterExtensions to run); leaves Reserve a
+        hint that reads the pod's edges only when called, since with one feasible node the
+        runtime returns before PreScore (kube does too)."""
+        state.write(BANDWIDTH_HINT, _LeavingTrafficLater(self, snapshot))
+        return None, Status.skip()
 
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
         workload, origin, edges = self.edges(pod, snapshot)
@@ -281,11 +297,15 @@ class TrafficAffinity(PreScorePlugin[TrafficAffinityArgs], ScorePlugin[TrafficAf
 
     # ------------------------------------------------------------ link-load estimate
 
-    def pod_bandwidth(self, pod: PodInfo, node_name: str) -> tuple[float, float] | None:
-        """(rx, tx) bytes/s of a just-placed pod on `node_name`, on the current snapshot (what
-        Reserve gets through the cycle's BANDWIDTH_HINT); None: its traffic is not measured."""
+    def pod_bandwidth(
+        self, pod: PodInfo, node_name: str, snapshot: Snapshot | None = None
+    ) -> tuple[float, float] | None:
+        """(rx, tx) bytes/s of a just-placed pod on `node_name` (what Reserve gets through the
+        cycle's BANDWIDTH_HINT); None: its traffic is not measured.  `snapshot`: the cycle's,
+        else the handle's."""
+        snap = snapshot if snapshot is not None else self.handle.snapshot()
         workload = workload_key(pod, self.args.workload_label)
-        return self.leaving(workload, self.graph().of(workload), self.handle.snapshot(), node_name)
+        return self.leaving(workload, self.graph(snap).of(workload), snap, node_name)
 
     def leaving(
         self, workload: str, edges: Mapping[str, float], snapshot: Snapshot, node_name: str
@@ -340,3 +360,15 @@ class _LeavingTraffic:
 
     def __call__(self, pod: PodInfo, node_name: str) -> tuple[float, float] | None:
         return self.plugin.leaving(self.workload, self.edges, self.snapshot, node_name)
+
+
+@dataclass(frozen=True, slots=True)
+class _LeavingTrafficLater:
+    """PreFilter's bandwidth hint: the pod's measured edges are looked up only if Reserve
+    calls it, on that cycle's snapshot (pods without edges cost one write per cycle)."""
+
+    plugin: TrafficAffinity
+    snapshot: Snapshot
+
+    def __call__(self, pod: PodInfo, node_name: str) -> tuple[float, float] | None:
+        return self.plugin.pod_bandwidth(pod, node_name, self.snapshot)

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
+from netsched.framework.search import NodeSearch
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
 from netsched.framework.workload import workload_key, workload_name
@@ -29,6 +30,8 @@ from netsched.metrics.plugin_api import (
 )
 from netsched.metrics.queries import render
 from netsched.metrics.traffic import build_graph
+from netsched.plugins.network_traffic import NetworkTraffic
+from netsched.plugins.node_affinity import NodeAffinity
 from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
 from netsched.plugins.traffic_affinity import cost as cost_module
 from netsched.plugins.traffic_affinity.appgroup import appgroup_edges
@@ -302,6 +305,29 @@ def test_explainer_replica_does_not_take_over_the_estimate() -> None:
     r.plugin.source.reserve(other, "n1")
     default = r.plugin.source.args.estimation.default_bandwidth_bytes
     assert r.plugin.source.estimates(r.snap).rx[1] == default
+
+
+def test_one_feasible_node_reserves_the_measured_estimate() -> None:
+    # One feasible node: the runtime skips PreScore (as kube does), so the hint must be left
+    # earlier (before: Reserve found none and the estimator charged its 1 MiB/s default).
+    nodes = [make_node(f"n{i}") for i in range(3)] + [make_node("n3").label("pick", "yes")]
+    snap = Snapshot.of(node_infos(nodes, [replica("db", 0, "n0"), replica("api", 0, "n1")]))
+    clock = FakeClock()
+    hub, fake = fake_hub(clock)
+    fwk = build_framework(
+        [TrafficAffinity, NetworkTraffic, NodeAffinity], metrics=hub, clock=clock, snapshot=snap
+    )
+    plugin = plugin_of(fwk, TrafficAffinity)
+    assert plugin_of(fwk, NetworkTraffic).source.estimator is plugin.source.estimator
+    fake.serve(plugin.source, TRAFFIC_PAIRS, {"default|api|default|db": 200.0}, label=PAIR_LABEL)
+    hub.poll_now()
+    pod = replica("api", 1).node_selector(pick="yes").info()
+    state = fwk.new_cycle_state()
+    result = NodeSearch(fwk).schedule(state, pod, snap)
+    assert result.node_name == "n3" and result.totals is None  # nothing was scored
+    assert fwk.run_reserve(state, pod, "n3").ok
+    est = plugin.source.estimates(snap)
+    assert est.rx[3] == 100.0 and est.tx[3] == 100.0  # 200 B/s per api pod, all leaving n3
 
 
 def test_profiles_sharing_an_estimator_keep_their_own_workload_label() -> None:
