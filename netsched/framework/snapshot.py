@@ -96,7 +96,9 @@ class Snapshot:
 
     @property
     def row_counter(self) -> int:
-        """The row_version of the latest replaced row (0: none since the last rebuild)."""
+        """The row_version of the latest replaced row (0: none yet).  It never goes back, not
+        even at a rebuild (which sets every row's row_version to 0), so a reader's old counter
+        never hides a newer replacement."""
         return self._row_counter
 
     def replaced_since(self, counter: int) -> list[int]:
@@ -128,6 +130,7 @@ class Snapshot:
         self.affinity_pods = np.zeros(n, dtype=np.int32)
         self.anti_affinity_pods = np.zeros(n, dtype=np.int32)
         self.row_version = np.zeros(n, dtype=np.int64)
+        self._forget_replaced()  # the log named rows of the old layout
         for i, node in enumerate(nodes):
             self._fill_row(i, node)
         self.layout_version += 1
@@ -156,6 +159,11 @@ class Snapshot:
             self.cache.clear()
         self._dirty_affinity()
         return True
+
+    def _forget_replaced(self) -> None:
+        """Empty the log from the current counter on: a reader behind it compares row_version."""
+        self._replaced = []
+        self._replaced_base = self._row_counter
 
     def _fill_row(self, i: int, node: NodeInfo) -> None:
         col = self.col
@@ -231,6 +239,7 @@ class Snapshot:
         out.anti_affinity_pods = self.anti_affinity_pods.copy()
         out.row_version = self.row_version.copy()
         out._row_counter = self._row_counter
+        out._forget_replaced()  # the copy logs its own replacements from here
         out.layout_version = self.layout_version
         out.allocatable_version = self.allocatable_version
         out.generation = self.generation
