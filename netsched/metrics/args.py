@@ -136,6 +136,14 @@ class QueriesArgs:
         return {k: v for k, v in zip(QUERY_FIELDS, values, strict=True) if v}
 
 
+def cover_margin(derived: float, lifetime: float, max_sample_age: float) -> float:
+    """The default coverMarginSeconds under an explicit maxLifetimeSeconds: the one derived
+    from rateWindow, capped so that a sample taken after it can still arrive within the
+    lifetime (the default lifetime's rule, inverted), never below MIN_COVER_MARGIN_SECONDS
+    (the default before it followed rateWindow: every lifetime valid then stays valid)."""
+    return max(MIN_COVER_MARGIN_SECONDS, min(derived, lifetime - max_sample_age))
+
+
 @dataclass(frozen=True, slots=True)
 class EstimationArgs:
     """Load added for pods reserved since a node's latest sample (see estimation.py)."""
@@ -144,6 +152,7 @@ class EstimationArgs:
     cpu_factor: float = DEFAULT_CPU_FACTOR
     memory_factor: float = DEFAULT_MEMORY_FACTOR
     # decode derives it from rateWindow: max(MIN_COVER_MARGIN_SECONDS, the window); 1m here.
+    # Under an explicit maxLifetimeSeconds it is capped at lifetime - maxSampleAge (cover_margin).
     cover_margin_seconds: float = 60.0
     # decode derives it from maxSampleAgeSeconds: max(2 x maxSampleAge, coverMargin + maxSampleAge).
     max_lifetime_seconds: float = 2 * MAX_AGE_POLL_INTERVALS * DEFAULT_POLL_INTERVAL_SECONDS
@@ -154,16 +163,20 @@ class EstimationArgs:
         bw = f.float("defaultBandwidthBytes", d.default_bandwidth_bytes, min=0)
         cpu = f.float("cpuFactor", d.cpu_factor, min=0, max=10)
         mem = f.float("memoryFactor", d.memory_factor, min=0, max=10)
+        defaulted = not f.has("coverMarginSeconds")
         margin = f.float("coverMarginSeconds", max(MIN_COVER_MARGIN_SECONDS, rate_window), min=0)
         # Long enough for a sample taken after the margin to arrive, and two
         # sample ages at least: an estimate older than that is a pod the metrics never saw.
         default_lifetime = max(2 * max_sample_age, margin + max_sample_age)
         lifetime = f.float("maxLifetimeSeconds", default_lifetime, min=1)
+        if defaulted and f.has("maxLifetimeSeconds"):
+            margin = cover_margin(margin, lifetime, max_sample_age)
         if lifetime <= margin:
+            why = f"defaulted to {margin:g}; set coverMarginSeconds lower" if defaulted else f"{margin:g}"
             f.errs.invalid(
                 f"{f.path}.maxLifetimeSeconds",
                 lifetime,
-                f"must be greater than coverMarginSeconds ({margin:g})",
+                f"must be greater than coverMarginSeconds ({why})",
             )
             lifetime = default_lifetime
         f.finish()

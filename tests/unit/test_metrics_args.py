@@ -83,6 +83,11 @@ def test_max_age_defaults_to_four_poll_intervals() -> None:
             {"estimation": {"coverMarginSeconds": 60, "maxLifetimeSeconds": 50}},
             "args.prometheus.estimation.maxLifetimeSeconds: Invalid value: 50.0: must be greater than coverMarginSeconds (60)",
         ),
+        (  # a lifetime no default margin fits: the message says the margin was defaulted
+            {"estimation": {"maxLifetimeSeconds": 20}},
+            "args.prometheus.estimation.maxLifetimeSeconds: Invalid value: 20.0: must be greater than "
+            "coverMarginSeconds (defaulted to 30; set coverMarginSeconds lower)",
+        ),
         (
             {"insecureSkipVerify": True, "caFile": "/ca.pem"},
             "args.prometheus.insecureSkipVerify: Invalid value: true",
@@ -168,6 +173,11 @@ def test_response_size_cap_defaults_and_is_per_connection() -> None:
         ({"rateWindow": "2m30s"}, 150.0),
         ({"rateWindow": "10s"}, 30.0),  # never shorter than pod start
         ({"rateWindow": "5m", "estimation": {"coverMarginSeconds": 20}}, 20.0),  # explicit wins
+        # An explicit lifetime caps the default at lifetime - maxSampleAge (60), never below 30:
+        # configs valid before the margin followed rateWindow stay valid (before: an error).
+        ({"rateWindow": "5m", "estimation": {"maxLifetimeSeconds": 200}}, 140.0),
+        ({"rateWindow": "5m", "estimation": {"maxLifetimeSeconds": 50}}, 30.0),
+        ({"estimation": {"maxLifetimeSeconds": 500}}, 60.0),  # room for the whole window
     ],
 )
 def test_cover_margin_follows_the_rate_window(raw: dict[str, Any], margin: float) -> None:
