@@ -29,9 +29,9 @@ DEFAULT_RATE = 1024.0 * 1024.0
 # 1 TB/s, far above any NIC: a larger declared rate is a typo, and unbounded ones ("1e400",
 # "5Ei" x distance) would overflow the integer costs.
 MAX_RATE = 1e12
-_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # DNS-1123 label
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # DNS-1123 label
 # Label-value syntax, allowing a DNS-1123 subdomain's length (controller names may be 253 long).
-_WORKLOAD = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,251}[A-Za-z0-9])?$")
+_WORKLOAD = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,251}[A-Za-z0-9])?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,8 @@ def _entry(entry: str, namespace: str, out: Declared) -> None:
     name, _, rate_text = entry.partition("=")
     ns, _, wl = name.strip().rpartition("/")
     ns = ns or namespace
-    if not _NAMESPACE.match(ns) or not _WORKLOAD.match(wl):
+    # fullmatch: `$` would let a trailing newline through ("shop\n/cache").
+    if not _NAMESPACE.fullmatch(ns) or not _WORKLOAD.fullmatch(wl):
         out.errors.append(
             f"{where}: want [namespace/]workload[=rate], the namespace a DNS-1123 label, "
             "the workload a label value"

@@ -236,6 +236,7 @@ def test_declared_edges_format(text: str, want: dict[str, float]) -> None:
         ("-db", "workload a label value"),
         ("db.", "workload a label value"),
         ("a/b/c", "namespace a DNS-1123 label"),
+        ("shop\n/cache=5Mi", "namespace a DNS-1123 label"),  # before: `$` let the newline through
         ("db=-1", "must be > 0"),
         ("db=0", "must be > 0"),
         ("db=x", "rate"),
