@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from netsched.framework.selectors import label_key_errors
+
 _N = TypeVar("_N", int, float)  # a bounded number field
 
 
@@ -186,6 +188,26 @@ class Fields:
             self.errs.invalid(join(self.path, key), type(v).__name__, "must be a list")
             return []
         return v
+
+    def label_keys(self, key: builtins.str) -> builtins.list[builtins.str]:
+        """A list of distinct label keys (e.g. topology levels): each entry that is not a valid
+        key, or repeats an earlier one, is reported at its index; the valid ones, in order."""
+        path = join(self.path, key)
+        out: builtins.list[builtins.str] = []
+        for i, raw in enumerate(self.list(key)):
+            p = join(path, i)
+            problems = (
+                label_key_errors(raw)
+                if isinstance(raw, builtins.str) and raw
+                else ["must be a node label key"]
+            )
+            if problems:
+                self.errs.invalid(p, raw, "; ".join(problems))
+            elif raw in out:
+                self.errs.duplicate(p, raw)
+            else:
+                out.append(raw)
+        return out
 
     def sub(self, key: builtins.str) -> Fields:
         """A reader over a nested mapping (empty when absent)."""

@@ -105,16 +105,7 @@ def _levels(fields: Fields) -> tuple[str, ...]:
         fields.any("topologyKey")
         fields.any("rackKey")
         path = join(fields.path, "levels")
-        out: list[str] = []
-        for i, raw in enumerate(fields.list("levels")):
-            p = join(path, i)
-            problems = label_key_errors(raw) if isinstance(raw, str) and raw else ["must be a node label key"]
-            if problems:
-                fields.errs.invalid(p, raw, "; ".join(problems))
-            elif raw in out:
-                fields.errs.duplicate(p, raw)
-            else:
-                out.append(raw)
+        out = fields.label_keys("levels")
         if HOSTNAME in out[:-1]:
             fields.errs.invalid(path, out, f"{HOSTNAME} is the innermost level: list it last, or not at all")
         return tuple(out)

@@ -60,20 +60,13 @@ class TrafficAffinityArgs(MetricArgs):
 def _levels(fields: Fields) -> tuple[str, ...]:
     if not fields.has("levels"):
         return (ZONE_LABEL,)
-    path = join(fields.path, "levels")
-    out: list[str] = []
-    for i, raw in enumerate(fields.list("levels")):
-        p = join(path, i)
-        problems = label_key_errors(raw) if isinstance(raw, str) and raw else ["must be a node label key"]
-        if problems:
-            fields.errs.invalid(p, raw, "; ".join(problems))
-        elif raw == HOSTNAME:
-            fields.errs.invalid(p, raw, "the node is the implicit innermost level (distance 0): leave it out")
-        elif raw in out:
-            fields.errs.duplicate(p, raw)
-        else:
-            out.append(raw)
-    return tuple(out)
+    levels = fields.label_keys("levels")
+    if HOSTNAME in levels:
+        p = join(join(fields.path, "levels"), fields.list("levels").index(HOSTNAME))
+        fields.errs.invalid(
+            p, HOSTNAME, "the node is the implicit innermost level (distance 0): leave it out"
+        )
+    return tuple(k for k in levels if k != HOSTNAME)
 
 
 def _distances(fields: Fields, n_levels: int) -> tuple[float, ...]:
