@@ -44,28 +44,24 @@ class WorkloadIndex:
         self._label = label
         self._snapshot: Snapshot | None = None
         self._layout = -1
-        self._row_nodes: list[NodeInfo] = []
         self._row_workloads: list[dict[str, int]] = []
         self._seen = 0  # the snapshot's row_counter when last synced
         self._arrays: dict[str, Arrays] = {}  # workload -> rows, pods, total
         self._totals: dict[str, int] = {}  # workload -> placed pods
         self.rows: dict[str, dict[int, int]] = {}  # workload -> row -> pods
-        self.epoch = 0  # bumped when rebuilt: row numbers from before mean nothing
 
     def sync(self, snapshot: Snapshot) -> None:
         nodes = snapshot.nodes
         if (
             self._snapshot is not snapshot
             or self._layout != snapshot.layout_version
-            or len(nodes) != len(self._row_nodes)
+            or len(nodes) != len(self._row_workloads)
         ):
             self._snapshot, self._layout = snapshot, snapshot.layout_version
-            self._row_nodes = list(nodes)
             self._row_workloads = [{} for _ in nodes]
             self.rows = {}
             self._arrays = {}
             self._totals = {}
-            self.epoch += 1
             changed: Iterable[int] = range(len(nodes))
         elif snapshot.row_counter == self._seen:
             return
@@ -96,7 +92,6 @@ class WorkloadIndex:
             if not total:
                 del self.rows[wl], self._totals[wl]
         self._row_workloads[row] = counts
-        self._row_nodes[row] = node
 
     def placed(self, workload: str) -> int:
         return self._totals.get(workload, 0)

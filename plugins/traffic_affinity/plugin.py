@@ -169,7 +169,7 @@ class TrafficAffinity(
         workload, origin, edges = self.edges(pod, snapshot)
         if origin == MEASURED:  # Reserve's estimate of the pod's link load, on this cycle's snapshot
             state.write(BANDWIDTH_HINT, _LeavingTraffic(self, workload, edges, snapshot))
-        got = self.costs(pod, snapshot, idx, (workload, origin, edges)) if edges else None
+        got = self.costs(snapshot, idx, workload, origin, edges)
         if got is None:
             return Status.skip()
         state.write(self._key, got)
@@ -184,15 +184,10 @@ class TrafficAffinity(
         )
 
     def costs(
-        self,
-        pod: PodInfo,
-        snapshot: Snapshot,
-        idx: IntArray,
-        known: tuple[str, str, Mapping[str, float]] | None = None,
+        self, snapshot: Snapshot, idx: IntArray, workload: str, origin: str, edges: Mapping[str, float]
     ) -> TrafficCosts | None:
-        """The pod's costs over rows `idx`, or None when nothing is known (the plugin is inert);
-        `known`: the pod's edges() when already looked up."""
-        workload, origin, edges = known if known is not None else self.edges(pod, snapshot)
+        """The costs over rows `idx` of a pod of `workload` with these edges (edges()), or None
+        when nothing is known (the plugin is inert)."""
         if not edges:
             return None
         levels = [label_codes(snapshot, key) for key in reversed(self.args.levels)]
