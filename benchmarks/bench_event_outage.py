@@ -176,6 +176,7 @@ def kill(a: argparse.Namespace, tmp: Path) -> None:
 
         killed_at: list[int] = []
         kills: list[float] = []
+        last: Replica | None = None  # SIGTERMed at the end; read in `finally` even after a failure
         try:
             _wait(lambda: leader() is not None, 60, "a leader")
             for p in pods(a.pods):

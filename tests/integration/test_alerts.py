@@ -15,16 +15,16 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import SchedulerAppFactory
 
-from netsched.serve import start_server
+from netsched.app import SchedulerApp
+from netsched.serve import endpoints_server
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import PrometheusServer, free_port, require_prometheus
@@ -199,7 +199,7 @@ def firing(prom: PrometheusServer) -> dict[str, list[dict[str, str]]]:
 
 
 def test_alerts_fire_on_a_real_prometheus_scraping_netsched(
-    server: FakeAPIServer, scheduler_app: SchedulerAppFactory, tmp_path: Path
+    server: FakeAPIServer, scheduler_app: Callable[..., SchedulerApp], tmp_path: Path
 ) -> None:
     exe = require_prometheus()
     groups = rule_groups()
@@ -208,14 +208,13 @@ def test_alerts_fire_on_a_real_prometheus_scraping_netsched(
             rule["for"] = "1s"
     rule_file = write_groups(tmp_path / "netsched.rules.yaml", groups)
     server.create("nodes", make_node("n1").capacity(cpu="4", memory="8Gi").obj())
-    metrics_port = free_port()
-    app = scheduler_app(
-        CONFIG.format(dead_url=f"http://127.0.0.1:{free_port()}"),
-        metrics_bind_address=f"127.0.0.1:{metrics_port}",
-    )
-    metrics_server = start_server(app)
+    # /metrics on a port the server binds itself (127.0.0.1:0): a port picked first and bound
+    # later can be taken in between on a busy machine.
+    app = scheduler_app(CONFIG.format(dead_url=f"http://127.0.0.1:{free_port()}"))
+    metrics_server = endpoints_server(app, "127.0.0.1", 0, None)  # as start_server, on a bound port
+    metrics_server.start()
     prom = PrometheusServer(
-        [f"127.0.0.1:{metrics_port}"], binary=exe, workdir=tmp_path, rule_files=[rule_file]
+        [f"127.0.0.1:{metrics_server.port}"], binary=exe, workdir=tmp_path, rule_files=[rule_file]
     )
     try:
         assert app.start_informers(sync_timeout=10)
@@ -223,12 +222,11 @@ def test_alerts_fire_on_a_real_prometheus_scraping_netsched(
         app.start_scheduling()
         server.create("pods", make_pod("web").scheduler("netsched").req(cpu="100m").obj())
         prom.start()
-        deadline = time.monotonic() + 60
         want = {"NetschedMetricsFallback", "NetschedPodsPendingOnLoadThreshold"}
-        got: dict[str, list[dict[str, str]]] = {}
-        while time.monotonic() < deadline and not want <= set(got):
-            time.sleep(0.5)
-            got = firing(prom)
+        prom.wait_for(
+            'ALERTS{alertstate="firing"}', lambda r: want <= {s["metric"]["alertname"] for s in r}, timeout=60
+        )
+        got = firing(prom)
         assert want <= set(got), f"firing: {got}\n{prom.log_tail()}"
         assert got["NetschedPodsPendingOnLoadThreshold"][0]["profile"] == "netsched"
         assert "127.0.0.1" in got["NetschedMetricsFallback"][0]["source"]
