@@ -162,13 +162,13 @@ class TrafficAffinity(
         """Filters nothing (Skip: no Filter or PreFilterExtensions to run); leaves Reserve a
         hint that reads the pod's edges only when called, since with one feasible node the
         runtime returns before PreScore (kube does too)."""
-        state.write(BANDWIDTH_HINT, _LeavingTrafficLater(self, snapshot))
+        state.write(BANDWIDTH_HINT, _LeavingTraffic(self, snapshot))
         return None, Status.skip()
 
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
         workload, origin, edges = self.edges(pod, snapshot)
         if origin == MEASURED:  # Reserve's estimate of the pod's link load, on this cycle's snapshot
-            state.write(BANDWIDTH_HINT, _LeavingTraffic(self, workload, edges, snapshot))
+            state.write(BANDWIDTH_HINT, _LeavingTraffic(self, snapshot, (workload, edges)))
         got = self.costs(snapshot, idx, workload, origin, edges)
         if got is None:
             return Status.skip()
@@ -209,6 +209,8 @@ class TrafficAffinity(
         return _dense(got, len(got.index))[idx]
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        """The per-node form the contract requires (docs/DESIGN.md, Plugin rules): the runtime
+        calls score_nodes, and netsched.testing.agreement checks the two agree."""
         got: TrafficCosts = state.read(self._key)
         row = got.index.get(node.name)
         return int(_dense(got, len(got.index))[row]) if row is not None else int(got.costs.max(initial=0))
@@ -345,25 +347,17 @@ def _dense(got: TrafficCosts, n: int) -> IntArray:
 
 @dataclass(frozen=True, slots=True)
 class _LeavingTraffic:
-    """The estimator's bandwidth hint for one cycle's pod: its workload's edges as PreScore read
-    them, priced on that cycle's snapshot by the profile's own plugin."""
-
-    plugin: TrafficAffinity
-    workload: str
-    edges: Mapping[str, float]
-    snapshot: Snapshot
-
-    def __call__(self, pod: PodInfo, node_name: str) -> tuple[float, float] | None:
-        return self.plugin.leaving(self.workload, self.edges, self.snapshot, node_name)
-
-
-@dataclass(frozen=True, slots=True)
-class _LeavingTrafficLater:
-    """PreFilter's bandwidth hint: the pod's measured edges are looked up only if Reserve
-    calls it, on that cycle's snapshot (pods without edges cost one write per cycle)."""
+    """The estimator's bandwidth hint for one cycle's pod, priced on that cycle's snapshot by
+    the profile's own plugin.  PreFilter leaves it without `measured`: the pod's edges are
+    looked up only if Reserve calls it (pods without edges cost one write per cycle);
+    PreScore replaces it with the (workload, measured edges) it read."""
 
     plugin: TrafficAffinity
     snapshot: Snapshot
+    measured: tuple[str, Mapping[str, float]] | None = None
 
     def __call__(self, pod: PodInfo, node_name: str) -> tuple[float, float] | None:
-        return self.plugin.pod_bandwidth(pod, node_name, self.snapshot)
+        if self.measured is None:
+            return self.plugin.pod_bandwidth(pod, node_name, self.snapshot)
+        workload, edges = self.measured
+        return self.plugin.leaving(workload, edges, self.snapshot, node_name)
