@@ -116,7 +116,17 @@ from netsched.framework.selectors import (
 from netsched.framework.shared import ServiceKey
 from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.framework.status import Code, Status
-from netsched.framework.types import HostPort, NodeInfo, ObjectRef, PodInfo, QueuedPodInfo, Taint, Toleration
+from netsched.framework.types import (
+    LABEL_HOSTNAME,
+    LABEL_TOPOLOGY_ZONE,
+    HostPort,
+    NodeInfo,
+    ObjectRef,
+    PodInfo,
+    QueuedPodInfo,
+    Taint,
+    Toleration,
+)
 from netsched.framework.workload import workload_key, workload_name
 
 # What handle.api raises, and the keys of the kinds a plugin patches through it.
@@ -157,6 +167,8 @@ __all__ = [
     "HostPort",
     "FloatArray",
     "IntArray",
+    "LABEL_HOSTNAME",
+    "LABEL_TOPOLOGY_ZONE",
     "LabelCodes",
     "LabelSelector",
     "LookalikePods",

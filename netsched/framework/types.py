@@ -23,6 +23,10 @@ from netsched.framework.selectors import (
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
+# Well-known node labels (kube's core/v1 well_known_labels.go): the node's own name, its zone.
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
+
 
 @dataclass(slots=True, frozen=True)
 class Taint:

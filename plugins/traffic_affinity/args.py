@@ -15,17 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from netsched.framework import Fields, join, label_key_errors
+from netsched.framework import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, Fields, join, label_key_errors
 from netsched.metrics.plugin_api import MetricArgs, PrometheusArgs, TrafficArgs
-
-ZONE_LABEL = "topology.kubernetes.io/zone"
-HOSTNAME = "kubernetes.io/hostname"
 
 
 @dataclass(frozen=True)
 class TrafficAffinityArgs(MetricArgs):
     traffic: TrafficArgs = field(default_factory=TrafficArgs)
-    levels: tuple[str, ...] = (ZONE_LABEL,)
+    levels: tuple[str, ...] = (LABEL_TOPOLOGY_ZONE,)
     distances: tuple[float, ...] = ()  # () = 1, 2, ..., len(levels) + 1
     workload_label: str = ""
 
@@ -59,14 +56,14 @@ class TrafficAffinityArgs(MetricArgs):
 
 def _levels(fields: Fields) -> tuple[str, ...]:
     if not fields.has("levels"):
-        return (ZONE_LABEL,)
+        return (LABEL_TOPOLOGY_ZONE,)
     levels = fields.label_keys("levels")
-    if HOSTNAME in levels:
-        p = join(join(fields.path, "levels"), fields.list("levels").index(HOSTNAME))
+    if LABEL_HOSTNAME in levels:
+        p = join(join(fields.path, "levels"), fields.list("levels").index(LABEL_HOSTNAME))
         fields.errs.invalid(
-            p, HOSTNAME, "the node is the implicit innermost level (distance 0): leave it out"
+            p, LABEL_HOSTNAME, "the node is the implicit innermost level (distance 0): leave it out"
         )
-    return tuple(k for k in levels if k != HOSTNAME)
+    return tuple(k for k in levels if k != LABEL_HOSTNAME)
 
 
 def _distances(fields: Fields, n_levels: int) -> tuple[float, ...]:
