@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,6 +115,10 @@ class TrafficAffinity(
         self._peak_sample = -1.0
         self._sample = 0.0  # sampled_at of the graph read last (0: none)
         self._unmatched = False  # the graph named no placed pod's workload at the last check
+        # The node rows the share task reads labels from: (index, nodes) of the snapshot a cycle
+        # of this plugin last saw, set in one write.  The handle's snapshot is not for another
+        # thread: between cycles the cache rebuilds it in place (nodes first, then index).
+        self._rows: tuple[Mapping[str, int], Sequence[NodeInfo]] = ({}, [])
         self._publish_shares()
 
     @property
@@ -163,9 +167,17 @@ class TrafficAffinity(
         hint that reads the pod's edges only when called, since with one feasible node the
         runtime returns before PreScore (kube does too)."""
         state.write(BANDWIDTH_HINT, _LeavingTraffic(self, snapshot))
+        self._keep_rows(snapshot)
         return None, Status.skip()
 
+    def _keep_rows(self, snapshot: Snapshot) -> None:
+        """Publish the cycle's node rows to the share task (see _domain_of)."""
+        rows = self._rows
+        if rows[0] is not snapshot.index or rows[1] is not snapshot.nodes:
+            self._rows = (snapshot.index, snapshot.nodes)
+
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
+        self._keep_rows(snapshot)
         workload, origin, edges = self.edges(pod, snapshot)
         if origin == MEASURED:  # Reserve's estimate of the pod's link load, on this cycle's snapshot
             state.write(BANDWIDTH_HINT, _LeavingTraffic(self, snapshot, (workload, edges)))
@@ -289,8 +301,11 @@ class TrafficAffinity(
         return [p.node_name for p in pods if p.node_name and not p.deleting]
 
     def _domain_of(self, node: str, level: str) -> str | None:
-        info = self.handle.snapshot().get(node)
-        return info.labels.get(level) if info is not None else None
+        """On the periodic thread: the index and rows a cycle published together (a later
+        rebuild replaces both lists; an in-place row update keeps the row's node name)."""
+        index, nodes = self._rows
+        row = index.get(node)
+        return nodes[row].labels.get(level) if row is not None else None
 
     # ------------------------------------------------------------ link-load estimate
 

@@ -30,6 +30,7 @@ from netsched.metrics.plugin_api import (
 )
 from netsched.metrics.queries import render
 from netsched.metrics.traffic import build_graph
+from netsched.observability.metrics import SchedulerMetrics
 from netsched.plugins.network_traffic import NetworkTraffic
 from netsched.plugins.node_affinity import NodeAffinity
 from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
@@ -42,7 +43,7 @@ from netsched.plugins.traffic_affinity.plugin import MAX_COST
 from netsched.plugins.traffic_affinity.shares import NODE_LEVEL, cross_shares
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
-from netsched.testing.framework import build_framework, plugin_of
+from netsched.testing.framework import build_framework, fake_services, plugin_of
 from netsched.testing.handle import RecordingEvents
 from netsched.testing.prometheus import fake_hub
 
@@ -701,3 +702,36 @@ def test_the_graph_for_another_thread_leaves_the_cycle_snapshot_alone() -> None:
     assert r.snap.cache == {}
     assert traffic_graph(r.plugin.source, r.snap).of("default/api") == {"default/db": 100.0}
     assert r.snap.cache != {}  # the scheduling thread's read goes through the snapshot's view
+
+
+def test_share_task_reads_the_rows_a_cycle_published_not_the_snapshot_being_rebuilt() -> None:
+    """The share gauges run on the periodic thread while the cache rebuilds the live snapshot
+    in place (nodes first, then index): a read between the two paired an old row number with
+    a new row, so a node's zone came from another node (or the row did not exist)."""
+    clock = FakeClock()
+    hub, fake = fake_hub(clock)
+    nodes = [make_node(f"n{i}").labels(**{ZONE: "ab"[i // 4], RACK: f"r{i // 2}"}) for i in range(8)]
+    snap = Snapshot.of(node_infos(nodes, [replica("db", 0, "n0"), replica("api", 0, "n1")]))
+    services = fake_services(clock=clock, metrics=hub, assigned=snap)
+    metrics = SchedulerMetrics(CollectorRegistry())
+    services.plugin_metrics = metrics
+    args = TrafficAffinityArgs(levels=(ZONE, RACK))
+    fwk = build_framework(
+        [TrafficAffinity], args={TrafficAffinity.name: args}, services=services, snapshot=snap
+    )
+    plugin = plugin_of(fwk, TrafficAffinity)
+    fake.serve(plugin.source, TRAFFIC_PAIRS, {"default|api|default|db": 100.0}, label=PAIR_LABEL)
+    hub.poll_now()
+
+    def crossing(level: str) -> float | None:
+        labels = {"profile": fwk.profile_name, "level": level}
+        return metrics.registry.get_sample_value("netsched_traffic_cross_level_ratio", labels)
+
+    plugin.pre_filter(CycleState(), replica("api", 1).info(), snap)  # a cycle sees the rows
+    services.periodic.run_all()
+    assert (crossing(ZONE), crossing(RACK)) == (0.0, 0.0)  # n0 and n1 share zone a, rack r0
+    # A node joins: rebuild sorts it first and has set the new rows, not yet the index.
+    newcomer = node_infos([make_node("a-new").labels(**{ZONE: "c", RACK: "r9"})], [])
+    snap.nodes = newcomer + snap.nodes
+    services.periodic.run_all()
+    assert (crossing(ZONE), crossing(RACK)) == (0.0, 0.0)  # read db's n0 as a-new: 1.0, 1.0
