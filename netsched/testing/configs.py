@@ -3,19 +3,35 @@
 A test whose point is elsewhere (logging flags, event writes, serving) wants the plainest
 scheduler: one profile named netsched with kube's default plugins and no leader election, so
 nothing waits for a lease. Written here once; a test that needs other plugins builds its own
-profile (or appends a `plugins:` block to this one, as the load-aware tests do).
+profile (or appends a `plugins:` block to this one, as the load-aware tests do).  Tests that
+wait for pods retried after a backoff take the variant with kube's backoff cut to a second.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-# kube's default plugins in one profile named netsched; leader election off.
-NETSCHED_PROFILE: Final = """\
+_HEADER = """\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: false
+"""
+_PROFILE = """\
 profiles:
 - schedulerName: netsched
 """
+
+# kube's default plugins in one profile named netsched; leader election off.
+NETSCHED_PROFILE: Final = _HEADER + _PROFILE
+
+# The same with a 1 s pod backoff (initial and max, kube's are 1 s and 10 s): a pod the test
+# makes schedulable again (a node added, a victim gone) is retried within a second.
+NETSCHED_PROFILE_FAST_BACKOFF: Final = (
+    _HEADER
+    + """\
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 1
+"""
+    + _PROFILE
+)

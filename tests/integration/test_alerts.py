@@ -26,6 +26,7 @@ import yaml
 from netsched.app import SchedulerApp
 from netsched.serve import endpoints_server
 from netsched.testing.builders import make_node, make_pod
+from netsched.testing.configs import NETSCHED_PROFILE_FAST_BACKOFF
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import PrometheusServer, free_port, require_prometheus
 
@@ -164,15 +165,9 @@ def test_promtool_unit_tests_of_every_alert(tmp_path: Path) -> None:
     assert "SUCCESS" in r.stdout
 
 
-CONFIG = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-podInitialBackoffSeconds: 1
-podMaxBackoffSeconds: 1
-profiles:
-- schedulerName: netsched
+CONFIG = (
+    NETSCHED_PROFILE_FAST_BACKOFF
+    + """\
   plugins:
     multiPoint:
       enabled:
@@ -186,6 +181,7 @@ profiles:
         timeoutSeconds: 0.5
         stalePolicy: failClosed
 """
+)
 
 
 def firing(prom: PrometheusServer) -> dict[str, list[dict[str, str]]]:

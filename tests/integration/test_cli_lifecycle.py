@@ -21,6 +21,7 @@ import pytest
 from netsched.plugins.coscheduling import POD_GROUP_LABEL
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.cli import start_netsched
+from netsched.testing.configs import NETSCHED_PROFILE
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.volumes import PVCS, SELECTED_NODE, STORAGECLASSES, pvc, storage_class
 from netsched.testing.wait import wait_until
@@ -29,13 +30,9 @@ pytestmark = pytest.mark.integration
 
 PG = "scheduling.x-k8s.io/podgroups"
 # Far longer than the test waits for the process to exit: only the shutdown can end the waits.
-WAITS = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: netsched
+WAITS = (
+    NETSCHED_PROFILE
+    + """\
   plugins:
     multiPoint:
       enabled:
@@ -49,6 +46,7 @@ profiles:
   - name: VolumeBinding
     args: {bindTimeoutSeconds: 600}
 """
+)
 ELECTED = """
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration

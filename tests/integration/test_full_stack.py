@@ -13,6 +13,7 @@ import pytest
 
 from netsched.app import SchedulerApp
 from netsched.testing.builders import make_node, make_pod
+from netsched.testing.configs import NETSCHED_PROFILE_FAST_BACKOFF
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import PrometheusServer
@@ -24,15 +25,9 @@ WINDOW = "4s"
 # bytes/s received per node; links are 1 Gb/s (125 MB/s) in the synthetic exporter.
 RX = {"node-0": 110e6, "node-1": 90e6, "node-2": 2e6, "node-3": 1e6}
 
-CONFIG = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-podInitialBackoffSeconds: 1
-podMaxBackoffSeconds: 1
-profiles:
-- schedulerName: netsched
+CONFIG = (
+    NETSCHED_PROFILE_FAST_BACKOFF
+    + """\
   plugins:
     multiPoint:
       enabled:
@@ -55,6 +50,7 @@ profiles:
       cpuUtilizationPercent: 0
       memoryUtilizationPercent: 0
 """
+)
 
 
 def full_window(prom: PrometheusServer) -> None:

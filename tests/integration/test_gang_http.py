@@ -21,6 +21,7 @@ from netsched.plugins.gangs import GANGS, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
 from netsched.queue import UNSCHEDULABLE
 from netsched.serve import debug_handlers
 from netsched.testing.builders import make_node, make_pod
+from netsched.testing.configs import NETSCHED_PROFILE_FAST_BACKOFF
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import PrometheusServer
@@ -30,15 +31,9 @@ pytestmark = pytest.mark.integration
 
 PG = "scheduling.x-k8s.io/podgroups"
 
-CONFIG = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-podInitialBackoffSeconds: 1
-podMaxBackoffSeconds: 1
-profiles:
-- schedulerName: netsched
+CONFIG = (
+    NETSCHED_PROFILE_FAST_BACKOFF
+    + """\
   plugins:
     multiPoint:
       enabled:
@@ -52,6 +47,7 @@ profiles:
       permitWaitingTimeSeconds: 30
       podGroupBackoffSeconds: 1
 """
+)
 
 
 @pytest.fixture

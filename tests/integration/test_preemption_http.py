@@ -17,20 +17,12 @@ import pytest
 
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.cli import killed_if_left, sigterm, start_netsched
+from netsched.testing.configs import NETSCHED_PROFILE_FAST_BACKOFF
 from netsched.testing.fakeapi import FakeAPIServer
 
 pytestmark = pytest.mark.integration
 
-CONFIG = """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-podInitialBackoffSeconds: 1
-podMaxBackoffSeconds: 1
-profiles:
-- schedulerName: netsched
-"""
+CONFIG = NETSCHED_PROFILE_FAST_BACKOFF
 
 
 def pod_history(server: FakeAPIServer, since: int, name: str) -> list[tuple[str, dict[str, Any]]]:

@@ -11,6 +11,7 @@ from netsched.config import load_config
 from netsched.config.reload import RESTART_REQUIRED, SUCCESS, ConfigReloader
 from netsched.kube import KubeAPI, build_api_client
 from netsched.testing.builders import make_node, make_pod
+from netsched.testing.configs import NETSCHED_PROFILE
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.wait import wait_until
 
@@ -76,13 +77,9 @@ def test_weights_and_percentage_apply_without_a_restart(tmp_path: Path) -> None:
 
 
 def metrics_config(address: str) -> str:
-    return f"""\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: netsched
+    return (
+        NETSCHED_PROFILE
+        + f"""\
   plugins:
     score:
       enabled:
@@ -94,6 +91,7 @@ profiles:
       prometheus:
         prometheusAddress: {address}
 """
+    )
 
 
 def test_a_new_prometheus_address_replaces_the_old_poller(tmp_path: Path) -> None:

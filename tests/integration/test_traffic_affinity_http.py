@@ -14,6 +14,7 @@ import pytest
 
 from netsched.app import SchedulerApp
 from netsched.testing.builders import make_node, make_pod
+from netsched.testing.configs import NETSCHED_PROFILE_FAST_BACKOFF
 from netsched.testing.exporter import fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import PrometheusServer
@@ -25,15 +26,9 @@ pytestmark = pytest.mark.integration
 WINDOW = "4s"
 NAME = "app.kubernetes.io/name"
 RATE = 40e6  # bytes/s between web and db
-CONFIG = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-podInitialBackoffSeconds: 1
-podMaxBackoffSeconds: 1
-profiles:
-- schedulerName: netsched
+CONFIG = (
+    NETSCHED_PROFILE_FAST_BACKOFF
+    + """\
   plugins:
     multiPoint:
       enabled:
@@ -63,6 +58,7 @@ profiles:
       workloadLabel: app.kubernetes.io/name
       prometheus: *prom
 """
+)
 
 
 def placement(server: FakeAPIServer) -> dict[str, list[str]]:

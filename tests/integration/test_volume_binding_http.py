@@ -15,6 +15,7 @@ import pytest
 
 from netsched.app import SchedulerApp
 from netsched.testing.builders import make_node, make_pod
+from netsched.testing.configs import NETSCHED_PROFILE_FAST_BACKOFF
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.volumes import (
     HOSTNAME,
@@ -33,20 +34,15 @@ from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
-CONFIG = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-podInitialBackoffSeconds: 1
-podMaxBackoffSeconds: 1
-profiles:
-- schedulerName: netsched
+CONFIG = (
+    NETSCHED_PROFILE_FAST_BACKOFF
+    + """\
   pluginConfig:
   - name: VolumeBinding
     args:
       bindTimeoutSeconds: {timeout}
 """
+)
 ZONES = ("a", "b", "c")
 
 
