@@ -41,11 +41,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from benchmarks.common import fill, out, pods, server_timestamps
+from netsched.testing.wait import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
+POLL = 0.01  # seconds between checks of a wait: the outage starts this close to its trigger
 EVENT_WRITES = r"^/apis/events\.k8s\.io/v1/namespaces/[^/]+/events"
 CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -99,14 +100,6 @@ class Replica:
             return self.proc.wait()
 
 
-def _wait(cond: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
 def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
@@ -123,8 +116,9 @@ def restart(a: argparse.Namespace, tmp: Path) -> None:
         config.write_text(CONFIG.format(elect="false", qps=a.qps, burst=a.burst))
         replica = Replica(a.src, config, kubeconfig)
         try:
-            _wait(lambda: len(bound) >= a.pods // 2, 120, "half the pods bound")
+            wait_until(lambda: len(bound) >= a.pods // 2, 120, "half the pods bound", POLL)
             backlog = len(bound) - len(scheduled)
+            # The outage's phases last what the flags say: these sleeps are the scenario, not waits.
             srv.outage("hang")
             time.sleep(a.hang)
             if a.down > 0:  # else the wedged connections are never answered nor closed (half-open)
@@ -178,11 +172,11 @@ def kill(a: argparse.Namespace, tmp: Path) -> None:
         kills: list[float] = []
         last: Replica | None = None  # SIGTERMed at the end; read in `finally` even after a failure
         try:
-            _wait(lambda: leader() is not None, 60, "a leader")
+            wait_until(lambda: leader() is not None, 60, "a leader", POLL)
             for p in pods(a.pods):
                 srv.create("pods", p)
             for share in (0.3, 0.6):
-                _wait(lambda s=share: len(bound) >= a.pods * s, 120, f"{share:.0%} bound")  # type: ignore[misc]
+                wait_until(lambda s=share: len(bound) >= a.pods * s, 120, f"{share:.0%} bound", POLL)  # type: ignore[misc]
                 victim = leader()
                 if victim is None:
                     continue
@@ -190,9 +184,11 @@ def kill(a: argparse.Namespace, tmp: Path) -> None:
                 kills.append(time.monotonic())
                 killed_at.append(len(bound))
                 replicas.append(Replica(a.src, config, kubeconfig))
-            _wait(lambda: len(bound) >= a.pods, 180, "every pod bound")
+            wait_until(lambda: len(bound) >= a.pods, 180, "every pod bound", POLL)
             last = leader()
-            time.sleep(1.0)  # the survivors' own writes
+            # A fixed grace for the survivors' own writes (not a wait: what is missing after it
+            # is what the benchmark measures).
+            time.sleep(1.0)
         finally:
             for r in replicas:
                 r.stop(signal.SIGTERM if r is last else signal.SIGKILL)

@@ -20,7 +20,6 @@ import logging
 import random
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,13 +224,12 @@ def _real_prometheus(binary: str, loads: dict[str, Load]) -> Iterator[tuple[str,
             # rate() over 4s needs a few 1s scrapes, and a window that began before set_load()
             # mixes the old rates in: wait until every node's CPU rate is the one set.
             query = '1 - avg by (node) (rate(node_cpu_seconds_total{mode="idle"}[4s]))'
-            deadline = time.monotonic() + 30
-            while not _settled(prom.query(query), loads):
-                if time.monotonic() > deadline:
-                    raise OSError(
-                        f"Prometheus at {prom.url} has no steady CPU rates after 30s:\n{prom.log_tail()}"
-                    )
-                time.sleep(0.2)
+            try:
+                prom.wait_for(query, lambda got: _settled(got, loads), timeout=30)
+            except TimeoutError as e:
+                raise OSError(
+                    f"Prometheus at {prom.url} has no steady CPU rates after 30s:\n{prom.log_tail()}"
+                ) from e
             yield prom.url, _version(binary)
 
 
@@ -292,14 +290,22 @@ def _place(
         if not app.hub.wait_polled(timeout=30):
             log.warning("First metrics poll still running; the first pods are placed by requests")
         app.start_scheduling()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def settled() -> bool:
+            """Every pod bound or parked as unschedulable, and no binding in flight."""
             listed = server.list("pods", None)
             bound = sum(1 for p in listed if p["spec"].get("nodeName"))
             stuck = sum(app.queue.counts().get(q, 0) for q in ("unschedulable", "gated"))
-            if bound + stuck >= len(listed) and app.scheduler.binder.inflight == 0:
-                break
-            time.sleep(0.05)
+            return bound + stuck >= len(listed) and app.scheduler.binder.inflight == 0
+
+        try:
+            server.wait_for(settled, timeout=timeout, interval=0.05)
+        except TimeoutError:
+            log.warning(
+                "Placements still running at the timeout; showing those made profile=%s timeout=%g",
+                profile,
+                timeout,
+            )
         app.shutdown(timeout=5)
         return {p["metadata"]["name"]: p["spec"].get("nodeName") or "" for p in server.list("pods", None)}
 

@@ -92,33 +92,33 @@ class Rig:
             conn.close()
 
 
-def _rig(tmp_path: Path, gate: Gate, leader_elect: bool) -> Iterator[Rig]:
+def _rig(
+    server: FakeAPIServer, kubeconfig: Path, tmp_path: Path, gate: Gate, leader_elect: bool
+) -> Iterator[Rig]:
     path = tmp_path / "config.yaml"
     path.write_text(config(leader_elect))
     registry = build_registry([wedge_plugin(gate)])
     clock = ManualClock()
-    with FakeAPIServer(watch_timeout=5.0) as server:
-        kubeconfig = str(server.write_kubeconfig(tmp_path / "kubeconfig"))
-        server.create("nodes", make_node("n0").capacity(cpu="4").obj())
-        app = SchedulerApp(
-            load_config(path, registry),
-            registry,
-            KubeAPI(build_api_client(kubeconfig)),
-            clock=clock,
-            options=AppOptions(watch_timeout=5),
-        )
-        health = ProcessHealth(app)
-        rig = None
-        try:
-            assert app.start_informers(sync_timeout=10)
-            app.start_background()
-            rig = Rig(server, app, health, clock)
-            yield rig
-        finally:
-            gate.release.set()
-            if rig is not None:
-                rig.endpoints.stop()
-            app.shutdown(timeout=5)
+    server.create("nodes", make_node("n0").capacity(cpu="4").obj())
+    app = SchedulerApp(
+        load_config(path, registry),
+        registry,
+        KubeAPI(build_api_client(str(kubeconfig))),
+        clock=clock,
+        options=AppOptions(watch_timeout=5),
+    )
+    health = ProcessHealth(app)
+    rig = None
+    try:
+        assert app.start_informers(sync_timeout=10)
+        app.start_background()
+        rig = Rig(server, app, health, clock)
+        yield rig
+    finally:
+        gate.release.set()
+        if rig is not None:
+            rig.endpoints.stop()
+        app.shutdown(timeout=5)
 
 
 @pytest.fixture
@@ -127,13 +127,13 @@ def gate() -> Gate:
 
 
 @pytest.fixture
-def rig(tmp_path: Path, gate: Gate) -> Iterator[Rig]:
-    yield from _rig(tmp_path, gate, leader_elect=False)
+def rig(server: FakeAPIServer, kubeconfig: Path, tmp_path: Path, gate: Gate) -> Iterator[Rig]:
+    yield from _rig(server, kubeconfig, tmp_path, gate, leader_elect=False)
 
 
 @pytest.fixture
-def elected(tmp_path: Path, gate: Gate) -> Iterator[Rig]:
-    yield from _rig(tmp_path, gate, leader_elect=True)
+def elected(server: FakeAPIServer, kubeconfig: Path, tmp_path: Path, gate: Gate) -> Iterator[Rig]:
+    yield from _rig(server, kubeconfig, tmp_path, gate, leader_elect=True)
 
 
 def test_a_wedged_scheduling_loop_fails_livez_until_it_comes_round(rig: Rig, gate: Gate) -> None:

@@ -92,11 +92,10 @@ def test_every_block_of_the_section_is_run_here() -> None:
     assert len(RUNS) == 2 and len(BLOCKS) == 3
 
 
-def test_the_readme_extracts_the_configmaps_config_as_written(tmp_path: Path) -> None:
+def test_the_readme_extracts_the_configmaps_config_as_written(tmp_path: Path, server: FakeAPIServer) -> None:
     (block,) = [b for b in BLOCKS if not starts_netsched(b)]
     work = checkout(tmp_path)
-    with FakeAPIServer() as server:
-        env = operator(tmp_path, server)
+    env = operator(tmp_path, server)
     done = subprocess.run(
         ["bash", "-e", "-c", block], cwd=work, env=env, capture_output=True, text=True, timeout=60
     )
@@ -109,35 +108,36 @@ def test_the_readme_extracts_the_configmaps_config_as_written(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("block", RUNS, ids=["config-file", "kubeconfig-flag"])
-def test_the_readme_commands_schedule_a_pod_from_outside_the_cluster(tmp_path: Path, block: str) -> None:
+def test_the_readme_commands_schedule_a_pod_from_outside_the_cluster(
+    tmp_path: Path, server: FakeAPIServer, block: str
+) -> None:
     work = checkout(tmp_path)
-    with FakeAPIServer() as server:
-        env = operator(tmp_path, server)
-        server.create("nodes", make_node("n0").capacity(cpu="4").obj())
-        server.create("pods", make_pod("first").scheduler("netsched").req(cpu="1").obj())
-        # A session of its own: the SIGTERM goes to bash and netsched, which this test started.
-        proc = subprocess.Popen(
-            ["bash", "-e", "-c", block],
-            cwd=work,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
+    env = operator(tmp_path, server)
+    server.create("nodes", make_node("n0").capacity(cpu="4").obj())
+    server.create("pods", make_pod("first").scheduler("netsched").req(cpu="1").obj())
+    # A session of its own: the SIGTERM goes to bash and netsched, which this test started.
+    proc = subprocess.Popen(
+        ["bash", "-e", "-c", block],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_until(
+            lambda: proc.poll() is not None or server.get("pods", "first")["spec"].get("nodeName"),
+            timeout=60,
+            what="the pod bound",
         )
-        try:
-            wait_until(
-                lambda: proc.poll() is not None or server.get("pods", "first")["spec"].get("nodeName"),
-                timeout=60,
-                what="the pod bound",
-            )
-            assert proc.poll() is None, proc.communicate()[0]
-            assert server.get("pods", "first")["spec"]["nodeName"] == "n0"
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-            out, _ = proc.communicate(timeout=30)
-        assert "Flag ignored" not in out
+        assert proc.poll() is None, proc.communicate()[0]
+        assert server.get("pods", "first")["spec"]["nodeName"] == "n0"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert "Flag ignored" not in out
 
 
 def run_cli(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -151,17 +151,17 @@ def run_cli(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.Compl
     )
 
 
-def test_kubeconfig_with_config_names_where_the_kubeconfig_goes(tmp_path: Path) -> None:
+def test_kubeconfig_with_config_names_where_the_kubeconfig_goes(
+    tmp_path: Path, server: FakeAPIServer, kubeconfig: Path
+) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
         "leaderElection: {leaderElect: false}\n"
     )
-    with FakeAPIServer() as server:
-        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-        env = operator(tmp_path, server)
-        (Path(env["HOME"]) / ".kube" / "config").unlink()  # nothing at the default path either
-        done = run_cli(tmp_path, env, "--config", str(config), "--kubeconfig", str(kubeconfig))
+    env = operator(tmp_path, server)
+    (Path(env["HOME"]) / ".kube" / "config").unlink()  # nothing at the default path either
+    done = run_cli(tmp_path, env, "--config", str(config), "--kubeconfig", str(kubeconfig))
     assert done.returncode == 1
     assert 'flag="--kubeconfig" field="clientConnection.kubeconfig"' in done.stderr  # the warning
     assert "--kubeconfig was ignored because --config is given" in done.stderr
@@ -179,14 +179,13 @@ def test_kubeconfig_with_config_names_where_the_kubeconfig_goes(tmp_path: Path) 
     ids=["empty", "comments-only", "configmap-manifest"],
 )
 def test_a_config_that_is_not_one_is_refused_saying_what_it_is(
-    tmp_path: Path, content: str | None, expected: str
+    tmp_path: Path, server: FakeAPIServer, content: str | None, expected: str
 ) -> None:
     config = tmp_path / "config.yaml"
     if content is None:
         config.write_text((REPO / "deploy" / "configmap.yaml").read_text(encoding="utf-8"))
     else:
         config.write_text(content)
-    with FakeAPIServer() as server:
-        done = run_cli(tmp_path, operator(tmp_path, server), "--config", str(config))
+    done = run_cli(tmp_path, operator(tmp_path, server), "--config", str(config))
     assert done.returncode == 1
     assert expected in done.stderr, done.stderr
