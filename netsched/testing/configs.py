@@ -35,3 +35,36 @@ podMaxBackoffSeconds: 1
 """
     + _PROFILE
 )
+
+# A profile's `plugins:` block: Coscheduling at every point it implements and as
+# the queue sort in place of kube's (all profiles share one queue, so one QueueSort).
+COSCHEDULING_PLUGINS: Final = """\
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Coscheduling
+    queueSort:
+      enabled: [{name: Coscheduling}]
+      disabled: [{name: "*"}]
+"""
+
+# A profile's `pluginConfig:` opening for network load over a real Prometheus (a str.format
+# template: `url`, `window`): NetworkTraffic polling every second with its `prometheus:` block
+# anchored as &prom for entries appended after it, and LoadThreshold judging the network only.
+NETWORK_LOAD_ARGS: Final = """\
+  pluginConfig:
+  - name: NetworkTraffic
+    args:
+      prometheus: &prom
+        prometheusAddress: {url}
+        pollIntervalSeconds: 1
+        timeoutSeconds: 0.5
+        maxSampleAgeSeconds: 4
+        rateWindow: {window}
+  - name: LoadThreshold
+    args:
+      prometheus: *prom
+      networkUtilizationPercent: 80
+      cpuUtilizationPercent: 0
+      memoryUtilizationPercent: 0
+"""

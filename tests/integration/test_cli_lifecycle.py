@@ -21,7 +21,7 @@ import pytest
 from netsched.plugins.coscheduling import POD_GROUP_LABEL
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.cli import start_netsched
-from netsched.testing.configs import NETSCHED_PROFILE
+from netsched.testing.configs import COSCHEDULING_PLUGINS, NETSCHED_PROFILE
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.volumes import PVCS, SELECTED_NODE, STORAGECLASSES, pvc, storage_class
 from netsched.testing.wait import wait_until
@@ -32,14 +32,8 @@ PG = "scheduling.x-k8s.io/podgroups"
 # Far longer than the test waits for the process to exit: only the shutdown can end the waits.
 WAITS = (
     NETSCHED_PROFILE
+    + COSCHEDULING_PLUGINS
     + """\
-  plugins:
-    multiPoint:
-      enabled:
-      - name: Coscheduling
-    queueSort:
-      enabled: [{name: Coscheduling}]
-      disabled: [{name: "*"}]
   pluginConfig:
   - name: Coscheduling
     args: {permitWaitingTimeSeconds: 600}

@@ -13,7 +13,7 @@ import pytest
 
 from netsched.app import SchedulerApp
 from netsched.testing.builders import make_node, make_pod
-from netsched.testing.configs import NETSCHED_PROFILE_FAST_BACKOFF
+from netsched.testing.configs import NETSCHED_PROFILE_FAST_BACKOFF, NETWORK_LOAD_ARGS
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import PrometheusServer
@@ -34,22 +34,8 @@ CONFIG = (
       - name: NetworkTraffic
         weight: 10
       - name: LoadThreshold
-  pluginConfig:
-  - name: NetworkTraffic
-    args:
-      prometheus: &prom
-        prometheusAddress: {url}
-        pollIntervalSeconds: 1
-        timeoutSeconds: 0.5
-        maxSampleAgeSeconds: 4
-        rateWindow: {window}
-  - name: LoadThreshold
-    args:
-      prometheus: *prom
-      networkUtilizationPercent: 80
-      cpuUtilizationPercent: 0
-      memoryUtilizationPercent: 0
 """
+    + NETWORK_LOAD_ARGS
 )
 
 

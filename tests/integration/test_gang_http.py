@@ -21,7 +21,7 @@ from netsched.plugins.gangs import GANGS, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED
 from netsched.queue import UNSCHEDULABLE
 from netsched.serve import debug_handlers
 from netsched.testing.builders import make_node, make_pod
-from netsched.testing.configs import NETSCHED_PROFILE_FAST_BACKOFF
+from netsched.testing.configs import COSCHEDULING_PLUGINS, NETSCHED_PROFILE_FAST_BACKOFF
 from netsched.testing.exporter import SyntheticExporter, fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import PrometheusServer
@@ -33,14 +33,8 @@ PG = "scheduling.x-k8s.io/podgroups"
 
 CONFIG = (
     NETSCHED_PROFILE_FAST_BACKOFF
+    + COSCHEDULING_PLUGINS
     + """\
-  plugins:
-    multiPoint:
-      enabled:
-      - name: Coscheduling
-    queueSort:
-      enabled: [{name: Coscheduling}]
-      disabled: [{name: "*"}]
   pluginConfig:
   - name: Coscheduling
     args:

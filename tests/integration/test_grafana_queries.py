@@ -57,6 +57,7 @@ from netsched.kube import KubeAPI, build_api_client
 from netsched.kube.client import RetrySettings
 from netsched.serve import start_election, start_server
 from netsched.testing.builders import make_node, make_pod
+from netsched.testing.configs import COSCHEDULING_PLUGINS
 from netsched.testing.exporter import FakeNode, SyntheticExporter
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import PrometheusServer, free_port, require_prometheus
@@ -219,21 +220,17 @@ def readme_exemptions() -> dict[str, str]:
 
 
 # A plugin family registers its metrics when its plugins are built: a gang profile brings them.
-GANG_CONFIG = """
+GANG_CONFIG = (
+    """
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: false
 profiles:
 - schedulerName: gangs
-  plugins:
-    multiPoint:
-      enabled:
-      - name: Coscheduling
-    queueSort:
-      enabled: [{name: Coscheduling}]
-      disabled: [{name: "*"}]
 """
+    + COSCHEDULING_PLUGINS
+)
 
 
 def exported_families(scheduler_app: Any) -> set[str]:

@@ -27,6 +27,7 @@ from netsched.kube import KubeAPI, build_api_client
 from netsched.observability.server import SecureServing
 from netsched.serve import start_election, start_secure_server
 from netsched.testing.builders import make_node, make_pod
+from netsched.testing.configs import COSCHEDULING_PLUGINS
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import free_port
 from netsched.testing.rbac import request_rule, rules_from_deploy
@@ -38,7 +39,8 @@ pytestmark = pytest.mark.integration
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 COSCHEDULING = DEPLOY / "optional" / "coscheduling"
 
-CONFIG = """
+CONFIG = (
+    """
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
@@ -52,18 +54,15 @@ podInitialBackoffSeconds: 1
 podMaxBackoffSeconds: 1
 profiles:
 - schedulerName: netsched
-  plugins:
-    multiPoint:
-      enabled:
-      - name: Coscheduling
-    queueSort:
-      enabled: [{name: Coscheduling}]
-      disabled: [{name: "*"}]
+"""
+    + COSCHEDULING_PLUGINS
+    + """\
   pluginConfig:
   - name: Coscheduling
     args:
       permitWaitingTimeSeconds: 10
 """
+)
 
 # Granted but not reached by this scenario, each with the code path that needs it.
 RARE_PATHS = {

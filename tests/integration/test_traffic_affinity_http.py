@@ -14,7 +14,7 @@ import pytest
 
 from netsched.app import SchedulerApp
 from netsched.testing.builders import make_node, make_pod
-from netsched.testing.configs import NETSCHED_PROFILE_FAST_BACKOFF
+from netsched.testing.configs import NETSCHED_PROFILE_FAST_BACKOFF, NETWORK_LOAD_ARGS
 from netsched.testing.exporter import fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import PrometheusServer
@@ -37,21 +37,9 @@ CONFIG = (
       - name: LoadThreshold
       - name: TrafficAffinity
         weight: 5
-  pluginConfig:
-  - name: NetworkTraffic
-    args:
-      prometheus: &prom
-        prometheusAddress: {url}
-        pollIntervalSeconds: 1
-        timeoutSeconds: 0.5
-        maxSampleAgeSeconds: 4
-        rateWindow: {window}
-  - name: LoadThreshold
-    args:
-      prometheus: *prom
-      networkUtilizationPercent: 80
-      cpuUtilizationPercent: 0
-      memoryUtilizationPercent: 0
+"""
+    + NETWORK_LOAD_ARGS
+    + """\
   - name: TrafficAffinity
     args:
       levels: [example.com/rack]
