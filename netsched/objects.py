@@ -18,7 +18,7 @@ import itertools
 from typing import Any
 
 from netsched.framework.parse import parse_node, parse_pod
-from netsched.framework.types import NodeInfo, PodInfo
+from netsched.framework.types import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, NodeInfo, PodInfo
 
 _uid = itertools.count(1)
 
@@ -200,7 +200,7 @@ class NodeBuilder:
         self._obj: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": {"name": name, "uid": f"uid-node-{name}", "labels": {"kubernetes.io/hostname": name}},
+            "metadata": {"name": name, "uid": f"uid-node-{name}", "labels": {LABEL_HOSTNAME: name}},
             "spec": {},
             "status": {
                 "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"},
@@ -232,7 +232,7 @@ class NodeBuilder:
         return self
 
     def zone(self, zone: str) -> NodeBuilder:
-        return self.label("topology.kubernetes.io/zone", zone)
+        return self.label(LABEL_TOPOLOGY_ZONE, zone)
 
     def annotation(self, key: str, value: str) -> NodeBuilder:
         self._obj["metadata"].setdefault("annotations", {})[key] = value

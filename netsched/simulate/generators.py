@@ -21,6 +21,7 @@ from netsched.framework.fields import ErrorList, FieldError, Fields, join
 from netsched.framework.parse import PodParseError, parse_pod
 from netsched.framework.quantity import CPU, MEMORY, QuantityError, to_canonical
 from netsched.framework.selectors import label_key_errors
+from netsched.framework.types import LABEL_TOPOLOGY_ZONE
 from netsched.metrics.estimation import EGRESS_BANDWIDTH, INGRESS_BANDWIDTH
 from netsched.objects import make_node, make_pod
 from netsched.simulate import compact
@@ -28,7 +29,6 @@ from netsched.simulate.units import bandwidth_annotation, bits_per_second, is_ra
 
 MAX_COUNT = 100_000
 DEFAULT_LINK_SPEED_BITS = 10e9
-ZONE_LABEL = "topology.kubernetes.io/zone"
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +210,7 @@ def _node_generator(
     labels = _string_map(f, "labels")
     topology = _topology(f, count)
     f.finish()
-    for label in ([ZONE_LABEL] if zones else []) + [t.label for t in topology]:
+    for label in ([LABEL_TOPOLOGY_ZONE] if zones else []) + [t.label for t in topology]:
         if label not in levels:
             levels.append(label)
     out = []

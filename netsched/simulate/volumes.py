@@ -29,6 +29,7 @@ from typing import Any
 
 from netsched.cache.objects import ObjectStore
 from netsched.framework.fields import Fields, join
+from netsched.framework.types import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
 from netsched.simulate.generators import named_object
 
 PVS = "persistentvolumes"
@@ -36,8 +37,6 @@ PVCS = "persistentvolumeclaims"
 STORAGECLASSES = "storage.k8s.io/storageclasses"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
-ZONE = "topology.kubernetes.io/zone"
-HOSTNAME = "kubernetes.io/hostname"
 _SECTIONS = {"storageClasses": STORAGECLASSES, "persistentVolumes": PVS, "persistentVolumeClaims": PVCS}
 Obj = dict[str, Any]
 
@@ -120,7 +119,8 @@ def provisioned_volume(claim: Mapping[str, Any], name: str, node: str, labels: M
     """The PV a provisioner creates for `claim` on `node`: its size, modes and class, bound to
     it, reachable from the node's zone (or the node alone when it has none)."""
     spec, meta = claim.get("spec") or {}, claim["metadata"]
-    key, value = (ZONE, labels[ZONE]) if ZONE in labels else (HOSTNAME, labels.get(HOSTNAME, node))
+    zone, host = LABEL_TOPOLOGY_ZONE, LABEL_HOSTNAME
+    key, value = (zone, labels[zone]) if zone in labels else (host, labels.get(host, node))
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolume",

@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from netsched.framework.types import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
+
 PVS = "persistentvolumes"
 PVCS = "persistentvolumeclaims"
 STORAGECLASSES = "storage.k8s.io/storageclasses"
 CSINODES = "storage.k8s.io/csinodes"
 CSIDRIVERS = "storage.k8s.io/csidrivers"
 CSISTORAGECAPACITIES = "storage.k8s.io/csistoragecapacities"
-ZONE = "topology.kubernetes.io/zone"
-HOSTNAME = "kubernetes.io/hostname"
+ZONE, HOSTNAME = LABEL_TOPOLOGY_ZONE, LABEL_HOSTNAME  # short names for tests
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 WFFC = "WaitForFirstConsumer"

@@ -22,18 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Self
 
-from netsched.framework import Fields, join, label_key_errors
+from netsched.framework import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, Fields, join, label_key_errors
 from netsched.metrics.plugin_api import MetricArgs, PrometheusArgs
 
-from ..gangs import HOSTNAME, PREFERRED, REQUIRED, Policy, TopologyRequest
+from ..gangs import PREFERRED, REQUIRED, Policy, TopologyRequest
 
-ZONE_LABEL = "topology.kubernetes.io/zone"
 LINK_HEADROOM, BINPACK = "linkHeadroom", "binpack"
 
 
 @dataclass(frozen=True)
 class GangTopologyArgs(MetricArgs):
-    levels: tuple[str, ...] = (ZONE_LABEL,)
+    levels: tuple[str, ...] = (LABEL_TOPOLOGY_ZONE,)
     default_topology_required: str = ""
     default_topology_preferred: str | None = None  # None: the innermost listed level
     max_link_utilization_percent: int = 80
@@ -50,7 +49,7 @@ class GangTopologyArgs(MetricArgs):
         return TopologyRequest(PREFERRED, level) if level else None
 
     def policy(self) -> Policy:
-        levels = self.levels if HOSTNAME in self.levels else (*self.levels, HOSTNAME)
+        levels = self.levels if LABEL_HOSTNAME in self.levels else (*self.levels, LABEL_HOSTNAME)
         pct = self.max_link_utilization_percent
         return Policy(levels, self.default_request, pct / 100 if pct else None, self.domain_choice == BINPACK)
 
@@ -106,13 +105,15 @@ def _levels(fields: Fields) -> tuple[str, ...]:
         fields.any("rackKey")
         path = join(fields.path, "levels")
         out = fields.label_keys("levels")
-        if HOSTNAME in out[:-1]:
-            fields.errs.invalid(path, out, f"{HOSTNAME} is the innermost level: list it last, or not at all")
+        if LABEL_HOSTNAME in out[:-1]:
+            fields.errs.invalid(
+                path, out, f"{LABEL_HOSTNAME} is the innermost level: list it last, or not at all"
+            )
         return tuple(out)
-    topology_key = fields.str("topologyKey", ZONE_LABEL)
+    topology_key = fields.str("topologyKey", LABEL_TOPOLOGY_ZONE)
     if not topology_key:
         fields.errs.required(join(fields.path, "topologyKey"), "a node label key")
-        topology_key = ZONE_LABEL
+        topology_key = LABEL_TOPOLOGY_ZONE
     rack_key = fields.str("rackKey", "")
     if rack_key and rack_key == topology_key:
         fields.errs.invalid(join(fields.path, "rackKey"), rack_key, "must differ from topologyKey")

@@ -20,7 +20,6 @@ status writes periodic tasks.
 - status.py: the PodGroup status writer, a periodic task.
 """
 
-from .domains import HOSTNAME
 from .links import LinkView
 from .manager import (
     GANGS,
@@ -76,7 +75,6 @@ __all__ = [
     "Release",
     "Scene",
     "GANGS",
-    "HOSTNAME",
     "LEGACY_POD_GROUP_LABEL",
     "PLACED",
     "PLACEMENT_KEY",

@@ -17,6 +17,7 @@ import numpy as np
 
 from netsched.framework import (
     CPU,
+    LABEL_HOSTNAME,
     MEMORY,
     PODS,
     IntArray,
@@ -25,8 +26,6 @@ from netsched.framework import (
     format_canonical,
     label_codes,
 )
-
-HOSTNAME = "kubernetes.io/hostname"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +56,7 @@ def _grouping(snapshot: Snapshot, level: str) -> _Grouping:
     got = snapshot.cache.get(key)
     if isinstance(got, _Grouping):
         return got
-    if level == HOSTNAME:
+    if level == LABEL_HOSTNAME:
         codes = np.arange(len(snapshot), dtype=np.int64)
         values: Sequence[str] = [node.name for node in snapshot.nodes]
     else:
@@ -142,4 +141,4 @@ def domain_rows(snapshot: Snapshot, level: str, value: str) -> IntArray:
 
 def domain_of(snapshot: Snapshot, level: str, row: int) -> str | None:
     node = snapshot.nodes[row]
-    return node.name if level == HOSTNAME else node.labels.get(level)
+    return node.name if level == LABEL_HOSTNAME else node.labels.get(level)

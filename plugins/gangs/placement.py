@@ -92,7 +92,7 @@ MAX_DOMAINS_IN_MESSAGE = 6
 class Policy:
     """One profile's topology settings (GangTopologyArgs)."""
 
-    levels: tuple[str, ...]  # outer to inner; HOSTNAME last
+    levels: tuple[str, ...]  # outer to inner; LABEL_HOSTNAME last
     default: TopologyRequest | None
     max_utilisation: float | None  # 0..1; None: no threshold
     binpack: bool = False

@@ -12,7 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from netsched.framework import Fields, PluginArgs, TopologySpreadConstraint, join, label_key_errors
+from netsched.framework import (
+    LABEL_HOSTNAME,
+    LABEL_TOPOLOGY_ZONE,
+    Fields,
+    PluginArgs,
+    TopologySpreadConstraint,
+    join,
+    label_key_errors,
+)
 
 SYSTEM_DEFAULTING = "System"
 LIST_DEFAULTING = "List"
@@ -22,9 +30,6 @@ DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 WHEN_UNSATISFIABLE = (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY)
 POLICIES = ("Honor", "Ignore")
-
-LABEL_HOSTNAME = "kubernetes.io/hostname"
-LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
 
 SYSTEM_DEFAULT_CONSTRAINTS = (
     TopologySpreadConstraint(

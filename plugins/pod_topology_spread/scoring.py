@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from netsched.framework import (
+    LABEL_HOSTNAME,
     MAX_NODE_SCORE,
     FloatArray,
     IntArray,
@@ -36,7 +37,6 @@ from netsched.framework import (
     label_codes,
 )
 
-from .args import LABEL_HOSTNAME
 from .constraints import (
     Constraint,
     affinity_mask,

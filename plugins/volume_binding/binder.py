@@ -15,6 +15,8 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from netsched.framework import LABEL_HOSTNAME
+
 from ..volumes import (
     ANN_SELECTED_NODE,
     NO_PROVISIONER,
@@ -31,7 +33,6 @@ ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to 
 ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
 ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 ERR_REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 AVAILABLE = "Available"
 
 
@@ -396,7 +397,7 @@ def _local_node_names(pv: Volume) -> set[str]:
     for term in pv.node_affinity.terms:
         nodes: set[str] | None = None
         for r in term.match_expressions:
-            if r.key == HOSTNAME_LABEL and r.operator == "In":
+            if r.key == LABEL_HOSTNAME and r.operator == "In":
                 nodes = set(r.values) if nodes is None else nodes & set(r.values)
         out |= nodes or set()
     return out

@@ -17,12 +17,13 @@ import yaml
 
 from netsched.app import build_registry
 from netsched.config import load_config
+from netsched.framework import LABEL_HOSTNAME
 from netsched.inmemory import InMemoryCluster
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX
 from netsched.plugins.coscheduling import POD_GROUP_LABEL
 from netsched.plugins.gang_topology import GangTopology
 from netsched.plugins.gang_topology import plugin as gang_topology_plugin
-from netsched.plugins.gangs import GANGS, HOSTNAME, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED, Placement, derive
+from netsched.plugins.gangs import GANGS, TOPOLOGY_PREFERRED, TOPOLOGY_REQUIRED, Placement, derive
 from netsched.plugins.gangs.domains import domain_rows, domains_at
 from netsched.queue import UNSCHEDULABLE
 from netsched.testing.builders import make_node, make_pod
@@ -357,7 +358,7 @@ def test_a_decision_rebuilt_after_a_restart_is_kept_and_not_counted_again(
 
 def test_a_domain_s_rows_are_read_from_the_level_s_grouping(build: Any) -> None:
     snap = build().cluster.cache.snapshot_copy()
-    for level in (ZONE, RACK, HOSTNAME):
+    for level in (ZONE, RACK, LABEL_HOSTNAME):
         domains = domains_at(snap, level, [])
         assert domains
         for d in domains:
