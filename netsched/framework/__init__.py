@@ -4,11 +4,12 @@ This package is a face: everything a plugin author needs is exported here, and
 a plugin imports it from here, never from the modules behind it (checked by
 tests/unit/test_import_graph.py).  That is the extension-point base classes and
 their result types, Status/Code, the cycle state, the parsed pod and node
-records and the selectors inside them, quantity helpers, the raw-JSON readers a
-plugin needs for objects it parses itself, the snapshot's node table and the pod
-index over it, the typed args reader, the Handle and the errors its API raises
-with the keys of the kinds it patches, plus the registry (`with_plugin`).  Metric
-plugins also import `netsched.metrics.plugin_api`, the metrics pipeline's face.
+records and the selectors inside them, the well-known node labels (hostname,
+zone), quantity helpers, the raw-JSON readers a plugin needs for objects it
+parses itself, the snapshot's node table and the pod index over it, the typed
+args reader, the Handle and the errors its API raises with the keys of the kinds
+it patches, plus the registry (`with_plugin`).  Metric plugins also import
+`netsched.metrics.plugin_api`, the metrics pipeline's face.
 The modules behind it:
 
 - extension_points: PluginArgs, the Plugin base, one base class per extension point
