@@ -51,18 +51,18 @@ class Diagnosis:
     ) -> tuple[BoolArray, Status | None]:
         """Count one filter's rejections of snapshot `rows`: (rejected mask, an Error status if
         the plugin reported one).  Each row keeps its most severe code."""
-        failed = np.zeros(len(rows), dtype=bool)
+        failed: BoolArray | None = None  # the first mask itself, until a second one is or-ed in
         for rej in rejections:
             if rej.code == Code.ERROR:
-                return failed, Status(Code.ERROR, list(rej.reasons), plugin)
-            cnt = int(rej.mask.sum())
+                return np.zeros(len(rows), dtype=bool), Status(Code.ERROR, list(rej.reasons), plugin)
+            cnt = int(np.count_nonzero(rej.mask))
             if not cnt:
                 continue
-            failed |= rej.mask
+            failed = rej.mask if failed is None else failed | rej.mask
             hit = rows[rej.mask]
             self.node_codes[hit] = np.maximum(self.node_codes[hit], int(rej.code))
             self._count(plugin, rej.reasons, cnt)
-        return failed, None
+        return (np.zeros(len(rows), dtype=bool) if failed is None else failed), None
 
     def record_node(self, row: int, st: Status) -> None:
         """One node's rejection by the per-node filters (nodes with nominated pods)."""

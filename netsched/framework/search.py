@@ -204,7 +204,12 @@ class NodeSearch:
                     # Stop at the want-th feasible node, as kube does, so the next
                     # search starts right after it.
                     cut = ok[want - n_found - 1]
-                    pos = int(np.flatnonzero(idx == cut)[0])
+                    # Where the cut row sits in the chunk: rows rotate by one from the start (no
+                    # PreFilter set), else look for it.
+                    if allowed is None:
+                        pos = (int(cut) - int(idx[0])) % n
+                    else:
+                        pos = int(np.flatnonzero(idx == cut)[0])
                     processed -= len(idx) - pos - 1
                     ok = ok[: want - n_found]
                 found.append(ok)

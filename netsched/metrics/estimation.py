@@ -169,6 +169,11 @@ class Estimator:
             self._count[node] = self._count.get(node, 0) + 1
             self._apply(node, load)
 
+    def holds(self, uid: str, node: str) -> bool:
+        """Whether the pod `uid` is already counted on `node` (add() would change nothing)."""
+        p = self._pods.get(uid)
+        return p is not None and p.node == node
+
     def load(self, pod: PodInfo) -> FloatArray:
         """pod_load(pod), computed once for the pod being scheduled (a scoring plugin reads it,
         then reserving it does); the array is shared: do not modify it."""
