@@ -283,3 +283,30 @@ def test_the_kept_path_falls_back_to_the_long_path_for_stale_candidates() -> Non
             got = w.plugin.scores(pod, w.snap, with_stale).tolist()
             assert got == w.expected(pod, with_stale) and min(got) >= 0
         assert len(calls) == 3
+
+
+def test_two_load_aware_plugins_on_one_view_keep_their_own_scores() -> None:
+    """Two profiles' LoadAware (other weights, the same prometheus block) share the source and
+    its view: each one's kept loads are its own, and both see every reservation."""
+    rng = random.Random(11)
+    w = World(LoadAwareArgs())
+    other_args = LoadAwareArgs(
+        resources=(ResourceWeight(CPU, 1), ResourceWeight(MEMORY, 4)),
+        target_load_packing=TargetLoadPacking(True, 50),
+    )
+    other = LoadAware(other_args, w.plugin.handle)
+    assert other.source is w.src
+    w.load(rng)
+    for step in range(120):
+        load = rng.choice([0, 1, 2])
+        idx = w.rows(rng)
+        for plugin, args in ((w.plugin, w.args), (other, other_args)):
+            pod = w.pod(load)
+            fresh = LoadAware(args, plugin.handle)
+            want = fresh.scores(pod, w.snap, idx).tolist()
+            w.src.view(w.snap).forget(fresh)
+            assert plugin.scores(pod, w.snap, idx).tolist() == want, f"step {step} {plugin.args}"
+        if rng.random() < 0.6:
+            assert w.plugin.reserve(CycleState(), w.pod(load), NAMES[rng.randrange(N)]).ok
+        elif rng.random() < 0.3:
+            w.clock.step(2.0)
