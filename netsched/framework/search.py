@@ -252,9 +252,10 @@ class NodeSearch:
         nominated: dict[int, list[PodInfo]],
         diagnosis: Diagnosis,
     ) -> IntArray:
-        """Rows of `idx` that pass: in batch, except nodes with nominated pods, which take
-        kube's two-pass per-node check."""
+        """Rows of `idx` that pass, in the order of `idx` (the search stops at the want-th):
+        in batch, except nodes with nominated pods, which take kube's two-pass per-node check."""
         special = np.zeros(0, dtype=np.int64)
+        chunk = idx
         if nominated:
             is_special = np.isin(idx, np.fromiter(nominated, dtype=np.int64))
             special = idx[is_special]
@@ -272,5 +273,5 @@ class NodeSearch:
                 raise PluginFault(st)
             diagnosis.record_node(row, st)
         if ok_special:
-            return np.concatenate([alive, np.asarray(ok_special, dtype=np.int64)])
+            return chunk[np.isin(chunk, np.concatenate([alive, np.asarray(ok_special, dtype=np.int64)]))]
         return alive

@@ -155,13 +155,6 @@ def test_cut_matches_the_walk_with_nominated_rows(
     run(n, searches, nominated=nominated)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="find_feasible cuts ok = [batch rows..., nominated rows...] (the nominated rows are "
-    "appended after the chunk's batch) at its want-th entry, so a feasible nominated row at or "
-    "before the cut row counts as if it came last: other nodes are found, and more are "
-    "evaluated and skipped by the next start than the one-by-one walk's (predates 7063ce7)",
-)
 @pytest.mark.parametrize(
     ("start", "nominated"),
     [
