@@ -58,13 +58,19 @@ def run(
     hub: Any = None,
     fake: Any = None,
     apps: int = 50,
+    shapes: int = 1,
 ) -> dict[str, float]:
     """`fake`: the FakePrometheus behind `hub`, to count queries made while scheduling;
-    `apps`: how many values the pods' `app` label takes (workloads)."""
+    `apps`: how many values the pods' `app` label takes (workloads); `shapes`: how many
+    CPU requests the pods take in turn (1: every pod alike; n_pods: every pod its own)."""
     cfg, reg = config(extra_config)
     cluster = InMemoryCluster(cfg, reg, metrics_hub=hub)
     cluster.add_nodes(nodes(n_nodes))
-    cluster.add_pods(pods(n_pods, spread=kind == "spread", anti_affinity=kind == "spread", apps=apps))
+    objs = pods(n_pods, spread=kind == "spread", anti_affinity=kind == "spread", apps=apps)
+    if shapes > 1:
+        for i, pod in enumerate(objs):
+            pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{250 + i % shapes}m"
+    cluster.add_pods(objs)
     if hub is not None:
         hub.poll_now()
     calls = len(fake.calls) if fake is not None else 0
@@ -93,14 +99,22 @@ def main() -> None:
     p.add_argument("--pods", type=int, default=10000)
     p.add_argument("--kind", choices=("plain", "spread"), default="plain")
     p.add_argument("--profile", choices=("default", "metrics"), default="default")
+    p.add_argument(
+        "--shapes",
+        type=int,
+        default=1,
+        help="CPU requests the pods take in turn (default 1: alike, as a ReplicaSet's; "
+        "--shapes N with N = --pods: every pod different, the worst case for LoadAware's kept loads)",
+    )
     a = p.parse_args()
     if a.profile == "metrics":
         hub, fake = static_metrics_hub(a.nodes)
-        r = run(a.nodes, a.pods, a.kind, METRICS_PROFILE, hub, fake)
+        r = run(a.nodes, a.pods, a.kind, METRICS_PROFILE, hub, fake, shapes=a.shapes)
     else:
-        r = run(a.nodes, a.pods, a.kind)
+        r = run(a.nodes, a.pods, a.kind, shapes=a.shapes)
+    shapes = f" shapes={a.shapes}" if a.shapes > 1 else ""
     out(
-        f"in-process {a.profile} profile kind={a.kind}: {r['bound']:.0f}/{r['pods']:.0f} pods on {r['nodes']:.0f} nodes "
+        f"in-process {a.profile} profile kind={a.kind}{shapes}: {r['bound']:.0f}/{r['pods']:.0f} pods on {r['nodes']:.0f} nodes "
         f"in {r['seconds']:.2f}s = {r['pods_per_s']:.0f} pods/s, {r['cpu_ms_per_pod']:.3f} CPU ms/pod, "
         f"peak RSS {r['peak_rss_mib']:.0f} MiB"
     )

@@ -11,7 +11,7 @@ Handle, whose `filter_rows` answers a "what if" question with one.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -29,50 +29,101 @@ class Rejection:
     code: Code = Code.UNSCHEDULABLE
 
 
-@dataclass(slots=True)
 class Diagnosis:
     """Why a pod fits nowhere: per-node codes plus the reason histogram kube prints.
 
     `node_codes[i]` is the Code of snapshot row i (SUCCESS for nodes not
     evaluated or feasible).  Preemption only considers rows whose code is
     UNSCHEDULABLE.
+
+    A search that finds nodes never reads these: the filters' rejections are
+    recorded as they come (the rejected rows) and counted into the codes and the
+    histogram when first read, which is only when the pod fits nowhere.
     """
 
-    num_all_nodes: int
-    node_codes: npt.NDArray[np.int8]
-    reasons: dict[str, int] = field(default_factory=dict)
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
-    pre_filter_msg: str = ""
-    post_filter_msg: str = ""
+    __slots__ = (
+        "num_all_nodes",
+        "_node_codes",
+        "_reasons",
+        "_unschedulable_plugins",
+        "pending_plugins",
+        "pre_filter_msg",
+        "post_filter_msg",
+        "_recorded",
+    )
+
+    def __init__(
+        self,
+        num_all_nodes: int,
+        node_codes: npt.NDArray[np.int8],
+        reasons: dict[str, int] | None = None,
+        unschedulable_plugins: set[str] | None = None,
+        pending_plugins: set[str] | None = None,
+        pre_filter_msg: str = "",
+        post_filter_msg: str = "",
+    ) -> None:
+        self.num_all_nodes = num_all_nodes
+        self._node_codes = node_codes
+        self._reasons: dict[str, int] = {} if reasons is None else reasons
+        self._unschedulable_plugins: set[str] = (
+            set() if unschedulable_plugins is None else unschedulable_plugins
+        )
+        self.pending_plugins: set[str] = set() if pending_plugins is None else pending_plugins
+        self.pre_filter_msg = pre_filter_msg
+        self.post_filter_msg = post_filter_msg
+        # (plugin, rejected rows, rejection, how many) not yet counted into the fields above
+        self._recorded: list[tuple[str, IntArray, Rejection, int]] = []
+
+    @property
+    def node_codes(self) -> npt.NDArray[np.int8]:
+        self._count_recorded()
+        return self._node_codes
+
+    @property
+    def reasons(self) -> dict[str, int]:
+        self._count_recorded()
+        return self._reasons
+
+    @property
+    def unschedulable_plugins(self) -> set[str]:
+        self._count_recorded()
+        return self._unschedulable_plugins
 
     def record(
         self, plugin: str, rows: IntArray, rejections: list[Rejection]
     ) -> tuple[BoolArray, Status | None]:
         """Count one filter's rejections of snapshot `rows`: (rejected mask, an Error status if
         the plugin reported one).  Each row keeps its most severe code."""
-        failed = np.zeros(len(rows), dtype=bool)
+        failed: BoolArray | None = None  # the first mask itself, until a second one is or-ed in
         for rej in rejections:
             if rej.code == Code.ERROR:
-                return failed, Status(Code.ERROR, list(rej.reasons), plugin)
-            cnt = int(rej.mask.sum())
+                return np.zeros(len(rows), dtype=bool), Status(Code.ERROR, list(rej.reasons), plugin)
+            cnt = int(np.count_nonzero(rej.mask))
             if not cnt:
                 continue
-            failed |= rej.mask
-            hit = rows[rej.mask]
-            self.node_codes[hit] = np.maximum(self.node_codes[hit], int(rej.code))
-            self._count(plugin, rej.reasons, cnt)
-        return failed, None
+            failed = rej.mask if failed is None else failed | rej.mask
+            self._recorded.append((plugin, rows[rej.mask], rej, cnt))
+        return (np.zeros(len(rows), dtype=bool) if failed is None else failed), None
 
     def record_node(self, row: int, st: Status) -> None:
         """One node's rejection by the per-node filters (nodes with nominated pods)."""
         self.node_codes[row] = int(st.code)
         self._count(st.plugin, st.reasons, 1)
 
+    def _count_recorded(self) -> None:
+        recorded = self._recorded
+        if not recorded:
+            return
+        self._recorded = []
+        codes = self._node_codes
+        for plugin, hit, rej, cnt in recorded:
+            codes[hit] = np.maximum(codes[hit], int(rej.code))
+            self._count(plugin, rej.reasons, cnt)
+
     def _count(self, plugin: str, reasons: Iterable[str], nodes: int) -> None:
         for reason in reasons:
-            self.reasons[reason] = self.reasons.get(reason, 0) + nodes
-        self.unschedulable_plugins.add(plugin)
+            self._reasons[reason] = self._reasons.get(reason, 0) + nodes
+        self._unschedulable_plugins.add(plugin)
 
     def message(self) -> str:
         """kube's FitError text: each part is appended as " part." (so a preemption message

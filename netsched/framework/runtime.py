@@ -13,6 +13,7 @@ as kube keeps it in schedule_one.go; PreFilter and Filter over snapshot rows
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -94,8 +95,9 @@ class Framework(FrameworkHandle):
 
     def replica(self) -> Framework:
         """A second instance of this profile (its own plugins and snapshot, the same services):
-        explanations run on it so they never touch the scheduling thread's plugins."""
-        return Framework(self._profile, self._registry, self._services)
+        explanations run on it so they never touch the scheduling thread's plugins (nor take
+        over their periodic tasks)."""
+        return Framework(self._profile, self._registry, dataclasses.replace(self._services, replica=True))
 
     @property
     def plugins(self) -> Mapping[str, AnyPlugin]:

@@ -204,7 +204,12 @@ class NodeSearch:
                     # Stop at the want-th feasible node, as kube does, so the next
                     # search starts right after it.
                     cut = ok[want - n_found - 1]
-                    pos = int(np.flatnonzero(idx == cut)[0])
+                    # Where the cut row sits in the chunk: rows rotate by one from the start (no
+                    # PreFilter set), else look for it.
+                    if allowed is None:
+                        pos = (int(cut) - int(idx[0])) % n
+                    else:
+                        pos = int(np.flatnonzero(idx == cut)[0])
                     processed -= len(idx) - pos - 1
                     ok = ok[: want - n_found]
                 found.append(ok)
@@ -247,9 +252,10 @@ class NodeSearch:
         nominated: dict[int, list[PodInfo]],
         diagnosis: Diagnosis,
     ) -> IntArray:
-        """Rows of `idx` that pass: in batch, except nodes with nominated pods, which take
-        kube's two-pass per-node check."""
+        """Rows of `idx` that pass, in the order of `idx` (the search stops at the want-th):
+        in batch, except nodes with nominated pods, which take kube's two-pass per-node check."""
         special = np.zeros(0, dtype=np.int64)
+        chunk = idx
         if nominated:
             is_special = np.isin(idx, np.fromiter(nominated, dtype=np.int64))
             special = idx[is_special]
@@ -267,5 +273,5 @@ class NodeSearch:
                 raise PluginFault(st)
             diagnosis.record_node(row, st)
         if ok_special:
-            return np.concatenate([alive, np.asarray(ok_special, dtype=np.int64)])
+            return chunk[np.isin(chunk, np.concatenate([alive, np.asarray(ok_special, dtype=np.int64)]))]
         return alive

@@ -109,13 +109,14 @@ class Estimates:
 Coverage = tuple[FloatArray, FloatArray, FloatArray]
 
 
-@dataclass(slots=True)
-class _Pending:
-    uid: str
-    node: str
-    at: float
-    load: FloatArray
-    open_groups: list[bool]
+# A pending pod: (uid, node, reserved at, load, open groups as bits 1 << group).  A plain
+# tuple, not a class: there is one per pod reserved in the last minutes, and the garbage
+# collector stops tracking a tuple of strings, numbers and an array after its first pass
+# (an object and a list per pod that it kept scanning made its older collections run
+# about twice as often as with kube's default profile alone).
+_Pending = tuple[str, str, float, FloatArray, int]
+_UID, _NODE, _AT, _LOAD, _OPEN = range(5)
+_ALL_OPEN = (1 << len(GROUP_COLUMNS)) - 1
 
 
 class Estimator:
@@ -126,7 +127,9 @@ class Estimator:
         self._pods: dict[str, _Pending] = {}
         self._by_node: dict[str, FloatArray] = {}
         self._count: dict[str, int] = {}  # pending pods per node
-        self._order: deque[tuple[float, str]] = deque()  # reservation order, for lifetime expiry
+        # Reservation order, for lifetime expiry: times and uids side by side (no tuple per pod).
+        self._order_at: deque[float] = deque()
+        self._order_uid: deque[str] = deque()
         self._index: dict[str, int] | None = None  # the snapshot.index `_rows` is aligned with
         self._rows: FloatArray = np.zeros((0, COLUMNS))
         self._synced_version = -1
@@ -149,7 +152,7 @@ class Estimator:
         """Count `pod` on `node` from `at` (wall seconds); idempotent per pod uid.  `hint`: the
         pod's network load as a plugin of its cycle knows it (used when not annotated)."""
         old = self._pods.get(pod.uid)
-        if old is not None and old.node == node:
+        if old is not None and old[_NODE] == node:
             return  # the second and third plugin reserving the pod: nothing to parse again
         load = self.load(pod)
         if hint is not None and not _annotated(pod):
@@ -160,14 +163,20 @@ class Estimator:
         with self._lock:
             old = self._pods.get(pod.uid)
             if old is not None:
-                if old.node == node:
+                if old[_NODE] == node:
                     return
                 self._drop(old)
-            p = _Pending(pod.uid, node, self._wall() if at is None else at, load, [True, True, True])
-            self._pods[pod.uid] = p
-            self._order.append((p.at, p.uid))
+            when = self._wall() if at is None else at
+            self._pods[pod.uid] = (pod.uid, node, when, load, _ALL_OPEN)
+            self._order_at.append(when)
+            self._order_uid.append(pod.uid)
             self._count[node] = self._count.get(node, 0) + 1
             self._apply(node, load)
+
+    def holds(self, uid: str, node: str) -> bool:
+        """Whether the pod `uid` is already counted on `node` (add() would change nothing)."""
+        p = self._pods.get(uid)
+        return p is not None and p[_NODE] == node
 
     def load(self, pod: PodInfo) -> FloatArray:
         """pod_load(pod), computed once for the pod being scheduled (a scoring plugin reads it,
@@ -188,20 +197,21 @@ class Estimator:
 
     def _drop(self, p: _Pending) -> None:
         """Forget a pending pod, taking back what is still open of its load."""
-        del self._pods[p.uid]
-        left = p.load.copy()
+        uid, node, _, load, open_groups = p
+        del self._pods[uid]
+        left = load.copy()
         for g, cols in enumerate(GROUP_COLUMNS):
-            if not p.open_groups[g]:
+            if not open_groups & (1 << g):
                 left[list(cols)] = 0.0
-        n = self._count[p.node] - 1
+        n = self._count[node] - 1
         if n:
-            self._count[p.node] = n
-            self._apply(p.node, -left)
+            self._count[node] = n
+            self._apply(node, -left)
         else:
             # Last pod on the node: reset to exact zero rather than keep float residue.
-            del self._count[p.node]
-            self._by_node.pop(p.node, None)
-            self._apply(p.node, None)
+            del self._count[node]
+            self._by_node.pop(node, None)
+            self._apply(node, None)
 
     def _apply(self, node: str, delta: FloatArray | None) -> None:
         if delta is not None:
@@ -253,8 +263,8 @@ class Estimator:
         with self._lock:
             if version != self._synced_version or self._index is not snapshot.index:
                 return None
-            order = self._order
-            if order and order[0][0] < now - self.args.max_lifetime_seconds:
+            order = self._order_at
+            if order and order[0] < now - self.args.max_lifetime_seconds:
                 return None
             return self._gen
 
@@ -280,26 +290,29 @@ class Estimator:
                 self._rows[row] = tot
 
     def _expire_old(self, cutoff: float) -> None:
-        order = self._order
-        while order and order[0][0] < cutoff:
-            at, uid = order.popleft()
+        order = self._order_at
+        while order and order[0] < cutoff:
+            at, uid = order.popleft(), self._order_uid.popleft()
             p = self._pods.get(uid)
-            if p is not None and p.at == at:
+            if p is not None and p[_AT] == at:
                 self._drop(p)
 
     def _expire_covered(self, snapshot: Snapshot, coverage: Coverage) -> None:
         margin = self.args.cover_margin_seconds
         for p in list(self._pods.values()):
-            row = snapshot.index.get(p.node)
+            uid, node, at, load, open_groups = p
+            row = snapshot.index.get(node)
             if row is None:
                 self._drop(p)  # the node is gone
                 continue
             covered = np.zeros(COLUMNS)
             for g, cols in enumerate(GROUP_COLUMNS):
-                if p.open_groups[g] and coverage[g][row] > p.at + margin:  # NaN compares False
-                    p.open_groups[g] = False
-                    covered[list(cols)] = p.load[list(cols)]
+                if open_groups & (1 << g) and coverage[g][row] > at + margin:  # NaN compares False
+                    open_groups &= ~(1 << g)
+                    covered[list(cols)] = load[list(cols)]
+            if open_groups != p[_OPEN]:
+                p = self._pods[uid] = (uid, node, at, load, open_groups)
             if covered.any():
-                self._apply(p.node, -covered)
-            if not any(p.open_groups):
+                self._apply(node, -covered)
+            if not open_groups:
                 self._drop(p)

@@ -15,6 +15,7 @@ block (`QueryScorePlugin[MetricArgs]`) or a MetricArgs subclass adding the plugi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self, TypeVar
@@ -63,7 +64,7 @@ class MetricScorePlugin(PreScorePlugin[ArgsT], ScorePlugin[ArgsT], ReservePlugin
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return METRICS_EVENTS
 
-    @property
+    @functools.cached_property
     def _state_key(self) -> str:
         return f"{self.name}/scores"
 

@@ -152,8 +152,9 @@ class MetricSource:
     def view(self, snapshot: Snapshot) -> LoadView:
         """The shared LoadView of `snapshot` as of the current table (see view.py): built once
         per poll, fallback change and node layout, kept in the snapshot's cache."""
-        table = self.poller.table
-        measured = not self.in_fallback
+        poller = self.poller
+        table = poller.table
+        measured = not (poller.fallback or table.version == 0)  # not in_fallback
         v: LoadView | None = snapshot.cache.get(self._view_key)
         if v is None or not v.current(self, table, measured, snapshot):
             v = snapshot.cache[self._view_key] = LoadView(self, snapshot, table, measured)
@@ -189,6 +190,8 @@ class MetricSource:
     def reserve(self, pod: PodInfo, node_name: str, state: CycleState | None = None) -> None:
         """Count the pod's expected load on the node until metrics cover it (idempotent per uid);
         `state`: the pod's cycle, where a plugin may have left a BANDWIDTH_HINT."""
+        if self.estimator.holds(pod.uid, node_name):
+            return  # the second and third plugin reserving the pod
         hint = state.get(BANDWIDTH_HINT) if state is not None else None
         self.estimator.add(pod, node_name, self._wall(), hint)
 

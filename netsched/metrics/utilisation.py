@@ -127,33 +127,32 @@ _COLD_LINK_INT = "netsched.metrics/cold-link-int"
 def _own_link_ints(net: NetworkLoad) -> IntArray:
     """_own_link_scores' score rounded as to_int_scores does, -1 where the row does not score
     on its own."""
-    own = _own_link_scores(net)
-    ints = to_int_scores(own[:, 0])
-    ints[own[:, 1] == 0.0] = -1
+    ints = to_int_scores(_link_scores(net.utilisation()))
+    ints[~(net.known & net.fresh)] = -1
     return ints
 
 
 def _own_link_scores(net: NetworkLoad) -> FloatArray:
     """(score, 1.0 if the row scores on its own else 0.0) per row: the formula below for a
     fresh row with a link speed, which reads nothing of the other rows."""
-    has_speed = np.isfinite(net.speed) & (net.speed > 0)
-    u = np.zeros(len(net.busy))
-    np.divide(net.busy, net.speed, out=u, where=has_speed)
-    cold = MAX_NODE_SCORE * (1.0 - _unit_clip(u))
-    return np.stack([cold, (has_speed & net.fresh).astype(np.float64)], axis=1)
+    return np.stack([_link_scores(net.utilisation()), (net.known & net.fresh).astype(np.float64)], axis=1)
+
+
+def _link_scores(u: FloatArray) -> FloatArray:
+    """MAX_NODE_SCORE x (1 - u clipped to [0, 1]); NaN (no link speed, no sample) as u = 0."""
+    cold = _unit_clip(u)
+    np.subtract(1.0, cold, out=cold)
+    return np.multiply(MAX_NODE_SCORE, cold, out=cold)
 
 
 def _cold_link_scores(net: NetworkLoad, fail_closed: bool) -> FloatArray:
-    busy, speed, fresh = net.busy, net.speed, net.fresh
-    has_speed = np.isfinite(speed) & (speed > 0)
+    busy, fresh, has_speed = net.busy, net.fresh, net.known
     relative = fresh & ~has_speed
     ref = float(busy[relative].max()) if relative.any() else 0.0
-    u = np.zeros(len(busy))
-    np.divide(busy, speed, out=u, where=has_speed)
+    u = net.utilisation()
     if ref > 0:
         np.divide(busy, ref, out=u, where=~has_speed)
-    cold = MAX_NODE_SCORE * (1.0 - _unit_clip(u))
-    return fill_stale(cold, fresh, fail_closed)
+    return fill_stale(_link_scores(u), fresh, fail_closed)
 
 
 def resource_usage(

@@ -69,12 +69,12 @@ class NetworkLoad:
     speed: FloatArray  # link speed bytes/s, NaN when unknown
     fresh: BoolArray
     measured: bool
+    known: BoolArray  # the link speed is known (finite, > 0)
 
     def utilisation(self) -> FloatArray:
         """busy / link speed; NaN where the link speed is unknown."""
-        known = np.isfinite(self.speed) & (self.speed > 0)
         out = np.full(len(self.busy), np.nan)
-        np.divide(self.busy, self.speed, out=out, where=known)
+        np.divide(self.busy, self.speed, out=out, where=self.known)
         return out
 
 
@@ -105,6 +105,10 @@ class LoadView:
         "_kept_as_of",
         "_dirty",
         "_marked_gen",
+        "_clean_idx",
+        "_alloc",
+        "_alloc_version",
+        "_clean_gen",
         "_batch",
     )
 
@@ -124,9 +128,14 @@ class LoadView:
         self._kept_as_of = (-1, -1)  # (freshness epoch, allocatable version) of the kept results
         self._dirty: BoolArray = np.zeros(0, dtype=bool)  # rows to recompute in every kept result
         self._marked_gen = -1  # estimator generation `_dirty` reflects
+        # The last `idx` found without marked rows, and the generation it was checked at.
+        self._clean_idx: IntArray | None = None
+        self._clean_gen = -1
+        self._alloc: dict[str, FloatArray] = {}
+        self._alloc_version = -1
         # While kept results are recomputed: (their rows, readings of those rows by kind), so
         # the plugins' computes read each of network() / usage() once for all of them.
-        self._batch: tuple[IntArray, dict[str, Any]] | None = None
+        self._batch: tuple[IntArray, dict[Hashable, Any]] | None = None
 
     @property
     def fail_closed(self) -> bool:
@@ -164,9 +173,11 @@ class LoadView:
         Recomputed only when the clock went back or the oldest fresh sample aged
         out since the last call: as time goes forward no stale row turns fresh.
         """
+        got = self._fresh.get(metric)
+        if got is not None and self._batch is not None:
+            return got[0]  # kept results are being recomputed: _settle revalidated every mask
         now = self._src.wall()
         max_age = self._src.max_age
-        got = self._fresh.get(metric)
         if got is not None and got[1] <= now and now - got[2] <= max_age:
             return got[0]
         ts = self.stamps(metric)
@@ -195,7 +206,16 @@ class LoadView:
     def estimates(self) -> FloatArray:
         """Estimated load of pods reserved since their node's samples: (rows, 4) with the
         estimation module's CPU_COL, MEMORY_COL, RX_COL, TX_COL; live and read-only."""
-        return self._src.estimator.rows(self._snapshot, self.table.version, self._coverage)
+        batch = self._batch
+        if batch is None:
+            return self._src.estimator.rows(self._snapshot, self.table.version, self._coverage)
+        # Kept results are being recomputed: _settle has just expired and covered the estimates.
+        got: FloatArray | None = batch[1].get(_ESTIMATES)
+        if got is None:
+            got = batch[1][_ESTIMATES] = self._src.estimator.rows(
+                self._snapshot, self.table.version, self._coverage
+            )
+        return got
 
     def _coverage(self) -> Coverage:
         n = len(self._snapshot)
@@ -210,27 +230,29 @@ class LoadView:
 
     def network(self, idx: IntArray) -> NetworkLoad:
         """Network load of rows `idx`: measured + estimated, or requested bandwidth in fallback."""
-        return self._batched(NETWORK_RX, idx, self._network)
+        return self.batched(NETWORK_RX, idx, self._network)
 
     def _network(self, idx: IntArray) -> NetworkLoad:
-        speed = self.value(LINK_SPEED)[idx]  # a link speed does not go stale
+        speed = self.value(LINK_SPEED)  # a link speed does not go stale
+        known = self.derived(_SPEED_KNOWN, _speed_known).take(idx)
         if not self.measured:
             rx, tx = self._src.requested_bandwidth(self._snapshot, idx)
-            return NetworkLoad(np.fmax(rx, tx), speed, np.ones(len(idx), dtype=bool), False)
+            return NetworkLoad(np.fmax(rx, tx), speed[idx], np.ones(len(idx), dtype=bool), False, known)
         est = self.estimates()
         busy = np.fmax(
             self.value(NETWORK_RX)[idx] + est[idx, RX_COL], self.value(NETWORK_TX)[idx] + est[idx, TX_COL]
         )
         fresh = self.fresh(NETWORK_RX)[idx] & self.fresh(NETWORK_TX)[idx]
-        return NetworkLoad(busy, speed, fresh, True)
+        return NetworkLoad(busy, speed[idx], fresh, True, known)
 
     def usage(self, resource: str, idx: IntArray) -> Usage:
         """CPU or memory (netsched.metrics CPU / MEMORY) utilisation of rows `idx`."""
-        return self._batched(resource, idx, lambda rows: self._usage(resource, rows))
+        return self.batched(resource, idx, lambda rows: self._usage(resource, rows))
 
-    def _batched(self, kind: str, idx: IntArray, read: Callable[[IntArray], T]) -> T:
-        """read(idx), once per kind for the rows kept results are being recomputed on (their
-        computes only read what they are given: the arrays are shared among them)."""
+    def batched(self, kind: Hashable, idx: IntArray, read: Callable[[IntArray], T]) -> T:
+        """read(idx), once per `kind` for the rows kept results are being recomputed on, so the
+        computes of several per_row keys share a reading (they must not modify what it returns);
+        otherwise just read(idx)."""
         batch = self._batch
         if batch is None or idx is not batch[0]:
             return read(idx)
@@ -240,15 +262,30 @@ class LoadView:
         return got
 
     def _usage(self, resource: str, idx: IntArray) -> Usage:
-        snapshot = self._snapshot
-        # The metric names "cpu" and "memory" are also the node table's resource columns.
-        alloc = snapshot.allocatable[idx, snapshot.col[resource]].astype(np.float64)
+        alloc = self.allocatable(resource).take(idx)
         col = CPU_COL if resource == CPU else MEMORY_COL
         if not self.measured:
-            requested = snapshot.nonzero_requested[idx, col].astype(np.float64)
-            return Usage(ratio(requested, alloc), np.ones(len(idx), dtype=bool), False)
+            requested = self._snapshot.nonzero_requested[idx, col]
+            return Usage(requested / alloc, np.ones(len(idx), dtype=bool), False)
         extra = self.estimates()[idx, col]
-        return Usage(self.value(resource)[idx] + ratio(extra, alloc), self.fresh(resource)[idx], True)
+        extra /= alloc
+        return Usage(self.value(resource)[idx] + extra, self.fresh(resource)[idx], True)
+
+    def allocatable(self, resource: str) -> FloatArray:
+        """The nodes' allocatable `resource` (CPU or MEMORY) per row as floats, +inf where a node
+        has none (so that any share of it is 0); read-only, rebuilt when an allocatable changes."""
+        snapshot = self._snapshot
+        if self._alloc_version != snapshot.allocatable_version:
+            self._alloc.clear()
+            self._alloc_version = snapshot.allocatable_version
+        got = self._alloc.get(resource)
+        if got is None:
+            # The metric names "cpu" and "memory" are also the node table's resource columns.
+            got = snapshot.allocatable[:, snapshot.col[resource]].astype(np.float64)
+            got[~(got > 0)] = np.inf
+            got.flags.writeable = False
+            self._alloc[resource] = got
+        return got
 
     # ------------------------------------------------------------ per-row results kept between pods
 
@@ -276,8 +313,14 @@ class LoadView:
         if kept is None:
             # Computed over every row as of now: rows marked for the other keys are right here.
             kept = self._per_row[key] = _Kept(np.array(compute(snapshot.all_rows)), compute)
-        elif self._dirty.any() if idx is None else self._dirty.take(idx).any():
-            self._recompute_marked()
+        elif idx is None:
+            if self._dirty.any():
+                self._recompute_marked()
+        elif idx is not self._clean_idx or self._clean_gen != self._marked_gen:
+            # (The scorers of one cycle ask for the same rows: checked once for both.)
+            if self._dirty.take(idx).any():
+                self._recompute_marked()
+            self._clean_idx, self._clean_gen = idx, self._marked_gen
         if idx is not None:
             # take(): the same rows as result[idx], ~4x faster on a 2-D result (numpy's fancy
             # indexing has a slow general path; a cycle asks for a few hundred rows).
@@ -285,6 +328,10 @@ class LoadView:
         out = kept.result.view()
         out.flags.writeable = False
         return out
+
+    def forget(self, key: Hashable) -> None:
+        """Stop keeping per_row(key)'s result (a plugin that bounds what it asks the view to keep)."""
+        self._per_row.pop(key, None)
 
     def _recompute_marked(self) -> None:
         rows = np.flatnonzero(self._dirty)
@@ -305,6 +352,14 @@ class LoadView:
         est = self._src.estimator
         now = self._src.wall()
         gen = est.settled(self.table.version, self._snapshot, now)
+        latest, oldest = self._fresh_bounds
+        if (
+            gen == self._marked_gen  # no new reservation, nothing to expire or cover
+            and latest <= now  # no freshness mask to recompute (_revalidate's test)
+            and now - oldest <= self._src.max_age
+            and self._snapshot.allocatable_version == self._kept_as_of[1]
+        ):
+            return
         if gen is None:
             self.estimates()  # expire and cover estimates first: they are part of the results
         self._revalidate(now)
@@ -338,6 +393,15 @@ class LoadView:
 class _Kept:
     result: NDArray[Any]
     compute: Callable[[IntArray], NDArray[Any]]
+
+
+_SPEED_KNOWN = "netsched.metrics/link-speed-known"
+_ESTIMATES = "netsched.metrics/estimates"
+
+
+def _speed_known(view: LoadView) -> BoolArray:
+    speed = view.value(LINK_SPEED)
+    return np.isfinite(speed) & (speed > 0)
 
 
 def ratio(num: FloatArray, den: FloatArray) -> FloatArray:

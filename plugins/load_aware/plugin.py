@@ -22,6 +22,8 @@ incoming request_r) / allocatable_r from the node table.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
 from netsched.framework import (
@@ -37,10 +39,10 @@ from netsched.metrics.plugin_api import (
     CPU_COL,
     MEMORY_COL,
     FloatArray,
+    LoadView,
     MetricScorePlugin,
     MetricSource,
     fill_stale,
-    resource_usage,
     source_for,
     to_int_scores,
 )
@@ -65,7 +67,8 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         self.weights = {r.name: float(r.weight) for r in self.args.resources if r.weight > 0}
         self.source = source_for(handle, self.args.prometheus, self.name)
         self.source.require(*self.weights)
-        self._load_cols = [CPU_COL if r == CPU else MEMORY_COL for r in self.weights]
+        self._load_cols = np.array([CPU_COL if r == CPU else MEMORY_COL for r in self.weights])
+        self._shapes = _Shapes(self)
         self._weight_sum = float(sum(self.weights.values()))
 
     # ------------------------------------------------------------ scoring
@@ -81,46 +84,76 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         """Scores of snapshot rows `idx` for `pod` (see the module docstring).
 
         Per resource: what the node carries (measured + estimated, or requested) over
-        allocatable, plus the pod's own load over allocatable, then the curve.  Per pod the
-        rows are a few hundred, so the count of numpy calls (~1 us each), not their size, is
-        the cost: the work runs on one contiguous (resources, rows) block, in place."""
-        k = len(self.weights)
+        allocatable, plus the pod's own load over allocatable, then the curve.  What a node
+        carries does not depend on the pod, so the view keeps it between pods; and pods of
+        one workload come in bursts with the same load, so once a load repeats the view also
+        keeps the scores it gives every row (`_Shapes`): such a pod costs a take.  A row
+        without fresh samples scores against the other candidates (fill_stale), so it is
+        kept as -1 and a pod whose candidates include one takes the long road."""
         view = self.source.view(snapshot)
-        if view.measured:
-            load = self.source.pod_load(pod)
-            amounts = [float(load[c]) for c in self._load_cols]
-            # What the node carries does not depend on the pod: kept by the view between pods.
-            kept = view.per_row(self, lambda rows: self._carried(snapshot, rows), idx)
-        else:
-            amounts = [float(pod.nonzero_cpu if r == CPU else pod.nonzero_memory) for r in self.weights]
-            kept = self._carried(snapshot, idx)
-        cols = np.ascontiguousarray(kept.T)  # carried, fresh (1.0 / 0.0), allocatable, by resource
+        if not view.measured:
+            amounts = np.array(
+                [float(pod.nonzero_cpu if r == CPU else pod.nonzero_memory) for r in self.weights]
+            )
+            return self._scores(amounts, self._carry(snapshot, idx))
+        amounts = self.source.pod_load(pod).take(self._load_cols)
+        shape = tuple(amounts.tolist())
+        if self._shapes.repeated(shape, view):
+            kept = view.per_row((self, shape), lambda rows: self._own_scores(snapshot, amounts, rows), idx)
+            if not len(kept) or kept.min() >= 0:
+                return kept
+        carried = view.per_row(self, lambda rows: self._carried(view, snapshot, rows), idx)
+        return self._scores(amounts, carried)
+
+    def _own_scores(self, snapshot: Snapshot, amounts: FloatArray, rows: IntArray) -> IntArray:
+        """Per row, the score of a pod of load `amounts`, -1 where a resource has no fresh sample."""
+        carried = self._carried(self.source.view(snapshot), snapshot, rows)
+        return self._scores(amounts, carried, mark_stale=True)
+
+    def _scores(self, amounts: FloatArray, carried: FloatArray, mark_stale: bool = False) -> IntArray:
+        """The scores of rows whose `_carried` columns are `carried` for a pod of load `amounts`
+        (by resource).  The rows are a few hundred, so the count of numpy calls (~1 us each), not
+        their size, is the cost: the work runs on one contiguous (resources, rows) block, in place."""
+        k = len(self.weights)
+        cols = np.ascontiguousarray(carried.T)  # carried, fresh (1.0 / 0.0), allocatable, by resource
         # The pod's share of each node (allocatable is +inf where a node has none: 0), plus
         # what the node carries.
-        u = np.divide(np.array(amounts)[:, None], cols[2 * k :])
+        u = np.divide(amounts[:, None], cols[2 * k :])
         u += cols[:k]
         # NaN: a stale row, replaced below; below 0 is idle for both curves.
         curve = self._curve(np.fmax(u, 0.0, out=u))
-        if not cols[k : 2 * k].all():
+        fresh = cols[k : 2 * k]
+        all_fresh = bool(fresh.all())
+        if not all_fresh and not mark_stale:
             for j in range(k):
-                curve[j] = fill_stale(curve[j], cols[k + j] > 0, self.source.fail_closed)
+                curve[j] = fill_stale(curve[j], fresh[j] > 0, self.source.fail_closed)
         weights = list(self.weights.values())  # args validation keeps at least one
         total = np.multiply(weights[0], curve[0], out=curve[0])
         for j in range(1, k):
             total += weights[j] * curve[j]
         total /= self._weight_sum
-        return to_int_scores(total)
+        out = to_int_scores(total)
+        if not all_fresh and mark_stale:
+            out[~fresh.all(axis=0)] = -1
+        return out
 
-    def _carried(self, snapshot: Snapshot, rows: IntArray) -> FloatArray:
+    def _carried(self, view: LoadView, snapshot: Snapshot, rows: IntArray) -> FloatArray:
+        """_carry(rows), once per recomputation of the view's kept results for every key
+        that reads it (the carried columns and each kept load's scores)."""
+        return view.batched(self, rows, lambda r: self._carry(snapshot, r))
+
+    def _carry(self, snapshot: Snapshot, rows: IntArray) -> FloatArray:
         """Per row, by column: each resource's utilisation (measured + estimated, or requested,
         over allocatable), then 1.0 / 0.0 for fresh / stale, then allocatable (+inf for none,
         so that a share of it is 0)."""
-        usage = resource_usage(self.source, snapshot, tuple(self.weights), rows)
-        alloc = [snapshot.allocatable[rows, snapshot.col[r]].astype(np.float64) for r in self.weights]
-        fresh = [u.fresh.astype(np.float64) for u in usage.values()]
-        kept = np.stack([u.utilisation for u in usage.values()] + fresh + alloc, axis=1)
-        den = kept[:, 2 * len(self.weights) :]
-        den[~(den > 0)] = np.inf
+        k = len(self.weights)
+        kept = np.empty((len(rows), 3 * k))
+        view = self.source.view(snapshot)
+        for j, res in enumerate(self.weights):
+            use = view.usage(res, rows)
+            kept[:, j] = use.utilisation
+            kept[:, k + j] = use.fresh
+            kept[:, 2 * k + j] = view.allocatable(res).take(rows)
         return kept
 
     def _curve(self, u: FloatArray) -> FloatArray:
@@ -131,3 +164,38 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         np.minimum(u, 1.0, out=u)
         np.subtract(1.0, u, out=u)
         return np.multiply(MAX_NODE_SCORE, u, out=u)
+
+
+class _Shapes:
+    """The pod loads seen lately, and the few whose scores the view keeps for every row.
+
+    A load seen once is remembered (up to REMEMBER); seen again, its scores are kept (up to
+    KEEP loads: each kept load is recomputed on the rows a reservation changes, so a few).
+    A stream of pods that all differ never gets here and costs what it did before."""
+
+    KEEP = 4
+    REMEMBER = 16
+
+    def __init__(self, owner: object) -> None:
+        self._owner = owner  # kept scores are the view's per_row((owner, load))
+        self._seen: OrderedDict[tuple[float, ...], None] = OrderedDict()
+        self._kept: OrderedDict[tuple[float, ...], None] = OrderedDict()
+
+    def repeated(self, shape: tuple[float, ...], view: LoadView) -> bool:
+        """Whether `shape`'s scores are (now) kept; forgets in `view` the load it displaces."""
+        kept = self._kept
+        if shape in kept:
+            kept.move_to_end(shape)
+            return True
+        seen = self._seen
+        if shape not in seen:
+            seen[shape] = None
+            if len(seen) > self.REMEMBER:
+                seen.popitem(last=False)
+            return False
+        del seen[shape]
+        kept[shape] = None
+        if len(kept) > self.KEEP:
+            old, _ = kept.popitem(last=False)
+            view.forget((self._owner, old))
+        return True

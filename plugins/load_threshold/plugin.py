@@ -50,8 +50,6 @@ from netsched.metrics.plugin_api import (
     NETWORK_RX,
     NETWORK_TX,
     MetricSource,
-    network_load,
-    resource_usage,
     source_for,
 )
 
@@ -113,14 +111,15 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
         codes = self.source.view(snapshot).per_row(self, lambda rows: self.reason_bits(snapshot, rows), idx)
-        if not codes.any():  # the usual case: one numpy call
+        top = int(codes.max()) if len(codes) else 0
+        if not top:  # the usual case: one numpy call
             return []
-        hit = codes != 0
-        rejected = codes[hit]
-        first = rejected[0]
-        if (rejected == first).all():  # one reason set for every rejected node: no sort (np.unique)
-            return [Rejection(hit, self._reasons(int(first)), CODE)]
-        return [Rejection(codes == bits, self._reasons(int(bits)), CODE) for bits in np.unique(rejected)]
+        hit = codes == top
+        if np.count_nonzero(hit) == np.count_nonzero(codes):  # one reason set: no sort (np.unique)
+            return [Rejection(hit, self._reasons(top), CODE)]
+        return [
+            Rejection(codes == bits, self._reasons(int(bits)), CODE) for bits in np.unique(codes[codes != 0])
+        ]
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         snapshot = self.handle.snapshot()
@@ -147,22 +146,22 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         """Per row of `idx`: bit 2i = check i over its limit, bit 2i+1 = no fresh metrics for it."""
         out = np.zeros(len(idx), dtype=np.int64)
         fail_closed = self.source.fail_closed
-        if not self.source.view(snapshot).measured:
+        view = self.source.view(snapshot)
+        if not view.measured:
             # Nothing measured is fresh: no check is over its limit, each is stale under failClosed.
             return out | self._all_stale if fail_closed else out
-        resources = tuple(c.kind for c in self.checks if c.kind != NETWORK)
-        usage = resource_usage(self.source, snapshot, resources, idx) if resources else {}
         for i, c in enumerate(self.checks):
             if c.kind == NETWORK:
-                net = network_load(self.source, snapshot, idx)
-                u, fresh = net.utilisation(), net.fresh & net.measured
+                net = view.network(idx)
+                u, fresh = net.utilisation(), net.fresh
             else:
-                use = usage[c.kind]
-                u, fresh = use.utilisation, use.fresh & use.measured
-            over = fresh & (u > c.limit)  # NaN (no link speed) compares False
-            out |= over.astype(np.int64) << (2 * i)
+                use = view.usage(c.kind, idx)
+                u, fresh = use.utilisation, use.fresh
+            over = u > c.limit  # NaN (no link speed, no sample) compares False
+            over &= fresh
+            np.bitwise_or(out, 1 << (2 * i), out=out, where=over)
             if fail_closed:
-                out |= (~fresh).astype(np.int64) << (2 * i + 1)
+                np.bitwise_or(out, 2 << (2 * i), out=out, where=~fresh)
         return out
 
     def _reasons(self, bits: int) -> tuple[str, ...]:

@@ -536,3 +536,36 @@ def test_schedule_pod_scores_once_and_returns_the_breakdown() -> None:
     assert sorted(calls) == ["n0", "n1", "n2"]  # one score loop, not a second pass for the breakdown
     assert out.node == "n2" and out.totals == {"n0": 0, "n1": 20, "n2": 40}
     assert out.scores["Counting"]["n1"] == (10, 20)
+
+
+class Ticking(ScorePlugin):
+    """Registers a periodic task that records which instance ran it."""
+
+    name = "Ticking"
+    ran: list[object] = []
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        super().__init__(args, handle)
+        handle.every("Ticking/tick", 1.0, lambda: Ticking.ran.append(self))
+        handle.run_soon("Ticking/tick")
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        return 0
+
+
+def test_a_replica_takes_over_no_periodic_task_of_the_live_plugins() -> None:
+    """Explanations run on a replica (Framework.replica); its plugins used to re-register the
+    live plugins' periodic tasks, so the task then ran the replica's instance (frozen on the
+    explanation's snapshot) until the next reload."""
+    clock = FakeClock()
+    fwk = build_framework([Ticking], clock=clock)
+    live = fwk.plugins["Ticking"]
+    replica = fwk.replica()
+    assert replica.plugins["Ticking"] is not live
+    periodic = fwk._services.periodic
+    assert periodic is not None and periodic.names() == ["Ticking/tick"]
+    Ticking.ran.clear()
+    assert periodic.run_due() == 1  # the live plugin's run_soon
+    clock.step(1.0)
+    assert periodic.run_due() == 1
+    assert Ticking.ran == [live, live]

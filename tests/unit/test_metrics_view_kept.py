@@ -1,0 +1,216 @@
+"""LoadView's kept per-row results: forget(), allocatable(), the rows-checked-once shortcut, _settle.
+
+Each test compares what a kept result returns with what the view's live readings (usage(),
+fresh()) say at that moment, after the one change the shortcut under test could miss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from netsched.framework.snapshot import Snapshot
+from netsched.metrics import CPU, MEMORY, MetricsHub, PrometheusArgs
+from netsched.metrics.args import EstimationArgs
+from netsched.metrics.source import MetricSource
+from netsched.metrics.view import LoadView
+from netsched.testing.builders import make_node, make_pod
+from netsched.testing.clock import FakeClock
+from netsched.testing.prometheus import fake_hub
+
+GIB = 1024**3
+NAMES = [f"n{i}" for i in range(6)]
+
+
+def world(lifetime: float | None = None) -> tuple[FakeClock, MetricSource, Snapshot, MetricsHub]:
+    """Six nodes of 4 cpu / 8Gi except n2 (no cpu) and n4 (no memory); CPU samples 0..50 s old
+    (maxSampleAge 60 s), memory samples fresh."""
+    clock = FakeClock()
+    hub, fake = fake_hub(clock)
+    estimation = EstimationArgs() if lifetime is None else EstimationArgs(max_lifetime_seconds=lifetime)
+    src = hub.source(PrometheusArgs(estimation=estimation))
+    src.require(CPU, MEMORY)
+    now = clock.wall()
+    fake.serve(src, CPU, {m: (0.1 * i, now - 10 * i) for i, m in enumerate(NAMES)})
+    fake.serve(src, MEMORY, dict.fromkeys(NAMES, 0.5))
+    hub.poll_now()
+    capacity = {"n2": ("0", "8Gi"), "n4": ("4", "0")}
+    nodes = [
+        make_node(m).capacity(cpu=capacity.get(m, ("4", "8Gi"))[0], memory=capacity.get(m, ("4", "8Gi"))[1])
+        for m in NAMES
+    ]
+    return clock, src, Snapshot.of([n.info() for n in nodes]), hub
+
+
+def rows(*r: int) -> np.ndarray:
+    return np.asarray(r, dtype=np.int64)
+
+
+def cpu_usage(view: LoadView, seen: list[list[int]] | None = None) -> Callable[[np.ndarray], np.ndarray]:
+    """A per_row compute: CPU utilisation (measured + estimated over allocatable), recording rows."""
+
+    def compute(r: np.ndarray) -> np.ndarray:
+        if seen is not None:
+            seen.append(r.tolist())
+        return view.usage(CPU, r).utilisation
+
+    return compute
+
+
+def live(view: LoadView, idx: np.ndarray) -> list[float]:
+    return view.usage(CPU, idx).utilisation.tolist()
+
+
+# ------------------------------------------------------------------ forget
+
+
+def test_forget_drops_the_kept_result_and_its_compute() -> None:
+    _, src, snap, _ = world()
+    view = src.view(snap)
+    seen: list[list[int]] = []
+    view.per_row("k", cpu_usage(view, seen))
+    view.per_row("other", cpu_usage(view))
+    view.forget("k")
+    view.forget("never kept")  # no error: nothing to drop
+    src.reserve(make_pod("p").req(cpu="1").info(), "n3")
+    view.per_row("other", cpu_usage(view), rows(3))  # recomputes the marked row for every kept key
+    assert seen == [list(range(6))]  # the forgotten key's compute is not called any more
+    # Asked again, the key is computed afresh over every row, with the compute given now.
+    got = view.per_row("k", lambda r: np.full(len(r), 7.0), rows(1, 3))
+    assert got.tolist() == [7.0, 7.0]
+
+
+# ------------------------------------------------------------------ allocatable
+
+
+def test_allocatable_is_inf_for_none_read_only_and_built_once() -> None:
+    _, src, snap, _ = world()
+    view = src.view(snap)
+    cpu, mem = view.allocatable(CPU), view.allocatable(MEMORY)
+    assert cpu.tolist() == [4000.0, 4000.0, np.inf, 4000.0, 4000.0, 4000.0]
+    assert mem.tolist() == [8.0 * GIB] * 4 + [np.inf] + [8.0 * GIB]
+    assert cpu.dtype == np.float64 and not cpu.flags.writeable
+    assert view.allocatable(CPU) is cpu
+
+
+def test_allocatable_is_rebuilt_when_an_allocatable_changes() -> None:
+    _, src, snap, _ = world()
+    view = src.view(snap)
+    before = view.allocatable(CPU)
+    src.reserve(make_pod("p").req(cpu="2").info(), "n1")
+    idx = rows(1, 2)
+    kept = view.per_row("cpu", cpu_usage(view), idx).tolist()
+    assert kept == pytest.approx([0.1 + 1700 / 4000, 0.2])  # n2: no cpu, the estimate adds 0
+    # The same labels, taints and images: the snapshot keeps its cache, hence this view.
+    for row, cpu in ((1, 8000), (2, 2000)):
+        old = snap.nodes[row]
+        snap.set_node(row, dataclasses.replace(old, allocatable=dict(old.allocatable, cpu=cpu)))
+    assert src.view(snap) is view
+    after = view.allocatable(CPU)
+    assert after.tolist() == [4000.0, 8000.0, 2000.0, 4000.0, 4000.0, 4000.0]
+    assert before.tolist()[1:3] == [4000.0, np.inf]  # the old array is not written to
+    assert view.allocatable(MEMORY).tolist()[4] == np.inf
+    got = view.per_row("cpu", cpu_usage(view), idx)
+    assert got.tolist() == pytest.approx([0.1 + 1700 / 8000, 0.2]) == live(view, idx)
+    old = snap.nodes[3]
+    snap.set_node(3, dataclasses.replace(old, allocatable=dict(old.allocatable, cpu=0)))
+    assert view.allocatable(CPU)[3] == np.inf
+
+
+# ------------------------------------------------------------------ the same idx checked once
+
+
+def test_the_same_idx_array_after_a_reservation_on_one_of_its_rows_is_recomputed() -> None:
+    _, src, snap, _ = world()
+    view = src.view(snap)
+    idx = rows(5, 3, 0)  # one array object, as the scorers of one cycle share
+    first = view.per_row("a", cpu_usage(view), idx).tolist()
+    assert view.per_row("a", cpu_usage(view), idx).tolist() == first
+    src.reserve(make_pod("p").req(cpu="1").info(), "n3")
+    got = view.per_row("a", cpu_usage(view), idx).tolist()
+    assert got == live(view, idx) and got[1] == pytest.approx(first[1] + 850 / 4000)
+
+
+def test_the_same_idx_array_read_by_two_keys_around_a_reservation() -> None:
+    """Key a checks idx, a reservation lands on one of its rows, key b asks for the same idx,
+    then a again: both see the reservation."""
+    _, src, snap, _ = world()
+    view = src.view(snap)
+    view.per_row("a", cpu_usage(view))
+    view.per_row("b", cpu_usage(view))
+    idx = rows(0, 1, 3)
+    view.per_row("a", cpu_usage(view), idx)
+    src.reserve(make_pod("p").req(cpu="2").info(), "n1")
+    want = live(view, idx)
+    assert view.per_row("b", cpu_usage(view), idx).tolist() == want
+    assert view.per_row("a", cpu_usage(view), idx).tolist() == want
+    src.reserve(make_pod("q").req(cpu="1").info(), "n0")
+    want = live(view, idx)
+    assert view.per_row("a", cpu_usage(view), idx).tolist() == want
+    assert view.per_row("b", cpu_usage(view), idx).tolist() == want
+
+
+def test_a_row_changed_outside_the_checked_idx_is_seen_by_another_idx() -> None:
+    _, src, snap, _ = world()
+    view = src.view(snap)
+    view.per_row("a", cpu_usage(view))
+    idx = rows(0, 1)
+    src.reserve(make_pod("p").req(cpu="2").info(), "n5")
+    view.per_row("a", cpu_usage(view), idx)  # n5 not asked for: checked clean for idx
+    assert view.per_row("a", cpu_usage(view), idx).tolist() == live(view, idx)
+    other = rows(5, 0)
+    assert view.per_row("a", cpu_usage(view), other).tolist() == live(view, other)
+    src.unreserve(make_pod("p").req(cpu="2").info())
+    assert view.per_row("a", cpu_usage(view), other).tolist() == live(view, other)
+    assert view.per_row("a", cpu_usage(view), idx).tolist() == live(view, idx)
+
+
+# ------------------------------------------------------------------ _settle's fast path
+
+
+def test_a_sample_ageing_out_between_two_calls_changes_the_result() -> None:
+    """No reservation in between: only the clock moves past maxSampleAgeSeconds for n5's
+    CPU sample (50 s old at the poll) and then n4's (40 s)."""
+    clock, src, snap, _ = world()
+    view = src.view(snap)
+    idx = rows(5, 4, 1)
+    fresh = lambda r: view.fresh(CPU)[r]  # noqa: E731 - a per_row compute
+    assert view.per_row("fresh", fresh, idx).tolist() == [True, True, True]
+    assert view.per_row("fresh", fresh, idx).tolist() == [True, True, True]
+    clock.step(15)
+    assert view.per_row("fresh", fresh, idx).tolist() == [False, True, True]
+    clock.step(10)
+    assert view.per_row("fresh", fresh, idx).tolist() == [False, False, True]
+    assert view.per_row("fresh", fresh).tolist() == [True, True, True, True, False, False]
+
+
+def test_an_estimate_expiring_between_two_calls_changes_the_result() -> None:
+    """No reservation in between: only the clock moves past the estimate's maxLifetimeSeconds
+    (samples all stay fresh), with the same idx array each time."""
+    clock, src, snap, _ = world(lifetime=5.0)
+    view = src.view(snap)
+    idx = rows(3, 0)
+    view.per_row("cpu", cpu_usage(view), idx)
+    src.reserve(make_pod("p").req(cpu="2").info(), "n3")
+    with_pod = view.per_row("cpu", cpu_usage(view), idx).tolist()
+    assert with_pod == pytest.approx([0.3 + 1700 / 4000, 0.0])
+    clock.step(3)
+    assert view.per_row("cpu", cpu_usage(view), idx).tolist() == with_pod  # not expired yet
+    clock.step(3)
+    assert view.per_row("cpu", cpu_usage(view), idx).tolist() == pytest.approx([0.3, 0.0])
+    assert view.per_row("cpu", cpu_usage(view), idx).tolist() == live(view, idx)
+
+
+def test_the_wall_clock_going_back_between_two_calls_changes_the_result() -> None:
+    """A wall clock stepped back (NTP) makes a sample that had aged out fresh again."""
+    clock, src, snap, _ = world()
+    view = src.view(snap)
+    idx = rows(5, 0)
+    fresh = lambda r: view.fresh(CPU)[r]  # noqa: E731 - a per_row compute
+    clock.step(15)
+    assert view.per_row("fresh", fresh, idx).tolist() == [False, True]
+    clock.step(-15)
+    assert view.per_row("fresh", fresh, idx).tolist() == [True, True]
