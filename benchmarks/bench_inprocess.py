@@ -103,8 +103,9 @@ def main() -> None:
         "--shapes",
         type=int,
         default=1,
-        help="CPU requests the pods take in turn (default 1: alike, as a ReplicaSet's; "
-        "--shapes N with N = --pods: every pod different, the worst case for LoadAware's kept loads)",
+        help="CPU requests the pods take in turn (default 1: alike, as a ReplicaSet's). LoadAware "
+        "keeps the scores of the first 4 repeated loads per poll; the others (--shapes 7), or "
+        "every pod different (--shapes N with N = --pods), take the per-pod path",
     )
     a = p.parse_args()
     if a.profile == "metrics":

@@ -128,14 +128,16 @@ def _own_link_ints(net: NetworkLoad) -> IntArray:
     """_own_link_scores' score rounded as to_int_scores does, -1 where the row does not score
     on its own."""
     ints = to_int_scores(_link_scores(net.utilisation()))
-    ints[~(net.known & net.fresh)] = -1
+    ints[~(net.speed_known() & net.fresh)] = -1
     return ints
 
 
 def _own_link_scores(net: NetworkLoad) -> FloatArray:
     """(score, 1.0 if the row scores on its own else 0.0) per row: the formula below for a
     fresh row with a link speed, which reads nothing of the other rows."""
-    return np.stack([_link_scores(net.utilisation()), (net.known & net.fresh).astype(np.float64)], axis=1)
+    return np.stack(
+        [_link_scores(net.utilisation()), (net.speed_known() & net.fresh).astype(np.float64)], axis=1
+    )
 
 
 def _link_scores(u: FloatArray) -> FloatArray:
@@ -146,7 +148,7 @@ def _link_scores(u: FloatArray) -> FloatArray:
 
 
 def _cold_link_scores(net: NetworkLoad, fail_closed: bool) -> FloatArray:
-    busy, fresh, has_speed = net.busy, net.fresh, net.known
+    busy, fresh, has_speed = net.busy, net.fresh, net.speed_known()
     relative = fresh & ~has_speed
     ref = float(busy[relative].max()) if relative.any() else 0.0
     u = net.utilisation()

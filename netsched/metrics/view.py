@@ -69,12 +69,23 @@ class NetworkLoad:
     speed: FloatArray  # link speed bytes/s, NaN when unknown
     fresh: BoolArray
     measured: bool
-    known: BoolArray  # the link speed is known (finite, > 0)
+    # Where the link speed is known (finite, > 0): the view passes its own, read once per view;
+    # None (the default, for a NetworkLoad built elsewhere) computes it from `speed`.
+    known: BoolArray | None = None
+
+    def __post_init__(self) -> None:
+        if self.known is None:
+            object.__setattr__(self, "known", np.isfinite(self.speed) & (self.speed > 0))
+
+    def speed_known(self) -> BoolArray:
+        """Rows whose link speed is known (finite, > 0)."""
+        assert self.known is not None  # set by __post_init__
+        return self.known
 
     def utilisation(self) -> FloatArray:
         """busy / link speed; NaN where the link speed is unknown."""
         out = np.full(len(self.busy), np.nan)
-        np.divide(self.busy, self.speed, out=out, where=self.known)
+        np.divide(self.busy, self.speed, out=out, where=self.speed_known())
         return out
 
 

@@ -68,7 +68,7 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         self.source = source_for(handle, self.args.prometheus, self.name)
         self.source.require(*self.weights)
         self._load_cols = np.array([CPU_COL if r == CPU else MEMORY_COL for r in self.weights])
-        self._shapes = _Shapes(self)
+        self._shapes = _Shapes()
         self._weight_sum = float(sum(self.weights.values()))
 
     # ------------------------------------------------------------ scoring
@@ -167,25 +167,32 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
 
 
 class _Shapes:
-    """The pod loads seen lately, and the few whose scores the view keeps for every row.
+    """The pod loads seen in the current view, and the few whose scores the view keeps.
 
-    A load seen once is remembered (up to REMEMBER); seen again, its scores are kept (up to
-    KEEP loads: each kept load is recomputed on the rows a reservation changes, so a few).
-    A stream of pods that all differ never gets here and costs what it did before."""
+    Per view (one poll and node layout): a load seen once is remembered (up to REMEMBER);
+    seen again, its scores are kept for every row if fewer than KEEP loads are (keeping one
+    costs a pass over every row, and each kept load is recomputed on the rows reservations
+    change).  A kept load is never displaced within a view: with more loads taking turns, the
+    others take the per-pod path every time, instead of every promotion paying for a pass over
+    the whole cluster.  The next view starts afresh.  A stream of pods that all differ never
+    keeps anything and costs what it did before."""
 
     KEEP = 4
     REMEMBER = 16
 
-    def __init__(self, owner: object) -> None:
-        self._owner = owner  # kept scores are the view's per_row((owner, load))
+    def __init__(self) -> None:
+        self._view: LoadView | None = None
         self._seen: OrderedDict[tuple[float, ...], None] = OrderedDict()
-        self._kept: OrderedDict[tuple[float, ...], None] = OrderedDict()
+        self._kept: set[tuple[float, ...]] = set()
 
     def repeated(self, shape: tuple[float, ...], view: LoadView) -> bool:
-        """Whether `shape`'s scores are (now) kept; forgets in `view` the load it displaces."""
+        """Whether `view` keeps (now) the scores of pods of load `shape`."""
+        if view is not self._view:
+            self._view = view
+            self._seen.clear()
+            self._kept.clear()
         kept = self._kept
         if shape in kept:
-            kept.move_to_end(shape)
             return True
         seen = self._seen
         if shape not in seen:
@@ -193,9 +200,8 @@ class _Shapes:
             if len(seen) > self.REMEMBER:
                 seen.popitem(last=False)
             return False
+        if len(kept) >= self.KEEP:
+            return False
         del seen[shape]
-        kept[shape] = None
-        if len(kept) > self.KEEP:
-            old, _ = kept.popitem(last=False)
-            view.forget((self._owner, old))
+        kept.add(shape)
         return True

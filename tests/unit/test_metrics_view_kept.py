@@ -214,3 +214,19 @@ def test_the_wall_clock_going_back_between_two_calls_changes_the_result() -> Non
     assert view.per_row("fresh", fresh, idx).tolist() == [False, True]
     clock.step(-15)
     assert view.per_row("fresh", fresh, idx).tolist() == [True, True]
+
+
+def test_a_network_load_built_without_known_works_it_out_from_the_link_speed() -> None:
+    """NetworkLoad is public (plugin_api): one built with its four original fields still has
+    its known link speeds and utilisation."""
+    from netsched.metrics.plugin_api import NetworkLoad
+
+    load = NetworkLoad(
+        np.array([5.0, 5.0, 5.0, 5.0]),
+        np.array([10.0, np.nan, 0.0, np.inf]),
+        np.ones(4, dtype=bool),
+        True,
+    )
+    assert load.speed_known().tolist() == [True, False, False, False]
+    got = load.utilisation()
+    assert got[0] == 0.5 and np.isnan(got[1:]).all()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,6 @@ from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics import CPU, MEMORY, MetricsHub, PrometheusArgs
 from netsched.metrics.args import EstimationArgs
-from netsched.metrics.view import LoadView
 from netsched.plugins.load_aware import LoadAware, LoadAwareArgs, ResourceWeight, TargetLoadPacking
 from netsched.plugins.load_aware.plugin import _Shapes
 from netsched.testing.builders import make_node, make_pod, node_infos
@@ -214,60 +212,50 @@ def test_reservations_between_two_pods_of_a_load_change_the_kept_scores() -> Non
     assert third == w.expected(w.pod(4), idx)
 
 
-@pytest.fixture
-def forgotten(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
-    """Keys of kept loads ((plugin, load)) LoadView.forget is called with."""
-    keys: list[object] = []
-    forget = LoadView.forget
+def full_passes(plugin: LoadAware) -> list[int]:
+    """Counts (one entry per call) the kept-load computes over every row: what keeping a
+    load costs (its recomputations on a few marked rows are not counted)."""
+    calls: list[int] = []
+    own = plugin._own_scores
 
-    def spy(self: LoadView, key: Any) -> None:
-        if isinstance(key, tuple):  # not World.expected's forgetting of its fresh plugin
-            keys.append(key)
-        forget(self, key)
+    def counted(snapshot: Any, amounts: Any, rows: Any) -> Any:
+        if len(rows) == N:
+            calls.append(1)
+        return own(snapshot, amounts, rows)
 
-    monkeypatch.setattr(LoadView, "forget", spy)
-    yield keys
+    plugin._own_scores = counted  # type: ignore[method-assign]
+    return calls
 
 
-def test_a_load_displaced_from_the_kept_ones_is_forgotten_and_still_scores_right(
-    forgotten: list[object],
-) -> None:
+def test_more_loads_than_kept_take_turns_without_a_pass_over_every_row_per_pod() -> None:
+    """The first _Shapes.KEEP loads seen twice in a view are kept; a load after them is never
+    kept in that view (no displacement: loads taking turns used to pay a pass over every row
+    on each promotion), and every load scores as the long path; a new poll starts afresh."""
     rng = random.Random(7)
     w = World(LoadAwareArgs(target_load_packing=TargetLoadPacking(True, 40)))
     w.load(rng)
     idx = np.array([12, 0, 7, 3, 9, 13, 5], dtype=np.int64)  # fresh rows, two with no allocatable
-    calls = long_path_calls(w.plugin)
-    shapes: list[tuple[float, ...]] = []
-
-    def score(load: int) -> list[int]:
-        pod = w.pod(load)
-        got = w.plugin.scores(pod, w.snap, idx).tolist()
-        assert got == w.expected(pod, idx), f"load {load}"
-        return got
-
     keep = _Shapes.KEEP
     assert keep + 2 <= len(LOADS)
-    for load in range(keep + 2):  # each seen twice: kept from its second pod on
-        if load == keep:
-            score(0)  # load 0 used again: the least recently used kept load is now load 1
-        score(load)
-        score(load)
+    long_path = long_path_calls(w.plugin)
+    passes = full_passes(w.plugin)
+
+    def score(load: int) -> None:
         pod = w.pod(load)
-        shapes.append(tuple(w.src.pod_load(pod).take(w.plugin._load_cols).tolist()))
-        assert w.plugin.reserve(CycleState(), pod, NAMES[int(idx[load % len(idx)])]).ok
-    # Loads 1 and 2 were displaced by loads 4 and 5, in that order, and forgotten in the view.
-    assert forgotten == [(w.plugin, shapes[1]), (w.plugin, shapes[2])]
-    n = len(calls)
-    score(5)
-    score(0)
-    assert len(calls) == n  # still kept
-    score(1)  # displaced: seen anew, the long path
-    assert len(calls) == n + 1
-    assert w.plugin.reserve(CycleState(), w.pod(1), "n12").ok
-    score(1)  # repeated again: kept again (displacing load 3), right after the reservation
-    score(1)
-    assert len(calls) == n + 1
-    assert forgotten[2:] == [(w.plugin, shapes[3])]
+        assert w.plugin.scores(pod, w.snap, idx).tolist() == w.expected(pod, idx), f"load {load}"
+
+    for _ in range(5):  # keep + 2 loads taking turns
+        for load in range(keep + 2):
+            score(load)
+        assert w.plugin.reserve(CycleState(), w.pod(rng.randrange(keep + 2)), NAMES[rng.randrange(N)]).ok
+    assert len(passes) == keep  # one pass per kept load, then only marked rows
+    # The first round sees each load once (long path); from the second, the last two loads
+    # take the long path on every pod while the first `keep` are kept.
+    assert len(long_path) == (keep + 2) + 4 * 2
+    w.load(rng)  # a new poll: a new view, its own kept loads
+    for load in (keep + 1, keep + 1):
+        score(load)
+    assert len(passes) == keep + 1
 
 
 def test_the_kept_path_falls_back_to_the_long_path_for_stale_candidates() -> None:
