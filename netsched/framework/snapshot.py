@@ -19,10 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from netsched.framework.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from netsched.framework.rowlog import RowLog
 from netsched.framework.types import NodeInfo
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
-_REPLACED_MAX = 4096  # replaced rows logged for readers (each reads them once per cycle)
 
 # What batch plugins take and give: snapshot rows (`idx`) or an int64 per row (scores),
 # a mask over rows, and a float64 per row (utilisation, link load).
@@ -45,9 +45,7 @@ class Snapshot:
         "allocatable_version",
         "generation",
         "row_version",
-        "_row_counter",
         "_replaced",
-        "_replaced_base",
         "cache",
         "affinity_pods",
         "anti_affinity_pods",
@@ -76,11 +74,7 @@ class Snapshot:
         # When each row was last replaced (a counter, not a time): an index kept per row
         # re-reads only rows newer than what it saw, one vector compare instead of a scan.
         self.row_version: IntArray = np.zeros(0, dtype=np.int64)
-        self._row_counter = 0
-        # The rows replaced lately, in order (row_version r is _replaced[r - _replaced_base - 1]):
-        # a reader a few replacements behind takes them from here, not from a pass over all rows.
-        self._replaced: list[int] = []
-        self._replaced_base = 0
+        self._replaced = RowLog()  # rows replaced by set_node (row_version r: the r-th)
         # Derived per-layout data plugins want to keep between cycles (e.g. a
         # label column); cleared whenever layout_version changes.
         self.cache: dict[str, Any] = {}
@@ -99,14 +93,13 @@ class Snapshot:
         """The row_version of the latest replaced row (0: none yet).  It never goes back, not
         even at a rebuild (which sets every row's row_version to 0), so a reader's old counter
         never hides a newer replacement."""
-        return self._row_counter
+        return self._replaced.counter
 
     def replaced_since(self, counter: int) -> list[int]:
         """Rows replaced after row_counter was `counter` (may repeat), without a pass over all
         rows when the log still holds them."""
-        if counter >= self._replaced_base:
-            return self._replaced[counter - self._replaced_base :]
-        return np.flatnonzero(self.row_version > counter).tolist()
+        rows = self._replaced.since(counter)
+        return np.flatnonzero(self.row_version > counter).tolist() if rows is None else rows
 
     @property
     def all_rows(self) -> IntArray:
@@ -130,7 +123,7 @@ class Snapshot:
         self.affinity_pods = np.zeros(n, dtype=np.int32)
         self.anti_affinity_pods = np.zeros(n, dtype=np.int32)
         self.row_version = np.zeros(n, dtype=np.int64)
-        self._forget_replaced()  # the log named rows of the old layout
+        self._replaced.restart()  # the log named rows of the old layout
         for i, node in enumerate(nodes):
             self._fill_row(i, node)
         self.layout_version += 1
@@ -147,23 +140,13 @@ class Snapshot:
         if old.allocatable != node.allocatable:
             self.allocatable_version += 1
         self._fill_row(i, node)
-        self._row_counter += 1
-        self.row_version[i] = self._row_counter
-        self._replaced.append(i)
-        if len(self._replaced) > _REPLACED_MAX:  # a reader this far behind compares row_version
-            del self._replaced[: _REPLACED_MAX // 2]
-            self._replaced_base += _REPLACED_MAX // 2
+        self.row_version[i] = self._replaced.append(i)
         if old.labels is not node.labels or old.taints is not node.taints or old.images is not node.images:
             # Label/taint/image-derived caches are keyed by layout; a changed node invalidates
             # them (the cache keeps these objects when an update leaves them equal).
             self.cache.clear()
         self._dirty_affinity()
         return True
-
-    def _forget_replaced(self) -> None:
-        """Empty the log from the current counter on: a reader behind it compares row_version."""
-        self._replaced = []
-        self._replaced_base = self._row_counter
 
     def _fill_row(self, i: int, node: NodeInfo) -> None:
         col = self.col
@@ -238,8 +221,7 @@ class Snapshot:
         out.affinity_pods = self.affinity_pods.copy()
         out.anti_affinity_pods = self.anti_affinity_pods.copy()
         out.row_version = self.row_version.copy()
-        out._row_counter = self._row_counter
-        out._forget_replaced()  # the copy logs its own replacements from here
+        out._replaced = RowLog(self._replaced.counter)  # the copy logs its own replacements
         out.layout_version = self.layout_version
         out.allocatable_version = self.allocatable_version
         out.generation = self.generation

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from netsched.framework.quantity import CPU, MEMORY, QuantityError, parse_quantity
+from netsched.framework.rowlog import RowLog
 from netsched.framework.snapshot import FloatArray, IntArray, Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics.args import EstimationArgs
@@ -42,7 +43,6 @@ COLUMNS = 4
 GROUP_COLUMNS = ((CPU_COL,), (MEMORY_COL,), (RX_COL, TX_COL))
 CPU_GROUP, MEMORY_GROUP, NETWORK_GROUP = 0, 1, 2
 _NO_ROWS: IntArray = np.zeros(0, dtype=np.int64)
-_LOG_MAX = 4096  # row changes kept for readers (each reads them once per pod)
 
 
 def annotated_bandwidth(pod: PodInfo, key: str, default: float) -> float:
@@ -136,10 +136,7 @@ class Estimator:
         self._last_load: tuple[PodInfo, FloatArray] | None = None
         # Change tracking for readers that keep per-row results (LoadView.per_row): every
         # change of a row is a new generation, logged; realigning changes everything.
-        self._gen = 0
-        self._aligned_gen = 0
-        self._log: list[int] = []  # row changed in generation _log_base + i + 1
-        self._log_base = 0
+        self._changes = RowLog()  # its counter is the generation; realigning steps and restarts it
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -223,11 +220,7 @@ class Estimator:
             row = self._index.get(node)
             if row is not None:
                 self._rows[row] = self._by_node.get(node, 0.0)
-                self._gen += 1
-                self._log.append(row)
-                if len(self._log) > _LOG_MAX:  # a reader this far behind recomputes everything
-                    del self._log[: _LOG_MAX // 2]
-                    self._log_base += _LOG_MAX // 2
+                self._changes.append(row)
 
     # ------------------------------------------------------------ reading
 
@@ -266,24 +259,22 @@ class Estimator:
             order = self._order_at
             if order and order[0] < now - self.args.max_lifetime_seconds:
                 return None
-            return self._gen
+            return self._changes.counter
 
     def changes(self, since: int) -> tuple[int, IntArray | None]:
         """(current generation, rows changed after generation `since`); None: every row may
         have changed (realigned since).  Call after rows() for the same snapshot."""
         with self._lock:
-            if since < self._aligned_gen or since < self._log_base:
-                return self._gen, None
-            if since == self._gen:
-                return self._gen, _NO_ROWS
-            return self._gen, np.array(self._log[since - self._log_base :], dtype=np.int64)
+            gen = self._changes.counter
+            if since == gen:
+                return gen, _NO_ROWS
+            rows = self._changes.since(since)
+            return gen, None if rows is None else np.array(rows, dtype=np.int64)
 
     def _align(self, snapshot: Snapshot) -> None:
         self._index = snapshot.index
         self._rows = np.zeros((len(snapshot), COLUMNS))
-        self._gen += 1
-        self._aligned_gen = self._log_base = self._gen
-        self._log.clear()
+        self._changes.restart(step=True)
         for node, tot in self._by_node.items():
             row = snapshot.index.get(node)
             if row is not None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from netsched.framework import snapshot as snapshot_module
+from netsched.framework import rowlog
 from netsched.framework.snapshot import Snapshot
 from netsched.testing.builders import make_node, node_infos
 
 
 def test_replaced_rows_from_the_log_and_beyond_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(snapshot_module, "_REPLACED_MAX", 4)
+    monkeypatch.setattr(rowlog, "MAX_ROWS", 4)
     nodes = node_infos([make_node(f"n{i}") for i in range(6)], [])
     snap = Snapshot.of(nodes)
     start = snap.row_counter
