@@ -315,9 +315,9 @@ class LoadView:
         an allocatable changes.  Not kept in fallback, where readings come from requests that
         change with every bind.  The first `compute` given for a key is the one kept.
 
-        `idx` is read, never kept as rows: but the marked rows are looked for once per `idx`
-        array object until a reservation marks more (the scorers of a cycle pass the same
-        one), so do not modify an array after passing it."""
+        `idx` is only read, and the marked rows are looked for once per `idx` array object
+        until a reservation marks more (the scorers of a cycle pass the same one): do not
+        modify an array after passing it."""
         snapshot = self._snapshot
         if idx is not None and idx.dtype.kind == "b":  # take() would read True / False as rows 1 / 0
             raise TypeError("LoadView.per_row: idx must be row numbers, got a boolean mask")
