@@ -114,6 +114,9 @@ class Scheduler:
                 search.next_start_node_index = old.next_start_node_index
         self.searches = searches
         self.explainer = Explainer(new, self.cache.snapshot_copy)
+        # What the replaced plugins kept in the snapshot's cache (e.g. a LoadView's per-row
+        # results keyed by plugin, recomputed on every reservation) goes with them.
+        self.snapshot.cache.clear()
         log.info("Using reloaded profiles profiles=%s", ",".join(new))
 
     # ------------------------------------------------------------ loop

@@ -294,3 +294,26 @@ profiles:
     clock.step(1.0)
     c.periodic.run_due()
     assert ran == []
+
+
+def test_a_reload_empties_what_the_replaced_plugins_kept_in_the_snapshot_cache() -> None:
+    """Plugins key what they keep in the snapshot's cache by themselves (a LoadView's per-row
+    results are recomputed on every reservation): after a reload nothing of the old ones is
+    left there to be kept up to date until the next poll or node change."""
+    from netsched.app import build_registry
+    from netsched.clock import ManualClock
+    from netsched.config import load_config
+    from netsched.inmemory import InMemoryCluster
+
+    registry = build_registry([])
+    config = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: a
+"""
+    c = InMemoryCluster(load_config(config, registry), registry, clock=ManualClock())
+    c.scheduler.snapshot.cache["kept by an old plugin"] = object()
+    c.profiles.stage(c.build_frameworks(load_config(config, registry)))
+    c.scheduler.swap_frameworks()
+    assert "kept by an old plugin" not in c.scheduler.snapshot.cache
