@@ -7,9 +7,24 @@ import threading
 
 import pytest
 
-from netsched.framework import ObjectRef, ServiceKey
+from netsched.app import build_registry
+from netsched.clock import ManualClock, SystemClock
+from netsched.config import load_config
+from netsched.framework import (
+    CycleState,
+    Handle,
+    ObjectRef,
+    PodInfo,
+    PreFilterPlugin,
+    PreFilterResult,
+    ServiceKey,
+    Snapshot,
+    Status,
+)
 from netsched.framework.periodic import PeriodicTasks
 from netsched.framework.shared import SharedServices
+from netsched.inmemory import InMemoryCluster
+from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.handle import RecordingEvents
 
@@ -72,7 +87,6 @@ def test_a_failing_task_does_not_stop_the_others() -> None:
 
 
 def test_the_loop_ends_with_the_stop_event_after_a_last_run() -> None:
-    from netsched.clock import SystemClock
 
     tasks = PeriodicTasks(SystemClock())
     ran = threading.Event()
@@ -102,8 +116,6 @@ def test_an_event_about_an_object_reference_names_it() -> None:
 
 
 def test_a_what_if_snapshot_takes_trial_rows_without_touching_the_cycle_s() -> None:
-    from netsched.framework import Snapshot
-    from netsched.testing.builders import make_node, make_pod, node_infos
 
     live = Snapshot.of(node_infos([make_node(f"n{i}").capacity(cpu="4", pods="10") for i in range(3)], []))
     trial = live.what_if()
@@ -138,20 +150,6 @@ def test_a_plugin_family_plugs_into_a_running_scheduler_through_the_handle() -> 
     """An out-of-tree plugin registers a pod index (by an `app` label), a shared service and a
     periodic task; the in-memory scheduler keeps the index over pending and assigned pods,
     shares the service across profiles, and runs the task between its steps."""
-    from netsched.app import build_registry
-    from netsched.clock import ManualClock
-    from netsched.config import load_config
-    from netsched.framework import (
-        CycleState,
-        Handle,
-        PodInfo,
-        PreFilterPlugin,
-        PreFilterResult,
-        Snapshot,
-        Status,
-    )
-    from netsched.inmemory import InMemoryCluster
-    from netsched.testing.builders import make_node, make_pod
 
     key = ServiceKey("by-app", _ByApp)
     seen: list[list[tuple[str, str]]] = []
@@ -238,19 +236,6 @@ def test_a_build_replaces_the_task_set_and_a_failed_one_keeps_it() -> None:
 
 def test_after_a_hot_reload_the_new_plugins_tasks_run_and_dropped_ones_stop() -> None:
     """A reloaded plugin's task runs the new instance; a reload that drops the plugin stops it."""
-    from netsched.app import build_registry
-    from netsched.clock import ManualClock
-    from netsched.config import load_config
-    from netsched.framework import (
-        CycleState,
-        Handle,
-        PodInfo,
-        PreFilterPlugin,
-        PreFilterResult,
-        Snapshot,
-        Status,
-    )
-    from netsched.inmemory import InMemoryCluster
 
     ran: list[object] = []
 
@@ -300,10 +285,6 @@ def test_a_reload_empties_what_the_replaced_plugins_kept_in_the_snapshot_cache()
     """Plugins key what they keep in the snapshot's cache by themselves (a LoadView's per-row
     results are recomputed on every reservation): after a reload nothing of the old ones is
     left there to be kept up to date until the next poll or node change."""
-    from netsched.app import build_registry
-    from netsched.clock import ManualClock
-    from netsched.config import load_config
-    from netsched.inmemory import InMemoryCluster
 
     registry = build_registry([])
     config = """
