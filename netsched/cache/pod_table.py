@@ -42,15 +42,22 @@ class PodTable:
         self._indexes[name] = index
 
     def __setitem__(self, uid: str, pod: PodInfo) -> None:
+        """Add or update: an update keeps the pod's place in the buckets it stays in (the
+        namespace's, each index's), so Handle.list_pods and pods_by_index keep their order."""
         old = self._by_uid.get(uid)
-        if old is not None:
-            self._unindex(uid, old)
         self._by_uid[uid] = pod
+        if old is not None and old.namespace != pod.namespace:
+            _drop(self._by_ns, old.namespace, uid)
         self._by_ns.setdefault(pod.namespace, {})[uid] = pod
         for name, key in self._index_keys.items():
+            index = self._indexes[name]
             value = key(pod)
+            if old is not None:
+                was = key(old)
+                if was != value:
+                    _drop(index, was, uid)
             if value:
-                self._indexes[name].setdefault(value, {})[uid] = pod
+                index.setdefault(value, {})[uid] = pod
 
     def pop(self, uid: str, default: None = None) -> PodInfo | None:
         """Remove and return the pod (None when absent)."""

@@ -115,7 +115,7 @@ Coverage = tuple[FloatArray, FloatArray, FloatArray]
 # (an object and a list per pod that it kept scanning made its older collections run
 # about twice as often as with kube's default profile alone).
 _Pending = tuple[str, str, float, FloatArray, int]
-_UID, _NODE, _AT, _LOAD, _OPEN = range(5)
+_NODE, _AT, _OPEN = 1, 2, 4  # positions in a _Pending read by name
 _ALL_OPEN = (1 << len(GROUP_COLUMNS)) - 1
 
 
@@ -148,8 +148,7 @@ class Estimator:
     ) -> None:
         """Count `pod` on `node` from `at` (wall seconds); idempotent per pod uid.  `hint`: the
         pod's network load as a plugin of its cycle knows it (used when not annotated)."""
-        old = self._pods.get(pod.uid)
-        if old is not None and old[_NODE] == node:
+        if self.holds(pod.uid, node):
             return  # the second and third plugin reserving the pod: nothing to parse again
         load = self.load(pod)
         if hint is not None and not _annotated(pod):

@@ -59,3 +59,18 @@ def test_an_index_registered_late_covers_the_pods_already_there_and_keeps_its_fi
     t.add_index("group", lambda _p: "everything")  # a second registration of the name: ignored
     assert [p.name for p in t.by_index("group", "default/train")] == ["a"]
     assert t.by_index("group", "everything") == []
+
+
+def test_an_update_keeps_the_pods_order_in_its_namespace_and_index() -> None:
+    """Handle.list_pods and pods_by_index read the buckets in order: an update that leaves a
+    pod in the same bucket keeps its place (it used to move to the end)."""
+    t = PodTable()
+    t.add_index("group", _group)
+    g = "example.com/group"
+    pods = [make_pod(n).label(g, "train").info() for n in ("a", "b", "c")]
+    for p in pods:
+        t[p.uid] = p
+    t[pods[0].uid] = dataclasses.replace(pods[0], node_name="n1")
+    assert [p.name for p in t.in_namespace("default")] == ["a", "b", "c"]
+    assert [p.name for p in t.by_index("group", "default/train")] == ["a", "b", "c"]
+    assert t.get(pods[0].uid).node_name == "n1"  # type: ignore[union-attr]
