@@ -223,11 +223,6 @@ class Estimator:
 
     # ------------------------------------------------------------ reading
 
-    def totals(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> Estimates:
-        """Estimated load per row of `snapshot` (copies; see rows())."""
-        rows = self.rows(snapshot, version, coverage).copy()
-        return Estimates(rows[:, CPU_COL], rows[:, MEMORY_COL], rows[:, RX_COL], rows[:, TX_COL])
-
     def rows(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> FloatArray:
         """Estimated load per row of `snapshot`: (rows, COLUMNS), live (reserve and unreserve
         update it in place) and read-only; no per-node work unless a new sample came.

@@ -127,17 +127,22 @@ _COLD_LINK_INT = "netsched.metrics/cold-link-int"
 def _own_link_ints(net: NetworkLoad) -> IntArray:
     """_own_link_scores' score rounded as to_int_scores does, -1 where the row does not score
     on its own."""
-    ints = to_int_scores(_link_scores(net.utilisation()))
-    ints[~(net.speed_known() & net.fresh)] = -1
+    scores, own = _own_link(net)
+    ints = to_int_scores(scores)
+    ints[~own] = -1
     return ints
 
 
 def _own_link_scores(net: NetworkLoad) -> FloatArray:
     """(score, 1.0 if the row scores on its own else 0.0) per row: the formula below for a
     fresh row with a link speed, which reads nothing of the other rows."""
-    return np.stack(
-        [_link_scores(net.utilisation()), (net.speed_known() & net.fresh).astype(np.float64)], axis=1
-    )
+    scores, own = _own_link(net)
+    return np.stack([scores, own.astype(np.float64)], axis=1)
+
+
+def _own_link(net: NetworkLoad) -> tuple[FloatArray, BoolArray]:
+    """Each row's score on its own, and where that is its score (a fresh row with a link speed)."""
+    return _link_scores(net.utilisation()), net.speed_known() & net.fresh
 
 
 def _link_scores(u: FloatArray) -> FloatArray:

@@ -75,7 +75,7 @@ class NetworkLoad:
 
     def __post_init__(self) -> None:
         if self.known is None:
-            object.__setattr__(self, "known", np.isfinite(self.speed) & (self.speed > 0))
+            object.__setattr__(self, "known", speed_known(self.speed))
 
     def speed_known(self) -> BoolArray:
         """Rows whose link speed is known (finite, > 0)."""
@@ -415,7 +415,11 @@ _ESTIMATES = "netsched.metrics/estimates"
 
 
 def _speed_known(view: LoadView) -> BoolArray:
-    speed = view.value(LINK_SPEED)
+    return speed_known(view.value(LINK_SPEED))
+
+
+def speed_known(speed: FloatArray) -> BoolArray:
+    """Where a link speed is known: finite and > 0 (NaN: no sample)."""
     return np.isfinite(speed) & (speed > 0)
 
 

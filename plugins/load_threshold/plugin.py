@@ -56,7 +56,6 @@ from netsched.metrics.plugin_api import (
 from .args import LoadThresholdArgs
 
 NETWORK = "network"
-_STATE = "LoadThreshold/bits"
 CODE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
@@ -110,7 +109,7 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
-        codes = self.source.view(snapshot).per_row(self, lambda rows: self.reason_bits(snapshot, rows), idx)
+        codes = self._kept_bits(snapshot, idx)
         top = int(codes.max()) if len(codes) else 0
         if not top:  # the usual case: one numpy call
             return []
@@ -127,20 +126,13 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         if row is None:  # a node this cycle knows nothing of: no metrics for it either
             bits = self._all_stale if self.source.fail_closed else 0
         else:
-            bits = int(self._bits(state, snapshot)[row])
+            bits = int(self._kept_bits(snapshot, np.array([row], dtype=np.int64))[0])
         return Status(CODE, list(self._reasons(bits)), self.name) if bits else Status.success()
 
-    def _bits(self, state: CycleState, snapshot: Snapshot) -> IntArray:
-        """reason_bits for every row, read once per cycle: preemption calls filter() node by
-        node.  The verdict describes the node, not the pod, so the source's view keeps it
-        between pods and recomputes only rows whose estimates changed (filter_nodes too)."""
-        cached = state.get(_STATE)
-        if cached is not None and cached[0] is snapshot.index:
-            bits: IntArray = cached[1]
-            return bits
-        bits = self.source.view(snapshot).per_row(self, lambda rows: self.reason_bits(snapshot, rows))
-        state.write(_STATE, (snapshot.index, bits))
-        return bits
+    def _kept_bits(self, snapshot: Snapshot, idx: IntArray) -> IntArray:
+        """reason_bits of rows `idx`: the verdict describes the node, not the pod, so the source's
+        view keeps it between pods and recomputes only rows whose estimates changed."""
+        return self.source.view(snapshot).per_row(self, lambda rows: self.reason_bits(snapshot, rows), idx)
 
     def reason_bits(self, snapshot: Snapshot, idx: IntArray) -> IntArray:
         """Per row of `idx`: bit 2i = check i over its limit, bit 2i+1 = no fresh metrics for it."""
