@@ -57,6 +57,17 @@ class RowScores:
             self._rows[self.idx] = self.scores
         return self._rows
 
+    def of(self, idx: IntArray) -> IntArray:
+        """The scores of rows `idx` (a new array: NormalizeScore works in place)."""
+        if idx is self.idx:  # the runtime scores the rows PreScore got: no scatter and gather
+            return self.scores.copy()
+        return self.rows()[idx]
+
+    def of_node(self, name: str) -> int | None:
+        """The score of the node named `name`; None when the cycle's snapshot has no such node."""
+        row = self.index.get(name)
+        return None if row is None else int(self.rows()[row])
+
 
 class MetricScorePlugin(PreScorePlugin[ArgsT], ScorePlugin[ArgsT], ReservePlugin[ArgsT]):
     source: MetricSource
@@ -79,16 +90,14 @@ class MetricScorePlugin(PreScorePlugin[ArgsT], ScorePlugin[ArgsT], ReservePlugin
 
     def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
         st: RowScores = state.read(self._state_key)
-        if idx is st.idx:  # the runtime scores the rows PreScore got: no scatter and gather
-            return st.scores.copy()  # NormalizeScore works in place
-        return st.rows()[idx]
+        return st.of(idx)
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         st: RowScores = state.read(self._state_key)
-        row = st.index.get(node.name)
-        if row is None:  # not a node of this cycle's snapshot: nothing is known about it
+        got = st.of_node(node.name)
+        if got is None:  # not a node of this cycle's snapshot: nothing is known about it
             return 0 if self.source.fail_closed else MAX_NODE_SCORE // 2
-        return int(st.rows()[row])
+        return got
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         self.source.reserve(pod, node_name, state)

@@ -56,6 +56,7 @@ from netsched.metrics.plugin_api import (
     BANDWIDTH_HINT,
     PAIR_LABEL,
     TRAFFIC_PAIRS,
+    RowScores,
     TrafficGraph,
     source_for,
     traffic_graph,
@@ -83,9 +84,7 @@ MAX_COST = 1e15
 class TrafficCosts:
     """One pod's costs over the snapshot rows of its cycle, and what they came from."""
 
-    index: Mapping[str, int]
-    idx: IntArray  # the candidate rows PreScore got
-    costs: IntArray  # cost per candidate (aligned with idx)
+    costs: RowScores  # cost per candidate row PreScore got
     workload: str
     origin: str  # MEASURED or DECLARED
     edges: Mapping[str, float]
@@ -192,7 +191,13 @@ class TrafficAffinity(
         """The explain section, computed only if an explanation reads it (right after this
         cycle's scoring: it reads the placed pods and nodes as they are then)."""
         return TrafficNote(
-            got.workload, got.origin, got.edges, self._placed.rows, snapshot.nodes, got.idx, got.costs
+            got.workload,
+            got.origin,
+            got.edges,
+            self._placed.rows,
+            snapshot.nodes,
+            got.costs.idx,
+            got.costs.scores,
         )
 
     def costs(
@@ -212,20 +217,19 @@ class TrafficAffinity(
                 self._scratch = np.zeros(len(snapshot))
             cost = traffic_costs(peers, idx, levels, self._distances, self._scratch)
         costs = np.rint(np.minimum(cost, MAX_COST)).astype(np.int64)
-        return TrafficCosts(snapshot.index, idx, costs, workload, origin, edges, peers)
+        rows = RowScores(snapshot.index, idx, costs, len(snapshot))
+        return TrafficCosts(rows, workload, origin, edges, peers)
 
     def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
         got: TrafficCosts = state.read(self._key)
-        if idx is got.idx:  # the runtime scores the rows PreScore got
-            return got.costs.copy()  # NormalizeScore works in place
-        return _dense(got, len(got.index))[idx]
+        return got.costs.of(idx)
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         """The per-node form the contract requires (docs/DESIGN.md, Plugin rules): the runtime
         calls score_nodes, and netsched.testing.agreement checks the two agree."""
-        got: TrafficCosts = state.read(self._key)
-        row = got.index.get(node.name)
-        return int(_dense(got, len(got.index))[row]) if row is not None else int(got.costs.max(initial=0))
+        costs: RowScores = state.read(self._key).costs
+        got = costs.of_node(node.name)
+        return got if got is not None else int(costs.scores.max(initial=0))
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
         scores[:] = invert(scores.astype(np.float64), MAX_NODE_SCORE)
@@ -351,13 +355,6 @@ class TrafficAffinity(
         if peak:
             self._peak[workload] = peak
         return peak
-
-
-def _dense(got: TrafficCosts, n: int) -> IntArray:
-    """Costs per snapshot row (0 outside the candidates): for rows other than PreScore's."""
-    rows = np.zeros(n, dtype=np.int64)
-    rows[got.idx] = got.costs
-    return rows
 
 
 @dataclass(frozen=True, slots=True)
