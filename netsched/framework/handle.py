@@ -83,9 +83,6 @@ class Services:
     # the same for every profile and every reload.
     shared: SharedServices = field(default_factory=SharedServices)
     periodic: PeriodicTasks | None = None
-    # A replica's plugins (Framework.replica: explanations) register no periodic tasks: the
-    # live plugins' tasks keep running with the live instances.
-    replica: bool = False
     plugin_metrics: PluginMetrics | None = None
     pod_indexes: PodIndexer = field(default_factory=lambda: _NoPodIndexes())
 
@@ -129,11 +126,10 @@ class FrameworkHandle:
         periodic = self._services.periodic
         if periodic is None:
             raise PluginError(f"periodic task {name}: this scheduler runs no periodic tasks")
-        if not self._services.replica:
-            periodic.every(name, seconds, run)
+        periodic.every(name, seconds, run)
 
     def run_soon(self, name: str) -> None:
-        if self._services.periodic is not None and not self._services.replica:
+        if self._services.periodic is not None:
             self._services.periodic.soon(name)
 
     def add_pod_index(self, name: str, key: Callable[[PodInfo], str]) -> None:

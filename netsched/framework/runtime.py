@@ -48,6 +48,7 @@ from netsched.framework.extension_points import (
 )
 from netsched.framework.handle import FrameworkHandle, ProfileLike, Services
 from netsched.framework.instrument import PluginCalls
+from netsched.framework.periodic import PeriodicTasks
 from netsched.framework.points import build_profile
 from netsched.framework.snapshot import IntArray, Snapshot
 from netsched.framework.status import Code, Status
@@ -97,7 +98,9 @@ class Framework(FrameworkHandle):
         """A second instance of this profile (its own plugins and snapshot, the same services):
         explanations run on it so they never touch the scheduling thread's plugins (nor take
         over their periodic tasks)."""
-        return Framework(self._profile, self._registry, dataclasses.replace(self._services, replica=True))
+        # Its plugins' periodic tasks go to a task set nobody runs: the live ones keep theirs.
+        idle = PeriodicTasks(self._services.clock)
+        return Framework(self._profile, self._registry, dataclasses.replace(self._services, periodic=idle))
 
     @property
     def plugins(self) -> Mapping[str, AnyPlugin]:

@@ -87,11 +87,13 @@ from ..gangs import (
     Placement,
     PodGroup,
     Scene,
+    TopologyRequest,
     decide,
     derive,
     gangs_of,
     group_name,
     is_own_group,
+    placement_in,
     spec_changed,
 )
 from .args import GangTopologyArgs
@@ -157,7 +159,7 @@ class GangTopology(
         request = None if pg is None else pg.topology or self.policy.default
         if pg is None or request is None:
             return None, Status.skip()
-        decision = self._decision(pod, pg, snapshot)
+        decision = self._decision(pod, pg, request, snapshot)
         if decision is None:
             return None, Status.skip()
         state.write(PLACEMENT_KEY, decision)
@@ -169,9 +171,9 @@ class GangTopology(
             return None, Status.success()
         return PreFilterResult(set(placement.node_names)), Status.success()
 
-    def _decision(self, pod: PodInfo, pg: PodGroup, snapshot: Snapshot) -> Decision | None:
-        request = pg.topology or self.policy.default
-        assert request is not None
+    def _decision(
+        self, pod: PodInfo, pg: PodGroup, request: TopologyRequest, snapshot: Snapshot
+    ) -> Decision | None:
         members = self.gangs.members(pg)
         placed = [p for p in self.gangs.placed(pg, members) if p.uid != pod.uid]
         if placed:
@@ -213,8 +215,8 @@ class GangTopology(
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
-        decision = state.get(PLACEMENT_KEY)
-        if isinstance(decision, Decision) and decision.fresh and decision.placement.outcome == UNSCHEDULABLE:
+        decision = placement_in(state)
+        if decision is not None and decision.fresh and decision.placement.outcome == UNSCHEDULABLE:
             placement = decision.placement
             self._observe(placement)
             ns, _, name = placement.group.partition("/")
@@ -230,8 +232,8 @@ class GangTopology(
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """A decision this cycle made is kept and counted; one rebuilt from the members already
         placed (none kept: after a restart) is kept uncounted, so later members need not rebuild it."""
-        decision = state.get(PLACEMENT_KEY)
-        if isinstance(decision, Decision) and decision.placement.outcome in (PLACED, SPREAD):
+        decision = placement_in(state)
+        if decision is not None and decision.placement.outcome in (PLACED, SPREAD):
             if decision.fresh:
                 if self.gangs.keep_placement(decision.placement):
                     self._observe(decision.placement)

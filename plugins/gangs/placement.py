@@ -214,7 +214,8 @@ class Placement:
         return f"gang {self.group} needs one {self.request.level} domain for {self.members} members: {shown}"
 
 
-# Where a gang member's cycle keeps the placement it was steered by (explanations read it).
+# Where a gang member's cycle keeps the placement it was steered by (its PostFilter and Reserve
+# read it with placement_in; explanations read the cycle's "gang" note).
 PLACEMENT_KEY = "netsched/gang-placement"
 
 
