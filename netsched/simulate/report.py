@@ -128,7 +128,8 @@ def configured_thresholds(cfg: SchedulerConfig, profile: str) -> dict[str, float
     # The plugin's args, read by their encoded names: the simulator imports no plugin.
     fields = {"network": "networkUtilizationPercent", "cpu": "cpuUtilizationPercent"}
     fields["memory"] = "memoryUtilizationPercent"
-    return {res: float(encoded[key]) / 100 for res, key in fields.items() if key in encoded}
+    # 0 % disables a check: no limit to draw.
+    return {res: float(encoded[key]) / 100 for res, key in fields.items() if encoded.get(key, 0) > 0}
 
 
 @dataclass

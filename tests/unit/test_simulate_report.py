@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from netsched.app import build_registry
+from netsched.config import load_config
 from netsched.simulate import Report, Spread, load_scenario, lower_bound, lower_bounds, simulate, water_fill
-from netsched.simulate.configs import default_profile, example_config
+from netsched.simulate.configs import EXAMPLE_CONFIG, default_profile, example_config, example_text
 from netsched.simulate.progress import ProgressBar, show_progress
 from netsched.simulate.report import configured_thresholds
 
@@ -188,3 +189,11 @@ def test_progress_bar() -> None:
     bar.close()
     assert buf.getvalue().endswith("[##########] 10/10 pods\n")
     assert not show_progress(False, io.StringIO()) and show_progress(True, io.StringIO())
+
+
+def test_a_disabled_threshold_draws_no_limit() -> None:
+    """cpuUtilizationPercent: 0 turns LoadThreshold's CPU check off: no 0 % limit on the chart."""
+    text = example_text(EXAMPLE_CONFIG).replace("cpuUtilizationPercent: 65", "cpuUtilizationPercent: 0")
+    cfg = load_config(text, REGISTRY, default_scheduler_name="netsched")
+    got = configured_thresholds(cfg, "netsched")
+    assert "cpu" not in got and got["network"] > 0
