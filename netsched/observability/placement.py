@@ -6,7 +6,7 @@ Two halves:
   reads the chosen node's utilisation as last polled and the median of every
   node with a fresh sample, from the metric source the load plugins read
   (`MetricSource.fresh`, the same samples and staleness rule), computed once per
-  poll so a cycle pays a lookup.  Unlike LoadThreshold it leaves out the
+  poll and kept by the source's LoadView (`derived`), so a cycle pays a lookup.  Unlike LoadThreshold it leaves out the
   estimated load of pods bound since the poll: the figure describes the node
   as measured.  The figures ride in the cycle state and are counted when the
   binding succeeds.
@@ -39,6 +39,7 @@ from netsched.framework.snapshot import BoolArray, FloatArray, Snapshot
 from netsched.framework.types import NodeInfo
 from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
 from netsched.metrics.source import MetricSource
+from netsched.metrics.view import speed_known
 from netsched.observability.metrics import SchedulerMetrics
 
 _NETWORK = "network"
@@ -79,9 +80,6 @@ class PlacementEffects:
         self._plans: weakref.WeakKeyDictionary[Framework, dict[str, tuple[MetricSource, float | None]]] = (
             weakref.WeakKeyDictionary()
         )
-        # Per source, per resource: held weakly, so the sources (and their per-node arrays) a
-        # config reload replaced go with the frameworks that read them.
-        self._cache: weakref.WeakKeyDictionary[MetricSource, dict[str, _Polled]] = weakref.WeakKeyDictionary()
 
     def _plan(self, fwk: Framework) -> dict[str, tuple[MetricSource, float | None]]:
         plan = self._plans.get(fwk)
@@ -118,21 +116,12 @@ class PlacementEffects:
 
     def _polled(self, src: MetricSource, snapshot: Snapshot, res: str) -> _Polled | None:
         """The resource's utilisation as last polled, computed once per poll and node layout (the
-        cycle then costs a dict lookup); None while the source is in fallback (requests are not
-        measurements) or before any node has a fresh sample."""
+        source's LoadView keeps it: the cycle then costs a dict lookup); None while the source
+        is in fallback (requests are not measurements) or before any node has a fresh sample."""
         if src.in_fallback:
             return None
-        key = (src.poller.table, snapshot.index)
-        per_res = self._cache.get(src)
-        if per_res is None:
-            per_res = self._cache[src] = {}
-        cached = per_res.get(res)
-        if cached is None or cached.key[0] is not key[0] or cached.key[1] is not key[1]:
-            u, fresh = _utilisation(src, snapshot, res)
-            fresh = fresh & np.isfinite(u)
-            median = float(np.median(u[fresh])) if fresh.any() else math.nan
-            cached = per_res[res] = _Polled(key, u, fresh, median)
-        return cached if math.isfinite(cached.median) else None
+        got = src.view(snapshot).derived(f"{_STATE}/{res}", lambda _: _measure(src, snapshot, res))
+        return got if math.isfinite(got.median) else None
 
     def bound(self, fwk: Framework, state: CycleState) -> None:
         effects: tuple[Effect, ...] = state.get(_STATE) or ()
@@ -144,10 +133,15 @@ class PlacementEffects:
 
 @dataclass(frozen=True, slots=True)
 class _Polled:
-    key: tuple[object, object]  # the poller's table and the snapshot's index it was computed from
     utilisation: FloatArray
     fresh: BoolArray
     median: float
+
+
+def _measure(src: MetricSource, snapshot: Snapshot, res: str) -> _Polled:
+    u, fresh = _utilisation(src, snapshot, res)
+    fresh = fresh & np.isfinite(u)
+    return _Polled(u, fresh, float(np.median(u[fresh])) if fresh.any() else math.nan)
 
 
 def _utilisation(src: MetricSource, snapshot: Snapshot, res: str) -> tuple[FloatArray, BoolArray]:
@@ -159,7 +153,7 @@ def _utilisation(src: MetricSource, snapshot: Snapshot, res: str) -> tuple[Float
     tx, tx_ok = src.fresh(NETWORK_TX, snapshot)
     speed, _ = src.values(LINK_SPEED, snapshot)  # a link speed does not go stale
     u = np.full(len(rx), np.nan)
-    np.divide(np.fmax(rx, tx), speed, out=u, where=np.isfinite(speed) & (speed > 0))
+    np.divide(np.fmax(rx, tx), speed, out=u, where=speed_known(speed))
     return u, rx_ok & tx_ok
 
 
