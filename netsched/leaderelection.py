@@ -261,15 +261,14 @@ class LeaderElector:
         return False
 
     def _renew_until_lost(self) -> None:
-        last_ok = self._renewed_at
         while True:
-            deadline = last_ok + self.config.renew_deadline
+            deadline = self._renewed_at + self.config.renew_deadline
             wait = min(self.config.retry_period, deadline - self._clock.now())
             if self._clock.wait(self._stop, wait):
                 return
             started = self._clock.now()
             if started < deadline and self._try_acquire_or_renew(started, deadline):
-                last_ok = self._renewed_at = started
+                self._renewed_at = started
                 continue
             if self._observed is not None and self._observed.holder_identity not in ("", self.identity):
                 # Someone else holds it (an operator edited it, or we stalled): stop at once.

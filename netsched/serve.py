@@ -293,9 +293,9 @@ def secure_endpoints(app: SchedulerApp, server: ObservabilityServer) -> None:
     server.auth = auth.check
 
 
-def start_server(app: SchedulerApp, health: ProcessHealth | None = None) -> ObservabilityServer | None:
+def start_server(app: SchedulerApp) -> ObservabilityServer | None:
     """plain_server(), listening and serving."""
-    server = plain_server(app, health)
+    server = plain_server(app)
     if server is not None:
         server.start()
         _log_serving(app, None, server)
