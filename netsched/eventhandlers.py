@@ -140,11 +140,9 @@ class EventHandlers:
     def pods_in_namespace(self, namespace: str) -> list[PodInfo]:
         """Pending pods of ours and assigned pods of `namespace`; an assigned (or assumed) copy
         replaces the pending record of the same pod."""
-        assigned = self.cache.pods_in_namespace(namespace)
-        uids = {p.uid for p in assigned}
-        with self._lock:
-            pending = [p for p in self._pending.in_namespace(namespace) if p.uid not in uids]
-        return pending + assigned
+        return self._with_pending(
+            self.cache.pods_in_namespace(namespace), lambda: self._pending.in_namespace(namespace)
+        )
 
     def add_pod_index(self, name: str, key: IndexKey) -> None:
         """Index pending and assigned pods by `key` under `name` (a plugin's Handle.add_pod_index)."""
@@ -154,11 +152,17 @@ class EventHandlers:
 
     def pods_by_index(self, name: str, value: str) -> list[PodInfo]:
         """pods_in_namespace for the pods whose key under index `name` is `value` only."""
-        assigned = self.cache.pods_by_index(name, value)
+        return self._with_pending(
+            self.cache.pods_by_index(name, value), lambda: self._pending.by_index(name, value)
+        )
+
+    def _with_pending(self, assigned: list[PodInfo], pending: Callable[[], list[PodInfo]]) -> list[PodInfo]:
+        """The pending pods `pending()` reads (under the lock), then `assigned`: an assigned (or
+        assumed) copy replaces the pending record of the same pod."""
         uids = {p.uid for p in assigned}
         with self._lock:
-            pending = [p for p in self._pending.by_index(name, value) if p.uid not in uids]
-        return pending + assigned
+            waiting = [p for p in pending() if p.uid not in uids]
+        return waiting + assigned
 
     def pending_count(self) -> int:
         with self._lock:

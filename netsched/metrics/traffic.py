@@ -182,6 +182,13 @@ class TrafficGraph:
         return (twice + loops) / 2
 
 
+def pair_key(a: str, b: str) -> str:
+    """The series key of the traffic from workload `a` to `b` ("namespace/name" each), as the
+    presets' queries label it and build_graph reads it."""
+    (a_ns, _, a_name), (b_ns, _, b_name) = a.partition("/"), b.partition("/")
+    return _SEP.join((a_ns, a_name, b_ns, b_name))
+
+
 def build_graph(series: Series) -> TrafficGraph:
     """Edges from one polled answer (keys "src_ns|src|dst_ns|dst")."""
     edges: dict[str, dict[str, float]] = {}

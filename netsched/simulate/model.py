@@ -49,7 +49,7 @@ from netsched.metrics import (
 from netsched.metrics import CPU as CPU_METRIC
 from netsched.metrics import MEMORY as MEMORY_METRIC
 from netsched.metrics.args import BY_INSTANCE, ConnectionKey
-from netsched.metrics.traffic import PAIR_LABEL, TRAFFIC_PAIRS
+from netsched.metrics.traffic import PAIR_LABEL, TRAFFIC_PAIRS, pair_key
 from netsched.simulate.scenario import Scenario
 from netsched.simulate.traffic import Counts, Pair, counts, measured_pairs, nic_load
 
@@ -229,9 +229,7 @@ class SimulatedPrometheus:
         wall = self.clock.wall()
         out = []
         for pair, rate in self.model.pairs(t):
-            (sns, _, sw), (dns, _, dw) = pair.a.partition("/"), pair.b.partition("/")
-            key = "|".join((sns, sw, dns, dw))
-            out.append({"metric": {PAIR_LABEL: key}, "value": [wall, repr(float(rate))]})
+            out.append({"metric": {PAIR_LABEL: pair_key(pair.a, pair.b)}, "value": [wall, repr(float(rate))]})
         return out
 
     def close(self) -> None:
