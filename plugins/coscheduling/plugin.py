@@ -214,9 +214,7 @@ class Coscheduling(
         try:
             pg = self.group_of(pod)
         except GroupError as e:
-            if self.gangs.first_time(pod.namespace, name, str(e)):
-                ref = self.gangs.ref_of(pod.namespace, name)
-                self.handle.events.event(ref, "Warning", "InvalidPodGroup", "Scheduling", str(e))
+            self.gangs.warn_once(self.handle.events, pod.namespace, name, "InvalidPodGroup", str(e))
             return None, Status.unresolvable(str(e))
         if pg is None:
             return None, Status.unresolvable(f"PodGroup {pod.namespace}/{name} not found")

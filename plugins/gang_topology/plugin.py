@@ -220,11 +220,7 @@ class GangTopology(
             placement = decision.placement
             self._observe(placement)
             ns, _, name = placement.group.partition("/")
-            msg = placement.message()
-            if self.gangs.first_time(ns, name, msg):
-                self.handle.events.event(
-                    self.gangs.ref_of(ns, name), "Warning", "FailedScheduling", "Scheduling", msg
-                )
+            self.gangs.warn_once(self.handle.events, ns, name, "FailedScheduling", placement.message())
         return None, Status.unschedulable(plugin=self.name)
 
     # ------------------------------------------------------------ Reserve: the decision is kept

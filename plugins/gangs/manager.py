@@ -34,6 +34,7 @@ import numpy as np
 from netsched.framework import (
     PODS,
     Clock,
+    EventRecorder,
     Handle,
     ObjectReader,
     ObjectRef,
@@ -180,9 +181,11 @@ class GangManager:
     def group_of(self, pod: PodInfo) -> PodGroup | None:
         """The pod's PodGroup; None when it has none or it does not exist; GroupError if malformed."""
         name = group_name(pod)
-        if not name:
-            return None
-        raw = self._objects.get(PODGROUPS_KEY, pod.namespace, name)
+        return self._group(pod.namespace, name) if name else None
+
+    def _group(self, namespace: str, name: str) -> PodGroup | None:
+        """PodGroup namespace/name as watched; None when it does not exist; GroupError if malformed."""
+        raw = self._objects.get(PODGROUPS_KEY, namespace, name)
         return None if raw is None else self.groups.parse(raw)
 
     def ref_of(self, namespace: str, name: str) -> ObjectRef:
@@ -378,9 +381,8 @@ class GangManager:
         out = []
         for group in self._short.live(self.clock.now()):
             ns, _, name = group.partition("/")
-            raw = self._objects.get(PODGROUPS_KEY, ns, name)
             try:
-                pg = None if raw is None else self.groups.parse(raw)
+                pg = self._group(ns, name)
             except GroupError:
                 continue
             members = list(self._members(ns, name))
@@ -448,6 +450,12 @@ class GangManager:
         # The stored status as it is now (a write need not bump the cached resourceVersion).
         stored = raw.get("status") or {}
         return StatusUpdate(ns, name, stored, {"phase": phase, "scheduled": scheduled, "running": running})
+
+    def warn_once(self, events: EventRecorder, ns: str, name: str, reason: str, msg: str) -> None:
+        """A Warning Event about PodGroup ns/name, sent the first time this message comes up
+        (first_time): the plugins' one way to report on a group."""
+        if self.first_time(ns, name, msg):
+            events.event(self.ref_of(ns, name), "Warning", reason, "Scheduling", msg)
 
     def first_time(self, ns: str, name: str, msg: str) -> bool:
         """True the first time this message is asked about for the group (a malformed group is
