@@ -27,7 +27,7 @@ from netsched.framework.extension_points import PluginFactory
 from netsched.framework.handle import Services
 from netsched.framework.periodic import PeriodicTasks
 from netsched.framework.runtime import Framework
-from netsched.framework.seams import ClusterAPI, EventRecorder, PodIndexer
+from netsched.framework.seams import ClusterAPI, EventRecorder
 from netsched.framework.shared import SharedServices
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
@@ -137,15 +137,12 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
     # Set once at shutdown (Framework.cancel_binding_waits): one event for the process, so a
     # binding still running on a framework a reload replaced sees it too.
     stopping = threading.Event()
-    pod_lister: list[Callable[[str], list[PodInfo]]] = []  # set once the handlers exist
-
-    def pods(ns: str) -> list[PodInfo]:
-        return pod_lister[0](ns) if pod_lister else []
 
     def activate(pending: Iterable[PodInfo]) -> int:
         return queue.activate(pending)
 
     family = _Family(SharedServices(), PeriodicTasks(edges.clock), _PodIndexes())
+    pods = family.indexes.pods_in_namespace
 
     def build_frameworks(new: SchedulerConfig) -> dict[str, Framework]:
         # The periodic tasks become the ones these frameworks' plugins register (a reload
@@ -204,7 +201,6 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
         on_assigned=edges.on_assigned,
         unscheduled_pod_events=unscheduled_pod_events,
     )
-    pod_lister.append(handlers.pods_in_namespace)
     family.indexes.serve_from(handlers)
     scheduler = Scheduler(
         profiles=profiles,
@@ -248,14 +244,15 @@ class _Family:
 
 
 class _PodIndexes:
-    """Handle.add_pod_index for plugins built before the event handlers exist (the queue needs
-    the frameworks, the handlers the queue): kept, and handed to the handlers once they do."""
+    """The handlers' pod lookups for plugins built before the event handlers exist (the queue
+    needs the frameworks, the handlers the queue): Handle.list_pods and pods_by_index answer
+    nothing until then, and Handle.add_pod_index is kept and handed over once they do."""
 
     def __init__(self) -> None:
-        self._handlers: PodIndexer | None = None
+        self._handlers: EventHandlers | None = None
         self._early: list[tuple[str, Callable[[PodInfo], str]]] = []
 
-    def serve_from(self, handlers: PodIndexer) -> None:
+    def serve_from(self, handlers: EventHandlers) -> None:
         self._handlers = handlers
         for name, key in self._early:
             handlers.add_pod_index(name, key)
@@ -269,6 +266,9 @@ class _PodIndexes:
 
     def pods_by_index(self, name: str, value: str) -> list[PodInfo]:
         return self._handlers.pods_by_index(name, value) if self._handlers is not None else []
+
+    def pods_in_namespace(self, namespace: str) -> list[PodInfo]:
+        return self._handlers.pods_in_namespace(namespace) if self._handlers is not None else []
 
 
 def _frameworks(
