@@ -8,7 +8,10 @@ Filter/Score to read for every node.  Preemption clones the state to try
 from __future__ import annotations
 
 import copy
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from netsched.framework.snapshot import IntArray
 
 
 class Explainable(Protocol):
@@ -20,7 +23,14 @@ class Explainable(Protocol):
 
 
 class CycleState:
-    __slots__ = ("_data", "_notes", "skip_filter_plugins", "skip_score_plugins", "record_plugin_metrics")
+    __slots__ = (
+        "_data",
+        "_notes",
+        "skip_filter_plugins",
+        "skip_score_plugins",
+        "record_plugin_metrics",
+        "score_rows",
+    )
 
     def __init__(self) -> None:
         self._data: dict[str, object] = {}
@@ -28,6 +38,10 @@ class CycleState:
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
         self.record_plugin_metrics = False
+        # The snapshot rows this cycle's PreScore and Score run on (the runtime sets them before
+        # PreScore): a Score plugin whose per-node score() depends on the other candidates reads
+        # them there instead of keeping a copy in PreScore.  Read-only.
+        self.score_rows: IntArray | None = None
 
     def read(self, key: str) -> Any:
         """The value stored under key; KeyError names the key when missing."""
@@ -62,4 +76,5 @@ class CycleState:
         out.skip_filter_plugins = set(self.skip_filter_plugins)
         out.skip_score_plugins = set(self.skip_score_plugins)
         out.record_plugin_metrics = self.record_plugin_metrics
+        out.score_rows = self.score_rows
         return out

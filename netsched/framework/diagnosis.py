@@ -22,7 +22,8 @@ from netsched.framework.status import Code, Status
 
 @dataclass(slots=True)
 class Rejection:
-    """Nodes (a mask over the batch) rejected by one filter for one reason set."""
+    """Nodes (a mask over the batch) rejected by one filter for one reason set.  The Diagnosis
+    keeps the mask until it is read: a filter must not modify a mask it has returned."""
 
     mask: BoolArray
     reasons: tuple[str, ...]
@@ -37,7 +38,7 @@ class Diagnosis:
     UNSCHEDULABLE.
 
     A search that finds nodes never reads these: the filters' rejections are
-    recorded as they come (the rejected rows) and counted into the codes and the
+    recorded as they come (the rows and the masks) and counted into the codes and the
     histogram when first read, which is only when the pod fits nowhere.
     """
 
@@ -71,7 +72,8 @@ class Diagnosis:
         self.pending_plugins: set[str] = set() if pending_plugins is None else pending_plugins
         self.pre_filter_msg = pre_filter_msg
         self.post_filter_msg = post_filter_msg
-        # (plugin, rejected rows, rejection, how many) not yet counted into the fields above
+        # (plugin, the rows it looked at, rejection, how many) not yet counted into the fields
+        # above: a search that finds nodes never gathers the rejected rows
         self._recorded: list[tuple[str, IntArray, Rejection, int]] = []
 
     @property
@@ -102,7 +104,7 @@ class Diagnosis:
             if not cnt:
                 continue
             failed = rej.mask if failed is None else failed | rej.mask
-            self._recorded.append((plugin, rows[rej.mask], rej, cnt))
+            self._recorded.append((plugin, rows, rej, cnt))
         return (np.zeros(len(rows), dtype=bool) if failed is None else failed), None
 
     def record_node(self, row: int, st: Status) -> None:
@@ -116,7 +118,8 @@ class Diagnosis:
             return
         self._recorded = []
         codes = self._node_codes
-        for plugin, hit, rej, cnt in recorded:
+        for plugin, rows, rej, cnt in recorded:
+            hit = rows[rej.mask]
             codes[hit] = np.maximum(codes[hit], int(rej.code))
             self._count(plugin, rej.reasons, cnt)
 

@@ -278,6 +278,8 @@ class Framework(FrameworkHandle):
     def run_pre_score(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, feasible: IntArray
     ) -> Status:
+        state.score_rows = feasible
+
         def call(p: PreScorePlugin[AnyArgs]) -> Status:
             st = p.pre_score(state, pod, snapshot, feasible)
             if st.is_skip:  # its Score is skipped for this pod

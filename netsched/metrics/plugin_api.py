@@ -8,8 +8,8 @@ change without touching a plugin.  What is here:
 - the `prometheus:` args block (PrometheusArgs, and MetricArgs for a plugin that
   needs only it) and the names of the built-in metrics (CPU, MEMORY, NETWORK_RX,
   NETWORK_TX, LINK_SPEED);
-- the plugin bases: MetricScorePlugin (scores every candidate in PreScore from the
-  cache, reserves pods with the estimator) and QueryScorePlugin (a user's plugin
+- the plugin bases: MetricScorePlugin (scores every candidate at once in Score from
+  the cache, reserves pods with the estimator) and QueryScorePlugin (a user's plugin
   fed by one PromQL query);
 - the plugin's view of the cache (MetricSource, from `source_for(handle, ...)`) and
   the one read API over it: `source.view(snapshot)`, a LoadView derived once per

@@ -1,11 +1,12 @@
 """The scaffolding the metric score plugins share.
 
-NetworkTraffic and LoadAware compute every candidate's score at once in
-PreScore (vector operations over the metrics cache) and serve Score and
-score_nodes from that, so the per-node and batch forms always agree.  Both
-also reserve the pod with the estimator so a burst between two polls is
-counted.  A subclass names its args type (`MetricScorePlugin[NetworkTrafficArgs]`),
-sets `name` and its `source` and implements `candidate_scores`.
+NetworkTraffic and LoadAware score every candidate at once (vector operations
+over the metrics cache) in score_nodes; a per-node score() scores the rows the
+cycle scores (CycleState.score_rows) the same way and picks its node's, so the
+two forms always agree.  Both also reserve the pod with the estimator so a
+burst between two polls is counted.  A subclass names its args type
+(`MetricScorePlugin[NetworkTrafficArgs]`), sets `name` and its `source` and
+implements `candidate_scores`.
 
 QueryScorePlugin is the short road for a user's own metric plugin: declare
 one PromQL `query` (polled by the shared poller, never by the plugin) and
@@ -28,7 +29,6 @@ from netsched.framework.extension_points import (
     MAX_NODE_SCORE,
     ArgsT,
     PluginArgs,
-    PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
 )
@@ -45,7 +45,7 @@ from netsched.metrics.utilisation import METRICS_EVENTS, source_for
 @dataclass(slots=True)
 class RowScores:
     index: dict[str, int]  # snapshot.index the rows refer to
-    idx: IntArray  # the candidates' rows, as PreScore got them
+    idx: IntArray  # the candidates' rows, as the cycle scores them
     scores: IntArray  # their scores, aligned with idx
     n: int  # rows in the snapshot
     _rows: IntArray | None = None
@@ -59,7 +59,7 @@ class RowScores:
 
     def of(self, idx: IntArray) -> IntArray:
         """The scores of rows `idx` (a new array: NormalizeScore works in place)."""
-        if idx is self.idx:  # the runtime scores the rows PreScore got: no scatter and gather
+        if idx is self.idx:  # the rows these were computed for: no scatter and gather
             return self.scores.copy()
         return self.rows()[idx]
 
@@ -69,7 +69,10 @@ class RowScores:
         return None if row is None else int(self.rows()[row])
 
 
-class MetricScorePlugin(PreScorePlugin[ArgsT], ScorePlugin[ArgsT], ReservePlugin[ArgsT]):
+class MetricScorePlugin(ScorePlugin[ArgsT], ReservePlugin[ArgsT]):
+    """Scores computed in Score, for every candidate at once: no PreScore stage (a subclass
+    that needs one, e.g. to Skip a pod, adds PreScorePlugin and its own pre_score)."""
+
     source: MetricSource
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
@@ -80,20 +83,25 @@ class MetricScorePlugin(PreScorePlugin[ArgsT], ScorePlugin[ArgsT], ReservePlugin
         return f"{self.name}/scores"
 
     def candidate_scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
-        """Scores in [0, 100] of snapshot rows `idx` for `pod`."""
+        """Scores in [0, 100] of snapshot rows `idx` for `pod` (a new array: NormalizeScore
+        works in place)."""
         raise NotImplementedError
 
-    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
-        scores = self.candidate_scores(pod, snapshot, idx)
-        state.write(self._state_key, RowScores(snapshot.index, idx, scores, len(snapshot)))
-        return Status.success()
-
     def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
-        st: RowScores = state.read(self._state_key)
-        return st.of(idx)
+        return self.candidate_scores(pod, snapshot, idx)
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        st: RowScores = state.read(self._state_key)
+        """The node's score among the rows the cycle scores (state.score_rows; the node alone
+        when no runtime set them), computed for all of them once per cycle."""
+        snapshot = self.handle.snapshot()
+        rows = state.score_rows
+        if rows is None:
+            row = snapshot.index.get(node.name)
+            rows = np.array([] if row is None else [row], dtype=np.int64)
+        st: RowScores | None = state.get(self._state_key)
+        if st is None or st.idx is not rows or st.index is not snapshot.index:
+            st = RowScores(snapshot.index, rows, self.candidate_scores(pod, snapshot, rows), len(snapshot))
+            state.write(self._state_key, st)
         got = st.of_node(node.name)
         if got is None:  # not a node of this cycle's snapshot: nothing is known about it
             return 0 if self.source.fail_closed else MAX_NODE_SCORE // 2

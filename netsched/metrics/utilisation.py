@@ -115,8 +115,8 @@ def cold_link_int_scores(src: MetricSource, snapshot: Snapshot, idx: IntArray) -
     whose rows all do costs a take and a comparison, not the rounding again."""
     view = src.view(snapshot)
     if view.measured:
-        kept = view.per_row(_COLD_LINK_INT, lambda rows: _own_link_ints(view.network(rows)), idx)
-        if not len(kept) or kept.min() >= 0:
+        kept = view.per_row_complete(_COLD_LINK_INT, lambda rows: _own_link_ints(view.network(rows)), idx)
+        if kept is not None:
             return kept
     return to_int_scores(_cold_link_scores(network_load(src, snapshot, idx), src.fail_closed))
 

@@ -333,7 +333,7 @@ class LoadView:
                 self._recompute_marked()
         elif idx is not self._clean_idx or self._clean_gen != self._marked_gen:
             # (The scorers of one cycle ask for the same rows: checked once for both.)
-            if self._dirty.take(idx).any():
+            if np.count_nonzero(self._dirty.take(idx)):  # (count_nonzero: ~2x faster than any())
                 self._recompute_marked()
             self._clean_idx, self._clean_gen = idx, self._marked_gen
         if idx is not None:
@@ -344,6 +344,21 @@ class LoadView:
         out.flags.writeable = False
         return out
 
+    def per_row_complete(
+        self, key: Hashable, compute: Callable[[IntArray], IntArray], idx: IntArray
+    ) -> IntArray | None:
+        """per_row(key, compute, idx) for a `compute` that gives -1 where a row has no result
+        of its own (LoadAware's kept scores, NetworkTraffic's rounded ones): None when a row of
+        `idx` holds -1.  While no row of the kept result does, that costs no look at the rows."""
+        out = self.per_row(key, compute, idx)
+        kept = self._per_row.get(key) if self.measured else None
+        if kept is not None:
+            if kept.negative is None:
+                kept.negative = bool(len(kept.result)) and int(kept.result.min()) < 0
+            if not kept.negative:
+                return out
+        return out if not len(out) or out.min() >= 0 else None
+
     def forget(self, key: Hashable) -> None:
         """Stop keeping per_row(key)'s result (a plugin that bounds what it asks the view to keep)."""
         self._per_row.pop(key, None)
@@ -353,7 +368,9 @@ class LoadView:
         self._batch = (rows, {})
         try:
             for kept in self._per_row.values():
-                kept.result[rows] = kept.compute(rows)
+                got = kept.result[rows] = kept.compute(rows)
+                if kept.negative is False and len(got) and got.min() < 0:
+                    kept.negative = True
         finally:
             self._batch = None
         self._dirty[rows] = False
@@ -408,6 +425,7 @@ class LoadView:
 class _Kept:
     result: NDArray[Any]
     compute: Callable[[IntArray], NDArray[Any]]
+    negative: bool | None = None  # whether a row holds a negative (per_row_complete); None: not asked
 
 
 _SPEED_KNOWN = "netsched.metrics/link-speed-known"

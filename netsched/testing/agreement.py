@@ -104,14 +104,18 @@ def score_outcomes(
     """Raw scores of rows `idx` (default all): score_nodes() checked equal to score() per node.
 
     A PreScore plugin's pre_score runs first on a fresh state (it must succeed);
-    pass `state` to score on a state the caller prepared instead.
+    pass `state` to score on a state the caller prepared instead.  Either way the state's
+    score_rows are `idx` unless the caller set others, as the runtime sets them.
     """
     idx = snapshot.all_rows if idx is None else idx
     if state is None:
         state = CycleState()
+        state.score_rows = idx
         if isinstance(plugin, PreScorePlugin):
             st = plugin.pre_score(state, pod, snapshot, idx)
             assert st.ok, st
+    if state.score_rows is None:
+        state.score_rows = idx
     batch: list[int] = np.asarray(plugin.score_nodes(state, pod, snapshot, idx)).tolist()
     per_node = [plugin.score(state, pod, snapshot.nodes[i]) for i in idx.tolist()]
     assert batch == per_node, f"batch {batch} != per-node {per_node}"

@@ -53,6 +53,7 @@ from netsched.framework import (
     PostFilterResult,
     PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
     QueueingHint,
     Snapshot,
     Status,
@@ -103,7 +104,10 @@ GANG_PLUGINS = (COSCHEDULING, GANG_TOPOLOGY)
 
 
 class GangTopology(
-    MetricScorePlugin[GangTopologyArgs], PreFilterPlugin[GangTopologyArgs], PostFilterPlugin[GangTopologyArgs]
+    MetricScorePlugin[GangTopologyArgs],
+    PreFilterPlugin[GangTopologyArgs],
+    PostFilterPlugin[GangTopologyArgs],
+    PreScorePlugin[GangTopologyArgs],
 ):
     name = GANG_TOPOLOGY
 
@@ -245,9 +249,11 @@ class GangTopology(
     # ------------------------------------------------------------ Score
 
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
+        """Skip for a pod of no gang (its Score is then skipped); a gang member is scored in
+        Score, over every candidate at once."""
         if not group_name(pod):
             return Status.skip()
-        return super().pre_score(state, pod, snapshot, idx)
+        return Status.success()
 
     def candidate_scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
         w = self.args.link_load_weight

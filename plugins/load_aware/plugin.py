@@ -99,8 +99,10 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         amounts = self.source.pod_load(pod).take(self._load_cols)
         shape = tuple(amounts.tolist())
         if self._shapes.repeated(shape, view):
-            kept = view.per_row((self, shape), lambda rows: self._own_scores(snapshot, amounts, rows), idx)
-            if not len(kept) or kept.min() >= 0:
+            kept = view.per_row_complete(
+                (self, shape), lambda rows: self._own_scores(snapshot, amounts, rows), idx
+            )
+            if kept is not None:
                 return kept
         carried = view.per_row(self, lambda rows: self._carried(view, snapshot, rows), idx)
         return self._scores(amounts, carried)

@@ -110,11 +110,12 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
         codes = self._kept_bits(snapshot, idx)
-        top = int(codes.max()) if len(codes) else 0
-        if not top:  # the usual case: one numpy call
+        rejected = np.count_nonzero(codes)
+        if not rejected:  # the usual case: one numpy call
             return []
+        top = int(codes.max())
         hit = codes == top
-        if np.count_nonzero(hit) == np.count_nonzero(codes):  # one reason set: no sort (np.unique)
+        if np.count_nonzero(hit) == rejected:  # one reason set: no sort (np.unique)
             return [Rejection(hit, self._reasons(top), CODE)]
         return [
             Rejection(codes == bits, self._reasons(int(bits)), CODE) for bits in np.unique(codes[codes != 0])

@@ -15,8 +15,9 @@ Nodes without a fresh sample get the mean score of the fresh candidates
 is the sum of the bandwidth annotations of the pods on the node (default per
 pod: estimation.defaultBandwidthBytes).
 
-Scores are computed once per pod in PreScore for all candidates and read by
-Score (per node) and score_nodes (batch), which therefore always agree.
+Scores are computed once per pod in Score, for all candidates at once
+(score_nodes); a per-node score() scores the cycle's candidates the same way,
+so the two always agree.
 """
 
 from __future__ import annotations

@@ -63,7 +63,6 @@ def world() -> Iterator[World]:
 def scores(plugin: NetworkTraffic, snap: Snapshot) -> list[int]:
     state = CycleState()
     pod = make_pod("p").info()
-    assert plugin.pre_score(state, pod, snap, snap.all_rows).ok
     return [int(v) for v in plugin.score_nodes(state, pod, snap, snap.all_rows)]
 
 

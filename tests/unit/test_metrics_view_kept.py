@@ -15,6 +15,7 @@ import pytest
 from netsched.framework.snapshot import Snapshot
 from netsched.metrics import CPU, MEMORY, MetricsHub, PrometheusArgs
 from netsched.metrics.args import EstimationArgs
+from netsched.metrics.client import QueryError
 from netsched.metrics.source import MetricSource
 from netsched.metrics.view import LoadView
 from netsched.testing.builders import make_node, make_pod
@@ -230,3 +231,57 @@ def test_a_network_load_built_without_known_works_it_out_from_the_link_speed() -
     assert load.speed_known().tolist() == [True, False, False, False]
     got = load.utilisation()
     assert got[0] == 0.5 and np.isnan(got[1:]).all()
+
+
+# ------------------------------------------------------------------ per_row_complete
+
+
+def busy_marked(view: LoadView, limit: float) -> Callable[[np.ndarray], np.ndarray]:
+    """A per_row compute of integers: CPU utilisation in percent, -1 above `limit` (so a
+    reservation can turn a row to -1)."""
+
+    def compute(r: np.ndarray) -> np.ndarray:
+        u = view.usage(CPU, r).utilisation
+        return np.where(u > limit, -1, np.round(100 * u)).astype(np.int64)
+
+    return compute
+
+
+def test_per_row_complete_is_none_exactly_when_a_row_asked_for_holds_minus_one() -> None:
+    _, src, snap, _ = world()
+    view = src.view(snap)
+    # Measured CPU 0.0 .. 0.5: rows 4 and 5 are above 0.35.
+    assert view.per_row_complete("k", busy_marked(view, 0.35), rows(0, 1, 2)) is not None
+    assert view.per_row_complete("k", busy_marked(view, 0.35), rows(1, 5)) is None
+    got = view.per_row_complete("k", busy_marked(view, 0.35), rows(3, 0))
+    assert got is not None and got.tolist() == [30, 0]
+    empty = view.per_row_complete("k", busy_marked(view, 0.35), rows())
+    assert empty is not None and empty.tolist() == []
+
+
+def test_per_row_complete_sees_a_row_a_reservation_turns_to_minus_one() -> None:
+    _, src, snap, _ = world()
+    view = src.view(snap)
+    compute = busy_marked(view, 0.9)
+    assert view.per_row_complete("k", compute, rows(0, 1, 3)) is not None  # nothing above 0.9
+    # 3 cpu x 0.85 (cpuFactor) over 4 cpu lifts n1 from 0.1 to 0.74, then 1.38 with a second pod.
+    src.reserve(make_pod("a").req(cpu="3").info(), "n1")
+    got = view.per_row_complete("k", compute, rows(0, 1, 3))
+    assert got is not None and got.tolist() == [0, 74, 30]
+    src.reserve(make_pod("b").req(cpu="3").info(), "n1")
+    assert view.per_row_complete("k", compute, rows(0, 1, 3)) is None
+    got = view.per_row_complete("k", compute, rows(0, 3))
+    assert got is not None and got.tolist() == [0, 30]
+
+
+def test_per_row_complete_in_fallback_computes_and_checks_the_rows_asked_for() -> None:
+    clock = FakeClock()
+    hub, fake = fake_hub(clock)
+    src = hub.source(PrometheusArgs())
+    src.require(CPU)
+    fake.fail_all = QueryError("unreachable", "ConnectionError: refused", transient=True)
+    hub.poll_now()
+    view = src.view(Snapshot.of([make_node(m).info() for m in NAMES]))
+    assert not view.measured
+    assert view.per_row_complete("k", lambda r: np.where(r == 2, -1, r), rows(0, 1)) is not None
+    assert view.per_row_complete("k", lambda r: np.where(r == 2, -1, r), rows(1, 2)) is None

@@ -538,6 +538,26 @@ def test_schedule_pod_scores_once_and_returns_the_breakdown() -> None:
     assert out.scores["Counting"]["n1"] == (10, 20)
 
 
+def test_score_plugins_find_the_rows_being_scored_in_the_cycle_state() -> None:
+    seen: list[list[int] | None] = []
+
+    class NotN1(FilterPlugin):
+        name = "NotN1"
+
+        def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+            return Status.unschedulable("not n1") if node.name == "n1" else Status.success()
+
+    class Rows(ScorePlugin):
+        name = "Rows"
+
+        def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+            seen.append(None if state.score_rows is None else state.score_rows.tolist())
+            return 0
+
+    schedule_pod(make_pod("p"), nodes(4), plugins=[NotN1, Rows])
+    assert seen == [[0, 2, 3]] * 3  # the feasible rows, as PreScore got them, for every node
+
+
 class Ticking(ScorePlugin):
     """Registers a periodic task that records which instance ran it."""
 
