@@ -30,7 +30,7 @@ import numpy as np
 
 from netsched.framework.quantity import CPU, MEMORY, QuantityError, parse_quantity
 from netsched.framework.rowlog import RowLog
-from netsched.framework.snapshot import FloatArray, IntArray, Snapshot
+from netsched.framework.snapshot import FloatArray, Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics.args import EstimationArgs
 
@@ -42,7 +42,6 @@ COLUMNS = 4
 # Resource groups a sample can cover, and the columns each holds.
 GROUP_COLUMNS = ((CPU_COL,), (MEMORY_COL,), (RX_COL, TX_COL))
 CPU_GROUP, MEMORY_GROUP, NETWORK_GROUP = 0, 1, 2
-_NO_ROWS: IntArray = np.zeros(0, dtype=np.int64)
 
 
 def annotated_bandwidth(pod: PodInfo, key: str, default: float) -> float:
@@ -255,15 +254,16 @@ class Estimator:
                 return None
             return self._changes.counter
 
-    def changes(self, since: int) -> tuple[int, IntArray | None]:
-        """(current generation, rows changed after generation `since`); None: every row may
-        have changed (realigned since).  Call after rows() for the same snapshot."""
+    def changes(self, since: int) -> tuple[int, list[int] | None]:
+        """(current generation, rows changed after generation `since`, in order and possibly
+        repeated: a reader polls per pod, so usually one); None: every row may have changed
+        (realigned since).  Call after rows() for the same snapshot."""
         with self._lock:
             gen = self._changes.counter
             if since == gen:
-                return gen, _NO_ROWS
+                return gen, []
             rows = self._changes.since(since)
-            return gen, None if rows is None else np.array(rows, dtype=np.int64)
+            return gen, None if rows is None else list(rows)
 
     def _align(self, snapshot: Snapshot) -> None:
         self._index = snapshot.index

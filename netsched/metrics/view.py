@@ -39,7 +39,7 @@ _NO_BOUNDS = (float("-inf"), float("inf"))
 
 class _Rows(Protocol):
     def rows(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> FloatArray: ...
-    def changes(self, since: int) -> tuple[int, IntArray | None]: ...
+    def changes(self, since: int) -> tuple[int, list[int] | None]: ...
     def settled(self, version: int, snapshot: Snapshot, now: float) -> int | None: ...
 
 
@@ -403,7 +403,13 @@ class LoadView:
         if gen is None or gen != self._marked_gen:
             gen, changed = est.changes(self._marked_gen)
             if gen != self._marked_gen and self._per_row:  # none kept: the next is computed as of now
-                self._dirty[self._snapshot.all_rows if changed is None else changed] = True
+                if changed is None:
+                    self._dirty[:] = True
+                elif len(changed) <= _FEW:  # usually the row of the one pod reserved since
+                    for row in changed:
+                        self._dirty[row] = True
+                else:
+                    self._dirty[np.array(changed, dtype=np.int64)] = True
             self._marked_gen = gen
 
     # ------------------------------------------------------------ anything else a sample implies
@@ -429,6 +435,7 @@ class _Kept:
 
 
 _SPEED_KNOWN = "netsched.metrics/link-speed-known"
+_FEW = 8  # rows marked one by one (an index array costs more below this)
 _ESTIMATES = "netsched.metrics/estimates"
 
 

@@ -49,6 +49,7 @@ from netsched.metrics.plugin_api import (
     METRICS_EVENTS,
     NETWORK_RX,
     NETWORK_TX,
+    LoadView,
     MetricSource,
     source_for,
 )
@@ -91,6 +92,9 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
             if pct > 0
         )
         self._texts: dict[int, tuple[str, ...]] = {}
+        # Under this key in each view: the nonzero reason bits its kept rows have had (a superset
+        # of what they hold now): while that is one value, a rejected row needs no look at which.
+        self._seen_key = f"{self.name}/reason-bits-seen/{id(self)}"
         self._all_stale = sum(2 << (2 * i) for i in range(len(self.checks)))  # "no recent metrics" bits
         self.source = source_for(handle, self.args.prometheus, self.name, filters=True)
         for c in self.checks:
@@ -109,10 +113,15 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
-        codes = self._kept_bits(snapshot, idx)
+        view = self.source.view(snapshot)
+        codes = self._kept_bits(view, snapshot, idx)
         rejected = np.count_nonzero(codes)
         if not rejected:  # the usual case: one numpy call
             return []
+        seen = self._seen(view)
+        if len(seen) == 1:  # every rejected row has that one reason set
+            (top,) = seen
+            return [Rejection(codes != 0, self._reasons(top), CODE)]
         top = int(codes.max())
         hit = codes == top
         if np.count_nonzero(hit) == rejected:  # one reason set: no sort (np.unique)
@@ -127,13 +136,27 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
         if row is None:  # a node this cycle knows nothing of: no metrics for it either
             bits = self._all_stale if self.source.fail_closed else 0
         else:
-            bits = int(self._kept_bits(snapshot, np.array([row], dtype=np.int64))[0])
+            view = self.source.view(snapshot)
+            bits = int(self._kept_bits(view, snapshot, np.array([row], dtype=np.int64))[0])
         return Status(CODE, list(self._reasons(bits)), self.name) if bits else Status.success()
 
-    def _kept_bits(self, snapshot: Snapshot, idx: IntArray) -> IntArray:
+    def _kept_bits(self, view: LoadView, snapshot: Snapshot, idx: IntArray) -> IntArray:
         """reason_bits of rows `idx`: the verdict describes the node, not the pod, so the source's
         view keeps it between pods and recomputes only rows whose estimates changed."""
-        return self.source.view(snapshot).per_row(self, lambda rows: self.reason_bits(snapshot, rows), idx)
+        return view.per_row(self, lambda rows: self._noted(view, self.reason_bits(snapshot, rows)), idx)
+
+    def _noted(self, view: LoadView, bits: IntArray) -> IntArray:
+        """`bits`, their nonzero values added to what `view`'s kept rows have had (not in
+        fallback, where nothing is kept: the set stays empty and says nothing)."""
+        if view.measured:
+            seen = self._seen(view)
+            seen.update(bits.tolist())
+            seen.discard(0)
+        return bits
+
+    def _seen(self, view: LoadView) -> set[int]:
+        seen: set[int] = view.derived(self._seen_key, lambda _: set())
+        return seen
 
     def reason_bits(self, snapshot: Snapshot, idx: IntArray) -> IntArray:
         """Per row of `idx`: bit 2i = check i over its limit, bit 2i+1 = no fresh metrics for it."""

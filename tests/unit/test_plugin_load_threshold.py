@@ -150,6 +150,18 @@ def test_reserved_pods_push_a_node_over_the_limit_before_metrics_catch_up(rig: R
     assert r.verdicts(code=UNRES)["n0"] == "ok"
 
 
+def test_a_reservation_adding_a_second_reason_set_is_told_apart_in_the_batch(rig: RigFactory) -> None:
+    """The batch names one reason set without looking at each row while the rows have had one;
+    a reservation that brings a second must be told apart (filter() per node checks it)."""
+    r = rig(3, args=LoadThresholdArgs(network_utilization_percent=0))
+    r.load(**{CPU: {"n0": 0.9, "n1": 0.1, "n2": 0.1}, MEMORY: {"n0": 0.1, "n1": 0.94, "n2": 0.1}})
+    cpu, memory = "node(s) had cpu utilisation above 65%", "node(s) had memory utilisation above 95%"
+    assert r.verdicts(code=UNRES) == {"n0": (cpu,), "n1": "ok", "n2": "ok"}
+    pod = make_pod("big").req(memory="1Gi").info()  # 1Gi x 0.70 / 8Gi = 8.75 %: n1 at 102.75 %
+    assert r.plugin.reserve(CycleState(), pod, "n1").ok
+    assert r.verdicts(code=UNRES) == {"n0": (cpu,), "n1": (memory,), "n2": "ok"}
+
+
 def test_filter_of_a_node_outside_the_snapshot(rig: RigFactory) -> None:
     r = rig(1, args=LoadThresholdArgs(prometheus=PrometheusArgs(stale_policy="failClosed")))
     r.load()
