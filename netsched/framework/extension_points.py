@@ -315,6 +315,13 @@ class ReservePlugin(Plugin[ArgsT]):
         """Undo reserve(); must be idempotent and must not fail."""
         raise NotImplementedError
 
+    def shared_reservation(self) -> object | None:
+        """What reserve() / unreserve() record, when that is all they do and several plugins record
+        it alike (the metric plugins reserving a pod with their shared source's estimator): of
+        a profile's Reserve plugins naming the same object, only the first is called, at
+        Reserve and Unreserve.  None (the default): this plugin is always called."""
+        return None
+
 
 class PermitPlugin(Plugin[ArgsT]):
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:

@@ -87,7 +87,7 @@ class Framework(FrameworkHandle):
         self.post_filter_plugins = at("postFilter", PostFilterPlugin)
         self.pre_score_plugins = at("preScore", PreScorePlugin)
         self.score_plugins = at("score", ScorePlugin)
-        self.reserve_plugins = at("reserve", ReservePlugin)
+        self.reserve_plugins = _one_per_shared_reservation(at("reserve", ReservePlugin))
         self.permit_plugins = at("permit", PermitPlugin)
         self.pre_bind_plugins = at("preBind", PreBindPlugin)
         self.bind_plugins = at("bind", BindPlugin)
@@ -401,6 +401,21 @@ class Framework(FrameworkHandle):
         for p in self.post_bind_plugins:
             self._calls.call("PostBind", p, state, pod, p.post_bind, state, pod, node_name)
         self._calls.observe("PostBind", started)
+
+
+def _one_per_shared_reservation(plugins: list[ReservePlugin[AnyArgs]]) -> list[ReservePlugin[AnyArgs]]:
+    """The Reserve plugins to call: the first of those sharing a reservation (ReservePlugin.
+    shared_reservation), and every plugin that shares none."""
+    seen: set[int] = set()
+    out = []
+    for p in plugins:
+        shared = p.shared_reservation()
+        if shared is not None:
+            if id(shared) in seen:
+                continue
+            seen.add(id(shared))
+        out.append(p)
+    return out
 
 
 def _score(

@@ -114,6 +114,14 @@ class MetricScorePlugin(ScorePlugin[ArgsT], ReservePlugin[ArgsT]):
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         self.source.unreserve(pod)
 
+    def shared_reservation(self) -> object | None:
+        """The source, whose estimator every metric plugin reserving with it records alike:
+        one of them is called per profile.  None for a subclass whose reserve() does more."""
+        cls = type(self)
+        if cls.reserve is MetricScorePlugin.reserve and cls.unreserve is MetricScorePlugin.unreserve:
+            return self.source
+        return None
+
 
 @dataclass(frozen=True)
 class MetricArgs(PluginArgs):

@@ -204,3 +204,8 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         self.source.unreserve(pod)
+
+    def shared_reservation(self) -> object | None:
+        """The source: its estimator is what reserve() records, as the score plugins reading
+        the same source do (one of them is called per profile)."""
+        return self.source

@@ -12,6 +12,10 @@ import pytest
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
 from netsched.metrics import LINK_SPEED, NETWORK_RX, NETWORK_TX, MetricsHub, PrometheusArgs, QueryError
+from netsched.plugins.coscheduling import Coscheduling
+from netsched.plugins.gang_topology import GangTopology
+from netsched.plugins.load_aware import LoadAware
+from netsched.plugins.load_threshold import LoadThreshold, LoadThresholdArgs
 from netsched.plugins.network_traffic import NetworkTraffic, NetworkTrafficArgs
 from netsched.testing.builders import make_pod
 from netsched.testing.clock import FakeClock
@@ -171,3 +175,25 @@ def test_plugins_share_one_source_per_args() -> None:
     a = build_plugin(NetworkTraffic, NetworkTrafficArgs.default(), metrics=hub)
     b = build_plugin(NetworkTraffic, NetworkTrafficArgs.default(), metrics=hub)
     assert a.source is b.source and len(hub.pollers) == 1
+
+
+def test_a_profile_calls_one_reserve_per_shared_source() -> None:
+    """NetworkTraffic, LoadAware and LoadThreshold with one prometheus block record a pod in one
+    estimator: the first of them is the one Reserve and Unreserve call.  GangTopology, whose
+    reserve() does more, and a plugin of another source are called too."""
+    hub = MetricsHub(clock=FakeClock(), client_factory=FakePrometheus().factory)
+    other = PrometheusArgs(prometheus_address="http://other:9090")
+    fwk = build_framework(
+        [NetworkTraffic, LoadAware, LoadThreshold, GangTopology, Coscheduling],
+        args={"LoadThreshold": LoadThresholdArgs(prometheus=other)},
+        metrics=hub,
+    )
+    names = [p.name for p in fwk.reserve_plugins]
+    assert names == ["NetworkTraffic", "LoadThreshold", "GangTopology", "Coscheduling"]
+    nt, la = fwk.plugins["NetworkTraffic"], fwk.plugins["LoadAware"]
+    assert isinstance(nt, NetworkTraffic) and isinstance(la, LoadAware) and nt.source is la.source
+    pod = make_pod("p").req(cpu="1").info()
+    assert fwk.run_reserve(fwk.new_cycle_state(), pod, "n0").ok
+    assert nt.source.estimator.holds(pod.uid, "n0")
+    fwk.run_unreserve(fwk.new_cycle_state(), pod, "n0")
+    assert not nt.source.estimator.holds(pod.uid, "n0")
