@@ -83,14 +83,16 @@ def pod_load(pod: PodInfo, args: EstimationArgs) -> FloatArray:
     return np.array([cpu, mem, rx, tx], dtype=np.float64)
 
 
-def _same_load_fields(a: PodInfo, b: PodInfo) -> bool:
-    """Whether pod_load(a) is pod_load(b): what it reads is the same."""
+def _load_key(pod: PodInfo) -> tuple[object, ...]:
+    """Everything pod_load reads of `pod`: pods with equal keys have equal loads."""
+    limits, annotations = pod.limits, pod.annotations
     return (
-        a.uid == b.uid
-        and a.limits is b.limits
-        and a.annotations is b.annotations
-        and a.nonzero_cpu == b.nonzero_cpu
-        and a.nonzero_memory == b.nonzero_memory
+        pod.nonzero_cpu,
+        pod.nonzero_memory,
+        limits.get(CPU, 0),
+        limits.get(MEMORY, 0),
+        annotations.get(INGRESS_BANDWIDTH),
+        annotations.get(EGRESS_BANDWIDTH),
     )
 
 
@@ -114,6 +116,7 @@ Coverage = tuple[FloatArray, FloatArray, FloatArray]
 # (an object and a list per pod that it kept scanning made its older collections run
 # about twice as often as with kube's default profile alone).
 _Pending = tuple[str, str, float, FloatArray, int]
+_LOADS_KEPT = 256  # distinct pod loads Estimator.load keeps
 _NODE, _AT, _OPEN = 1, 2, 4  # positions in a _Pending read by name
 _ALL_OPEN = (1 << len(GROUP_COLUMNS)) - 1
 
@@ -132,7 +135,7 @@ class Estimator:
         self._index: dict[str, int] | None = None  # the snapshot.index `_rows` is aligned with
         self._rows: FloatArray = np.zeros((0, COLUMNS))
         self._synced_version = -1
-        self._last_load: tuple[PodInfo, FloatArray] | None = None
+        self._loads: dict[tuple[object, ...], FloatArray] = {}  # load() by _load_key
         # Change tracking for readers that keep per-row results (LoadView.per_row): every
         # change of a row is a new generation, logged; realigning changes everything.
         self._changes = RowLog()  # its counter is the generation; realigning steps and restarts it
@@ -174,15 +177,16 @@ class Estimator:
         return p is not None and p[_NODE] == node
 
     def load(self, pod: PodInfo) -> FloatArray:
-        """pod_load(pod), computed once for the pod being scheduled (a scoring plugin reads it,
-        then reserving it does); the array is shared: do not modify it."""
-        last = self._last_load
-        # Reserve sees the assumed copy of the pod scoring saw: same uid, same field objects.
-        if last is not None and _same_load_fields(last[0], pod):
-            return last[1]
-        load = pod_load(pod, self.args)
-        self._last_load = (pod, load)
-        return load
+        """pod_load(pod), computed once per distinct load (a scoring plugin reads it, then
+        reserving it does; pods of one workload share theirs); one array per load, shared:
+        do not modify it."""
+        key = _load_key(pod)
+        got = self._loads.get(key)
+        if got is None:
+            if len(self._loads) >= _LOADS_KEPT:  # many distinct pods: start over
+                self._loads.clear()
+            got = self._loads[key] = pod_load(pod, self.args)
+        return got
 
     def remove(self, uid: str) -> None:
         with self._lock:

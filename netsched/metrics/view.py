@@ -249,12 +249,13 @@ class LoadView:
         if not self.measured:
             rx, tx = self._src.requested_bandwidth(self._snapshot, idx)
             return NetworkLoad(np.fmax(rx, tx), speed[idx], np.ones(len(idx), dtype=bool), False, known)
-        est = self.estimates()
+        est = self._estimates_of(idx)
         busy = np.fmax(
-            self.value(NETWORK_RX)[idx] + est[idx, RX_COL], self.value(NETWORK_TX)[idx] + est[idx, TX_COL]
+            self.value(NETWORK_RX).take(idx) + est[:, RX_COL],
+            self.value(NETWORK_TX).take(idx) + est[:, TX_COL],
         )
-        fresh = self.fresh(NETWORK_RX)[idx] & self.fresh(NETWORK_TX)[idx]
-        return NetworkLoad(busy, speed[idx], fresh, True, known)
+        fresh = self.fresh(NETWORK_RX).take(idx) & self.fresh(NETWORK_TX).take(idx)
+        return NetworkLoad(busy, speed.take(idx), fresh, True, known)
 
     def usage(self, resource: str, idx: IntArray) -> Usage:
         """CPU or memory (netsched.metrics CPU / MEMORY) utilisation of rows `idx`."""
@@ -278,9 +279,13 @@ class LoadView:
         if not self.measured:
             requested = self._snapshot.nonzero_requested[idx, col]
             return Usage(requested / alloc, np.ones(len(idx), dtype=bool), False)
-        extra = self.estimates()[idx, col]
-        extra /= alloc
-        return Usage(self.value(resource)[idx] + extra, self.fresh(resource)[idx], True)
+        extra = np.divide(self._estimates_of(idx)[:, col], alloc)
+        return Usage(self.value(resource).take(idx) + extra, self.fresh(resource).take(idx), True)
+
+    def _estimates_of(self, idx: IntArray) -> FloatArray:
+        """The estimates' rows `idx` ((rows, 4), once per recomputation of the kept results:
+        read-only); take() rather than est[idx, col], numpy's slow mixed-indexing path."""
+        return self.batched(_ESTIMATE_ROWS, idx, lambda rows: self.estimates().take(rows, axis=0))
 
     def allocatable(self, resource: str) -> FloatArray:
         """The nodes' allocatable `resource` (CPU or MEMORY) per row as floats, +inf where a node
@@ -437,6 +442,7 @@ class _Kept:
 _SPEED_KNOWN = "netsched.metrics/link-speed-known"
 _FEW = 8  # rows marked one by one (an index array costs more below this)
 _ESTIMATES = "netsched.metrics/estimates"
+_ESTIMATE_ROWS = "netsched.metrics/estimate-rows"
 
 
 def _speed_known(view: LoadView) -> BoolArray:

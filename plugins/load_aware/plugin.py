@@ -69,6 +69,7 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         self.source.require(*self.weights)
         self._load_cols = np.array([CPU_COL if r == CPU else MEMORY_COL for r in self.weights])
         self._shapes = _Shapes()
+        self._last_amounts: tuple[FloatArray, FloatArray, tuple[float, ...]] | None = None
         self._weight_sum = float(sum(self.weights.values()))
 
     # ------------------------------------------------------------ scoring
@@ -96,8 +97,7 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
                 [float(pod.nonzero_cpu if r == CPU else pod.nonzero_memory) for r in self.weights]
             )
             return self._scores(amounts, self._carry(snapshot, idx))
-        amounts = self.source.pod_load(pod).take(self._load_cols)
-        shape = tuple(amounts.tolist())
+        amounts, shape = self._amounts(pod)
         if self._shapes.repeated(shape, view):
             kept = view.per_row_complete(
                 (self, shape), lambda rows: self._own_scores(snapshot, amounts, rows), idx
@@ -106,6 +106,16 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
                 return kept
         carried = view.per_row(self, lambda rows: self._carried(view, snapshot, rows), idx)
         return self._scores(amounts, carried)
+
+    def _amounts(self, pod: PodInfo) -> tuple[FloatArray, tuple[float, ...]]:
+        """The pod's load of each weighted resource, and as a tuple (the _Shapes key); derived
+        once per load array (the estimator hands pods of one load the same one)."""
+        load = self.source.pod_load(pod)
+        last = self._last_amounts
+        if last is None or last[0] is not load:
+            amounts = load.take(self._load_cols)
+            last = self._last_amounts = (load, amounts, tuple(amounts.tolist()))
+        return last[1], last[2]
 
     def _own_scores(self, snapshot: Snapshot, amounts: FloatArray, rows: IntArray) -> IntArray:
         """Per row, the score of a pod of load `amounts`, -1 where a resource has no fresh sample."""

@@ -18,6 +18,7 @@ from netsched.metrics import (
     pod_bandwidth,
     pod_load,
 )
+from netsched.metrics.estimation import Estimator
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.clock import FakeClock
 from netsched.testing.prometheus import FakePrometheus, fake_hub
@@ -33,6 +34,28 @@ def test_pod_load_is_max_of_request_and_limit_times_factor() -> None:
     bare = pod_load(make_pod("q").info(), EstimationArgs())
     assert bare[0] == pytest.approx(100 * 0.85)  # kube's scoring default for a pod without requests
     assert bare[2] == bare[3] == MI  # default bandwidth each way
+
+
+def test_the_estimator_computes_each_distinct_load_once_and_tells_every_field_apart() -> None:
+    est = Estimator(EstimationArgs(), FakeClock().wall)
+    base = make_pod("a").req(cpu="500m", memory="1Gi")
+    same = est.load(make_pod("b").req(cpu="500m", memory="1Gi").info())
+    assert est.load(base.info()) is same  # another pod of the same load: the same array
+    others = [
+        make_pod("c").req(cpu="600m", memory="1Gi"),
+        make_pod("d").req(cpu="500m", memory="2Gi"),
+        make_pod("e").req(cpu="500m", memory="1Gi").limit(cpu="2"),
+        make_pod("f").req(cpu="500m", memory="1Gi").limit(memory="2Gi"),
+        make_pod("g").req(cpu="500m", memory="1Gi").annotation("kubernetes.io/ingress-bandwidth", "10M"),
+        make_pod("h").req(cpu="500m", memory="1Gi").annotation("kubernetes.io/egress-bandwidth", "10M"),
+    ]
+    for b in others:  # each field pod_load reads makes a load of its own
+        pod = b.info()
+        got = est.load(pod)
+        assert got is not same and got.tolist() == pod_load(pod, EstimationArgs()).tolist()
+    for i in range(600):  # more distinct loads than kept: still each pod's own
+        pod = make_pod(f"x{i}").req(cpu=f"{i + 1}m").info()
+        assert est.load(pod).tolist() == pod_load(pod, EstimationArgs()).tolist()
 
 
 @pytest.mark.parametrize(
