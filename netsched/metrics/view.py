@@ -369,7 +369,7 @@ class LoadView:
         self._per_row.pop(key, None)
 
     def _recompute_marked(self) -> None:
-        rows = np.flatnonzero(self._dirty)
+        rows = self._dirty.nonzero()[0]
         self._batch = (rows, {})
         try:
             for kept in self._per_row.values():

@@ -96,15 +96,15 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
             amounts = np.array(
                 [float(pod.nonzero_cpu if r == CPU else pod.nonzero_memory) for r in self.weights]
             )
-            return self._scores(amounts, self._carry(snapshot, idx))
+            return self._scores(amounts, self._carry(view, idx))
         amounts, shape = self._amounts(pod)
         if self._shapes.repeated(shape, view):
             kept = view.per_row_complete(
-                (self, shape), lambda rows: self._own_scores(snapshot, amounts, rows), idx
+                (self, shape), lambda rows: self._own_scores(view, amounts, rows), idx
             )
             if kept is not None:
                 return kept
-        carried = view.per_row(self, lambda rows: self._carried(view, snapshot, rows), idx)
+        carried = view.per_row(self, lambda rows: self._carried(view, rows), idx)
         return self._scores(amounts, carried)
 
     def _amounts(self, pod: PodInfo) -> tuple[FloatArray, tuple[float, ...]]:
@@ -117,9 +117,9 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
             last = self._last_amounts = (load, amounts, tuple(amounts.tolist()))
         return last[1], last[2]
 
-    def _own_scores(self, snapshot: Snapshot, amounts: FloatArray, rows: IntArray) -> IntArray:
+    def _own_scores(self, view: LoadView, amounts: FloatArray, rows: IntArray) -> IntArray:
         """Per row, the score of a pod of load `amounts`, -1 where a resource has no fresh sample."""
-        carried = self._carried(self.source.view(snapshot), snapshot, rows)
+        carried = self._carried(view, rows)
         return self._scores(amounts, carried, mark_stale=True)
 
     def _scores(self, amounts: FloatArray, carried: FloatArray, mark_stale: bool = False) -> IntArray:
@@ -149,18 +149,17 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
             out[~fresh.all(axis=0)] = -1
         return out
 
-    def _carried(self, view: LoadView, snapshot: Snapshot, rows: IntArray) -> FloatArray:
+    def _carried(self, view: LoadView, rows: IntArray) -> FloatArray:
         """_carry(rows), once per recomputation of the view's kept results for every key
         that reads it (the carried columns and each kept load's scores)."""
-        return view.batched(self, rows, lambda r: self._carry(snapshot, r))
+        return view.batched(self, rows, lambda r: self._carry(view, r))
 
-    def _carry(self, snapshot: Snapshot, rows: IntArray) -> FloatArray:
+    def _carry(self, view: LoadView, rows: IntArray) -> FloatArray:
         """Per row, by column: each resource's utilisation (measured + estimated, or requested,
         over allocatable), then 1.0 / 0.0 for fresh / stale, then allocatable (+inf for none,
         so that a share of it is 0)."""
         k = len(self.weights)
         kept = np.empty((len(rows), 3 * k))
-        view = self.source.view(snapshot)
         for j, res in enumerate(self.weights):
             use = view.usage(res, rows)
             kept[:, j] = use.utilisation
