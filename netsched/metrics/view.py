@@ -121,6 +121,7 @@ class LoadView:
         "_alloc_version",
         "_clean_gen",
         "_batch",
+        "_blocks",
     )
 
     def __init__(self, src: _Source, snapshot: Snapshot, table: MetricsTable, measured: bool) -> None:
@@ -147,6 +148,8 @@ class LoadView:
         # While kept results are recomputed: (their rows, readings of those rows by kind), so
         # the plugins' computes read each of network() / usage() once for all of them.
         self._batch: tuple[IntArray, dict[Hashable, Any]] | None = None
+        # network() / usage() inputs by kind: ((freshness epoch, allocatable version), block)
+        self._blocks: dict[str, tuple[tuple[int, int], FloatArray]] = {}
 
     @property
     def fail_closed(self) -> bool:
@@ -244,18 +247,15 @@ class LoadView:
         return self.batched(NETWORK_RX, idx, self._network)
 
     def _network(self, idx: IntArray) -> NetworkLoad:
-        speed = self.value(LINK_SPEED)  # a link speed does not go stale
-        known = self.derived(_SPEED_KNOWN, _speed_known).take(idx)
-        if not self.measured:
+        if not self.measured:  # (a link speed does not go stale: it is read as polled)
             rx, tx = self._src.requested_bandwidth(self._snapshot, idx)
-            return NetworkLoad(np.fmax(rx, tx), speed[idx], np.ones(len(idx), dtype=bool), False, known)
+            speed = self.value(LINK_SPEED).take(idx)
+            known = self.derived(_SPEED_KNOWN, _speed_known).take(idx)
+            return NetworkLoad(np.fmax(rx, tx), speed, np.ones(len(idx), dtype=bool), False, known)
+        rows = self._inputs(NETWORK_RX, idx)
         est = self._estimates_of(idx)
-        busy = np.fmax(
-            self.value(NETWORK_RX).take(idx) + est[:, RX_COL],
-            self.value(NETWORK_TX).take(idx) + est[:, TX_COL],
-        )
-        fresh = self.fresh(NETWORK_RX).take(idx) & self.fresh(NETWORK_TX).take(idx)
-        return NetworkLoad(busy, speed.take(idx), fresh, True, known)
+        busy = np.fmax(rows[:, 0] + est[:, RX_COL], rows[:, 1] + est[:, TX_COL])
+        return NetworkLoad(busy, rows[:, 2], rows[:, 3] > 0, True, rows[:, 4] > 0)
 
     def usage(self, resource: str, idx: IntArray) -> Usage:
         """CPU or memory (netsched.metrics CPU / MEMORY) utilisation of rows `idx`."""
@@ -274,13 +274,38 @@ class LoadView:
         return got
 
     def _usage(self, resource: str, idx: IntArray) -> Usage:
-        alloc = self.allocatable(resource).take(idx)
         col = CPU_COL if resource == CPU else MEMORY_COL
         if not self.measured:
             requested = self._snapshot.nonzero_requested[idx, col]
-            return Usage(requested / alloc, np.ones(len(idx), dtype=bool), False)
-        extra = np.divide(self._estimates_of(idx)[:, col], alloc)
-        return Usage(self.value(resource).take(idx) + extra, self.fresh(resource).take(idx), True)
+            return Usage(
+                requested / self.allocatable(resource).take(idx), np.ones(len(idx), dtype=bool), False
+            )
+        rows = self._inputs(resource, idx)
+        extra = np.divide(self._estimates_of(idx)[:, col], rows[:, 2])
+        return Usage(rows[:, 0] + extra, rows[:, 1] > 0, True)
+
+    def _inputs(self, kind: str, idx: IntArray) -> FloatArray:
+        """Rows `idx` of what network() (kind NETWORK_RX: rx, tx, link speed, fresh, speed known)
+        or usage(kind) (value, fresh, allocatable) reads of the sample, freshness current: one
+        take() of a per-view block instead of one per column (1.0 / 0.0 for the masks)."""
+        if self._batch is None:  # (recomputing kept results: _settle revalidated the masks)
+            self._revalidate(self._src.wall())
+        as_of = (self._fresh_epoch, self._snapshot.allocatable_version)
+        got = self._blocks.get(kind)
+        if got is None or got[0] != as_of:
+            if kind == NETWORK_RX:
+                cols = [
+                    self.value(NETWORK_RX),
+                    self.value(NETWORK_TX),
+                    self.value(LINK_SPEED),
+                    self.fresh(NETWORK_RX) & self.fresh(NETWORK_TX),
+                    self.derived(_SPEED_KNOWN, _speed_known),
+                ]
+            else:
+                cols = [self.value(kind), self.fresh(kind), self.allocatable(kind)]
+            # Building may compute a first mask (no new epoch) but replaces none: as_of holds.
+            got = self._blocks[kind] = (as_of, np.column_stack(cols).astype(np.float64))
+        return got[1].take(idx, axis=0)
 
     def _estimates_of(self, idx: IntArray) -> FloatArray:
         """The estimates' rows `idx` ((rows, 4), once per recomputation of the kept results:

@@ -91,6 +91,23 @@ def test_freshness_follows_the_clock_without_a_new_poll() -> None:
     assert not view.fresh(MEMORY)[0]  # no series
 
 
+def test_reads_of_a_few_rows_follow_the_clock_without_a_new_poll() -> None:
+    """network() and usage() of rows say what fresh() says now, not what it said when they were
+    first read (the view keeps their inputs in one block per kind)."""
+    clock, src, _, snap, _ = world()
+    view = src.view(snap)
+    idx = np.array([5, 4, 0], dtype=np.int64)
+    assert view.usage(CPU, idx).fresh.tolist() == [True, True, True]
+    assert view.network(idx).fresh.tolist() == [True, True, True]
+    clock.step(15)  # CPU of n5 is 65 s old; network samples (0..5 s old) are not yet
+    assert view.usage(CPU, idx).fresh.tolist() == [False, True, True]
+    assert view.network(idx).fresh.tolist() == [True, True, True]
+    clock.step(42)  # network of n5 and n4 is 62 and 61 s old, n0's 57 s
+    assert view.network(idx).fresh.tolist() == [False, False, True]
+    assert view.usage(CPU, idx).fresh.tolist() == [False, False, True]
+    assert view.network(idx).fresh.tolist() == view.fresh(NETWORK_RX)[idx].tolist()
+
+
 def test_estimates_are_live_and_read_only() -> None:
     _, src, _, snap, _ = world()
     rows = src.view(snap).estimates()
