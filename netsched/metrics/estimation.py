@@ -151,7 +151,7 @@ class Estimator:
         """Count `pod` on `node` from `at` (wall seconds); idempotent per pod uid.  `hint`: the
         pod's network load as a plugin of its cycle knows it (used when not annotated)."""
         if self.holds(pod.uid, node):
-            return  # the second and third plugin reserving the pod: nothing to parse again
+            return  # already counted there (a profile calls one reserving plugin per source)
         load = self.load(pod)
         if hint is not None and not _annotated(pod):
             got = hint(pod, node)

@@ -190,8 +190,6 @@ class MetricSource:
     def reserve(self, pod: PodInfo, node_name: str, state: CycleState | None = None) -> None:
         """Count the pod's expected load on the node until metrics cover it (idempotent per uid);
         `state`: the pod's cycle, where a plugin may have left a BANDWIDTH_HINT."""
-        if self.estimator.holds(pod.uid, node_name):
-            return  # the second and third plugin reserving the pod
         hint = state.get(BANDWIDTH_HINT) if state is not None else None
         self.estimator.add(pod, node_name, self._wall(), hint)
 
