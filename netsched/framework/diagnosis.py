@@ -72,9 +72,9 @@ class Diagnosis:
         self.pending_plugins: set[str] = set() if pending_plugins is None else pending_plugins
         self.pre_filter_msg = pre_filter_msg
         self.post_filter_msg = post_filter_msg
-        # (plugin, the rows it looked at, rejection, how many) not yet counted into the fields
+        # (plugin, the rows it looked at, rejection) not yet counted into the fields
         # above: a search that finds nodes never gathers the rejected rows
-        self._recorded: list[tuple[str, IntArray, Rejection, int]] = []
+        self._recorded: list[tuple[str, IntArray, Rejection]] = []
 
     @property
     def node_codes(self) -> npt.NDArray[np.int8]:
@@ -100,11 +100,8 @@ class Diagnosis:
         for rej in rejections:
             if rej.code == Code.ERROR:
                 return np.zeros(len(rows), dtype=bool), Status(Code.ERROR, list(rej.reasons), plugin)
-            cnt = int(np.count_nonzero(rej.mask))
-            if not cnt:
-                continue
             failed = rej.mask if failed is None else failed | rej.mask
-            self._recorded.append((plugin, rows, rej, cnt))
+            self._recorded.append((plugin, rows, rej))  # (an empty mask counts for nothing)
         return (np.zeros(len(rows), dtype=bool) if failed is None else failed), None
 
     def record_node(self, row: int, st: Status) -> None:
@@ -118,10 +115,11 @@ class Diagnosis:
             return
         self._recorded = []
         codes = self._node_codes
-        for plugin, rows, rej, cnt in recorded:
+        for plugin, rows, rej in recorded:
             hit = rows[rej.mask]
-            codes[hit] = np.maximum(codes[hit], int(rej.code))
-            self._count(plugin, rej.reasons, cnt)
+            if len(hit):
+                codes[hit] = np.maximum(codes[hit], int(rej.code))
+                self._count(plugin, rej.reasons, len(hit))
 
     def _count(self, plugin: str, reasons: Iterable[str], nodes: int) -> None:
         for reason in reasons:

@@ -48,7 +48,7 @@ class MetricSource:
     def __init__(self, args: PrometheusArgs, poller: Poller, wall: Callable[[], float], view: int) -> None:
         self.args = args
         self.poller = poller
-        self._wall = wall
+        self.wall = wall  # the clock (wall seconds)
         self._keys: dict[str, QueryKey] = {}
         self._lock = threading.Lock()
         self.estimator = Estimator(args.estimation, wall)
@@ -126,7 +126,7 @@ class MetricSource:
         The value array is shared and read-only; the age array is new each call.
         """
         vals, ts = self._aligned(self._key(metric), snapshot)
-        age = self._wall() - ts
+        age = self.wall() - ts
         np.maximum(age, 0.0, out=age)  # a Prometheus clock slightly ahead is not "from the future"
         return vals, age
 
@@ -146,9 +146,6 @@ class MetricSource:
     def requires(self, metric: str) -> bool:
         return metric in self._keys
 
-    def wall(self) -> float:
-        return self._wall()
-
     def view(self, snapshot: Snapshot) -> LoadView:
         """The shared LoadView of `snapshot` as of the current table (see view.py): built once
         per poll, fallback change and node layout, kept in the snapshot's cache."""
@@ -156,7 +153,15 @@ class MetricSource:
         table = poller.table
         measured = not (poller.fallback or table.version == 0)  # not in_fallback
         v: LoadView | None = snapshot.cache.get(self._view_key)
-        if v is None or not v.current(self, table, measured, snapshot):
+        # Still the view of this source (a reloaded config may make another one under the same
+        # key), table, fallback state and snapshot?
+        if (
+            v is None
+            or v.table is not table
+            or v.measured != measured
+            or v.source is not self
+            or v.snapshot is not snapshot
+        ):
             v = snapshot.cache[self._view_key] = LoadView(self, snapshot, table, measured)
         return v
 
@@ -191,7 +196,7 @@ class MetricSource:
         """Count the pod's expected load on the node until metrics cover it (idempotent per uid);
         `state`: the pod's cycle, where a plugin may have left a BANDWIDTH_HINT."""
         hint = state.get(BANDWIDTH_HINT) if state is not None else None
-        self.estimator.add(pod, node_name, self._wall(), hint)
+        self.estimator.add(pod, node_name, self.wall(), hint)
 
     def pod_load(self, pod: PodInfo) -> FloatArray:
         """What `pod` is expected to add to a node ([cpu, memory, rx, tx]: CPU_COL...), as the

@@ -52,7 +52,8 @@ class _Source(Protocol):
     def max_age(self) -> float: ...
     @property
     def estimator(self) -> _Rows: ...
-    def wall(self) -> float: ...
+    @property
+    def wall(self) -> Callable[[], float]: ...
     def requires(self, metric: str) -> bool: ...
     def keyed_series(self, metric: str, table: MetricsTable) -> Series | None: ...
     def aligned(
@@ -104,13 +105,14 @@ class LoadView:
     __slots__ = (
         "measured",
         "table",
-        "_src",
-        "_snapshot",
+        "source",
+        "snapshot",
         "_values",
         "_stamps",
         "_fresh",
         "_fresh_epoch",
         "_fresh_bounds",
+        "_max_age",
         "_derived",
         "_per_row",
         "_kept_as_of",
@@ -127,14 +129,15 @@ class LoadView:
     def __init__(self, src: _Source, snapshot: Snapshot, table: MetricsTable, measured: bool) -> None:
         self.measured = measured  # False: fallback, readings come from requests
         self.table = table
-        self._src = src
-        self._snapshot = snapshot
+        self.source = src
+        self.snapshot = snapshot
         self._values: dict[str, FloatArray] = {}
         self._stamps: dict[str, FloatArray] = {}
         # metric -> (mask, wall time it was computed at, oldest fresh stamp)
         self._fresh: dict[str, tuple[BoolArray, float, float]] = {}
         self._fresh_epoch = 0  # bumped whenever a freshness mask is replaced
         self._fresh_bounds = _NO_BOUNDS  # (latest computation, oldest fresh sample) over the masks
+        self._max_age = src.max_age  # (a reload that changes it makes a new source, so a new view)
         self._derived: dict[str, Any] = {}
         self._per_row: dict[Hashable, _Kept] = {}
         self._kept_as_of = (-1, -1)  # (freshness epoch, allocatable version) of the kept results
@@ -153,17 +156,7 @@ class LoadView:
 
     @property
     def fail_closed(self) -> bool:
-        return self._src.fail_closed
-
-    def current(self, src: object, table: MetricsTable, measured: bool, snapshot: Snapshot) -> bool:
-        """Still the view of this source (a reloaded config may make another one under the
-        same cache key), table, fallback state and snapshot."""
-        return (
-            src is self._src
-            and table is self.table
-            and measured == self.measured
-            and snapshot is self._snapshot
-        )
+        return self.source.fail_closed
 
     # ------------------------------------------------------------ per-row columns (all rows)
 
@@ -171,7 +164,7 @@ class LoadView:
         """The polled value per snapshot row (NaN: no sample); read-only, shared."""
         got = self._values.get(metric)
         if got is None:
-            got, self._stamps[metric] = self._src.aligned(metric, self._snapshot, self.table)
+            got, self._stamps[metric] = self.source.aligned(metric, self.snapshot, self.table)
             self._values[metric] = got
         return got
 
@@ -190,8 +183,8 @@ class LoadView:
         got = self._fresh.get(metric)
         if got is not None and self._batch is not None:
             return got[0]  # kept results are being recomputed: _settle revalidated every mask
-        now = self._src.wall()
-        max_age = self._src.max_age
+        now = self.source.wall()
+        max_age = self._max_age
         if got is not None and got[1] <= now and now - got[2] <= max_age:
             return got[0]
         ts = self.stamps(metric)
@@ -210,7 +203,7 @@ class LoadView:
         changed: every mask holds while the latest computation is not in the future and the
         oldest fresh sample of any mask has not aged out."""
         latest, oldest = self._fresh_bounds
-        if latest <= now and now - oldest <= self._src.max_age:
+        if latest <= now and now - oldest <= self._max_age:
             return
         for metric in tuple(self._fresh):
             self.fresh(metric)  # recomputes only the masks that changed
@@ -222,20 +215,20 @@ class LoadView:
         estimation module's CPU_COL, MEMORY_COL, RX_COL, TX_COL; live and read-only."""
         batch = self._batch
         if batch is None:
-            return self._src.estimator.rows(self._snapshot, self.table.version, self._coverage)
+            return self.source.estimator.rows(self.snapshot, self.table.version, self._coverage)
         # Kept results are being recomputed: _settle has just expired and covered the estimates.
         got: FloatArray | None = batch[1].get(_ESTIMATES)
         if got is None:
-            got = batch[1][_ESTIMATES] = self._src.estimator.rows(
-                self._snapshot, self.table.version, self._coverage
+            got = batch[1][_ESTIMATES] = self.source.estimator.rows(
+                self.snapshot, self.table.version, self._coverage
             )
         return got
 
     def _coverage(self) -> Coverage:
-        n = len(self._snapshot)
+        n = len(self.snapshot)
 
         def ts(metric: str) -> FloatArray:
-            return self.stamps(metric) if self._src.requires(metric) else np.full(n, np.nan)
+            return self.stamps(metric) if self.source.requires(metric) else np.full(n, np.nan)
 
         # A network estimate ends when both directions have been sampled after it.
         return ts(CPU), ts(MEMORY), np.fmin(ts(NETWORK_RX), ts(NETWORK_TX))
@@ -248,7 +241,7 @@ class LoadView:
 
     def _network(self, idx: IntArray) -> NetworkLoad:
         if not self.measured:  # (a link speed does not go stale: it is read as polled)
-            rx, tx = self._src.requested_bandwidth(self._snapshot, idx)
+            rx, tx = self.source.requested_bandwidth(self.snapshot, idx)
             speed = self.value(LINK_SPEED).take(idx)
             known = self.derived(_SPEED_KNOWN, _speed_known).take(idx)
             return NetworkLoad(np.fmax(rx, tx), speed, np.ones(len(idx), dtype=bool), False, known)
@@ -276,7 +269,7 @@ class LoadView:
     def _usage(self, resource: str, idx: IntArray) -> Usage:
         col = CPU_COL if resource == CPU else MEMORY_COL
         if not self.measured:
-            requested = self._snapshot.nonzero_requested[idx, col]
+            requested = self.snapshot.nonzero_requested[idx, col]
             return Usage(
                 requested / self.allocatable(resource).take(idx), np.ones(len(idx), dtype=bool), False
             )
@@ -289,8 +282,8 @@ class LoadView:
         or usage(kind) (value, fresh, allocatable) reads of the sample, freshness current: one
         take() of a per-view block instead of one per column (1.0 / 0.0 for the masks)."""
         if self._batch is None:  # (recomputing kept results: _settle revalidated the masks)
-            self._revalidate(self._src.wall())
-        as_of = (self._fresh_epoch, self._snapshot.allocatable_version)
+            self._revalidate(self.source.wall())
+        as_of = (self._fresh_epoch, self.snapshot.allocatable_version)
         got = self._blocks.get(kind)
         if got is None or got[0] != as_of:
             if kind == NETWORK_RX:
@@ -315,7 +308,7 @@ class LoadView:
     def allocatable(self, resource: str) -> FloatArray:
         """The nodes' allocatable `resource` (CPU or MEMORY) per row as floats, +inf where a node
         has none (so that any share of it is 0); read-only, rebuilt when an allocatable changes."""
-        snapshot = self._snapshot
+        snapshot = self.snapshot
         if self._alloc_version != snapshot.allocatable_version:
             self._alloc.clear()
             self._alloc_version = snapshot.allocatable_version
@@ -348,7 +341,7 @@ class LoadView:
         `idx` is only read, and the marked rows are looked for once per `idx` array object
         until a reservation marks more (the scorers of a cycle pass the same one): do not
         modify an array after passing it."""
-        snapshot = self._snapshot
+        snapshot = self.snapshot
         if idx is not None and idx.dtype.kind == "b":  # take() would read True / False as rows 1 / 0
             raise TypeError("LoadView.per_row: idx must be row numbers, got a boolean mask")
         if not self.measured:
@@ -411,24 +404,24 @@ class LoadView:
         as of now.  Three plugins ask per pod; while nothing changed (no estimate due to
         expire, no new reservation) that is one clock read and a few comparisons, and a
         reservation's row is marked once for all of them."""
-        est = self._src.estimator
-        now = self._src.wall()
-        gen = est.settled(self.table.version, self._snapshot, now)
+        est = self.source.estimator
+        now = self.source.wall()
+        gen = est.settled(self.table.version, self.snapshot, now)
         latest, oldest = self._fresh_bounds
         if (
             gen == self._marked_gen  # no new reservation, nothing to expire or cover
             and latest <= now  # no freshness mask to recompute (_revalidate's test)
-            and now - oldest <= self._src.max_age
-            and self._snapshot.allocatable_version == self._kept_as_of[1]
+            and now - oldest <= self._max_age
+            and self.snapshot.allocatable_version == self._kept_as_of[1]
         ):
             return
         if gen is None:
             self.estimates()  # expire and cover estimates first: they are part of the results
         self._revalidate(now)
-        as_of = (self._fresh_epoch, self._snapshot.allocatable_version)
+        as_of = (self._fresh_epoch, self.snapshot.allocatable_version)
         if as_of != self._kept_as_of:
             self._per_row.clear()
-            self._dirty = np.zeros(len(self._snapshot), dtype=bool)
+            self._dirty = np.zeros(len(self.snapshot), dtype=bool)
             self._kept_as_of = as_of
         if gen is None or gen != self._marked_gen:
             gen, changed = est.changes(self._marked_gen)
@@ -446,7 +439,7 @@ class LoadView:
 
     def series(self, metric: str) -> Series | None:
         """The view's answer to a query keyed otherwise than by node (require_keyed_query)."""
-        return self._src.keyed_series(metric, self.table)
+        return self.source.keyed_series(metric, self.table)
 
     def derived(self, name: str, build: Callable[[LoadView], T]) -> T:
         """`build(self)` once per view (sample generation, fallback state, layout), shared by

@@ -79,9 +79,6 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         return self.source, dict.fromkeys(self.weights)
 
     def candidate_scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
-        return self.scores(pod, snapshot, idx)
-
-    def scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
         """Scores of snapshot rows `idx` for `pod` (see the module docstring).
 
         Per resource: what the node carries (measured + estimated, or requested) over

@@ -50,8 +50,6 @@ class NetworkTraffic(MetricScorePlugin[NetworkTrafficArgs]):
         self.source.require(NETWORK_RX, NETWORK_TX, LINK_SPEED)
 
     def candidate_scores(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
-        return self.scores(snapshot, idx)
-
-    def scores(self, snapshot: Snapshot, idx: IntArray) -> IntArray:
-        """Scores of snapshot rows `idx` (see the module docstring for the formula)."""
+        """Scores of snapshot rows `idx` (see the module docstring for the formula): the pod's
+        own traffic is not part of it."""
         return cold_link_int_scores(self.source, snapshot, idx)

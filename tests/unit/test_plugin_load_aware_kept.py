@@ -95,7 +95,7 @@ class World:
         """The long path on columns computed now: a LoadAware that has seen no load yet."""
         fresh = LoadAware(self.args, self.plugin.handle)
         try:
-            return fresh.scores(pod, self.snap, idx).tolist()
+            return fresh.candidate_scores(pod, self.snap, idx).tolist()
         finally:
             self.src.view(self.snap).forget(fresh)  # its carried columns: keep the view small
 
@@ -167,10 +167,10 @@ def test_kept_scores_equal_the_long_path_through_a_random_burst(args: LoadAwareA
         pod = w.pod(rng.choice([0, 0, 1, 1, 2, 3, 4, 5, 6]) if seed == 1 else rng.randrange(len(LOADS)))
         idx = w.rows(rng)
         before = len(long_calls)
-        got = w.plugin.scores(pod, w.snap, idx).tolist()
+        got = w.plugin.candidate_scores(pod, w.snap, idx).tolist()
         kept_hits += len(long_calls) == before
         assert got == w.expected(pod, idx), f"step {step}: rows {idx.tolist()}"
-        assert got == w.plugin.scores(pod, w.snap, idx).tolist()  # asked again, same answer
+        assert got == w.plugin.candidate_scores(pod, w.snap, idx).tolist()  # asked again, same answer
         event = rng.random()
         if event < 0.55:  # the pod is reserved on a node: that row's estimates change
             node = NAMES[rng.randrange(N)]
@@ -201,12 +201,12 @@ def test_reservations_between_two_pods_of_a_load_change_the_kept_scores() -> Non
     w.hub.poll_now()
     idx = np.array([8, 2, 4], dtype=np.int64)
     calls = long_path_calls(w.plugin)
-    first = w.plugin.scores(w.pod(4), w.snap, idx).tolist()  # 1 cpu x 0.85 / 4 cpu = 0.2125
+    first = w.plugin.candidate_scores(w.pod(4), w.snap, idx).tolist()  # 1 cpu x 0.85 / 4 cpu = 0.2125
     assert first == [54, 54, 54] and len(calls) == 1  # 100 x (1 - 0.4625) = 53.75
-    second = w.plugin.scores(w.pod(4), w.snap, idx).tolist()
+    second = w.plugin.candidate_scores(w.pod(4), w.snap, idx).tolist()
     assert second == first and len(calls) == 1  # kept
     assert w.plugin.reserve(CycleState(), w.pod(4), "n2").ok
-    third = w.plugin.scores(w.pod(4), w.snap, idx).tolist()
+    third = w.plugin.candidate_scores(w.pod(4), w.snap, idx).tolist()
     # n2: 0.25 + 2 x 0.2125 = 0.675 -> 100 x (1 - u) = 32.5 -> 32 (round half to even)
     assert third == [54, 32, 54] and len(calls) == 1
     assert third == w.expected(w.pod(4), idx)
@@ -242,7 +242,7 @@ def test_more_loads_than_kept_take_turns_without_a_pass_over_every_row_per_pod()
 
     def score(load: int) -> None:
         pod = w.pod(load)
-        assert w.plugin.scores(pod, w.snap, idx).tolist() == w.expected(pod, idx), f"load {load}"
+        assert w.plugin.candidate_scores(pod, w.snap, idx).tolist() == w.expected(pod, idx), f"load {load}"
 
     for _ in range(5):  # keep + 2 loads taking turns
         for load in range(keep + 2):
@@ -268,7 +268,7 @@ def test_the_kept_path_falls_back_to_the_long_path_for_stale_candidates() -> Non
         with_stale = np.array([2, 1, 4, 11, 6], dtype=np.int64)
         for _ in range(3):
             pod = w.pod(1)
-            got = w.plugin.scores(pod, w.snap, with_stale).tolist()
+            got = w.plugin.candidate_scores(pod, w.snap, with_stale).tolist()
             assert got == w.expected(pod, with_stale) and min(got) >= 0
         assert len(calls) == 3
 
@@ -291,9 +291,9 @@ def test_two_load_aware_plugins_on_one_view_keep_their_own_scores() -> None:
         for plugin, args in ((w.plugin, w.args), (other, other_args)):
             pod = w.pod(load)
             fresh = LoadAware(args, plugin.handle)
-            want = fresh.scores(pod, w.snap, idx).tolist()
+            want = fresh.candidate_scores(pod, w.snap, idx).tolist()
             w.src.view(w.snap).forget(fresh)
-            assert plugin.scores(pod, w.snap, idx).tolist() == want, f"step {step} {plugin.args}"
+            assert plugin.candidate_scores(pod, w.snap, idx).tolist() == want, f"step {step} {plugin.args}"
         if rng.random() < 0.6:
             assert w.plugin.reserve(CycleState(), w.pod(load), NAMES[rng.randrange(N)]).ok
         elif rng.random() < 0.3:
