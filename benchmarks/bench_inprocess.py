@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import gc
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -136,6 +137,8 @@ def compare(n_nodes: int, n_pods: int, kind: str, shapes: int, rounds: int) -> N
     """Each profile in a process of its own (a second run in one process is slowed by the first's
     heap), alternating, `rounds` times; then the best-of ratio."""
     best: dict[str, float] = {}
+    ratios = []  # each round's metrics over the default run just before it
+    last_default = 0.0
     for _ in range(rounds):
         for profile in ("default", "metrics"):
             args = ["--nodes", str(n_nodes), "--pods", str(n_pods), "--kind", kind, "--shapes", str(shapes)]
@@ -146,6 +149,14 @@ def compare(n_nodes: int, n_pods: int, kind: str, shapes: int, rounds: int) -> N
             if got is None:
                 raise RuntimeError(f"no CPU figure in {line!r}")
             best[profile] = min(best.get(profile, float(got[1])), float(got[1]))
+            if profile == "default":
+                last_default = float(got[1])
+            else:
+                ratios.append(float(got[1]) / last_default)
+    out(
+        f"per-round ratios (metrics / the default run before it): {' '.join(f'{r:.2f}' for r in ratios)}, "
+        f"median {statistics.median(ratios):.2f}"
+    )
     out(
         f"metrics / default CPU per pod (best of {rounds}, interleaved): "
         f"{best['metrics']:.3f} / {best['default']:.3f} = {best['metrics'] / best['default']:.2f}x"
