@@ -45,7 +45,13 @@ from netsched.metrics.estimation import (
     pod_load,
 )
 from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
-from netsched.metrics.scoring import MetricArgs, MetricScorePlugin, QueryScorePlugin, RowScores
+from netsched.metrics.scoring import (
+    MetricArgs,
+    MetricScorePlugin,
+    QueryScorePlugin,
+    RowScores,
+    SourceReservation,
+)
 from netsched.metrics.source import MetricSource
 from netsched.metrics.traffic import PAIR_LABEL, TRAFFIC_PAIRS, TrafficArgs, TrafficGraph
 from netsched.metrics.utilisation import (
@@ -87,6 +93,7 @@ __all__ = [
     "PrometheusArgs",
     "QueryScorePlugin",
     "RowScores",
+    "SourceReservation",
     "Usage",
     "cold_link_int_scores",
     "cold_link_scores",

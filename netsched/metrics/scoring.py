@@ -69,7 +69,29 @@ class RowScores:
         return None if row is None else int(self.rows()[row])
 
 
-class MetricScorePlugin(ScorePlugin[ArgsT], ReservePlugin[ArgsT]):
+class SourceReservation(ReservePlugin[ArgsT]):
+    """Reserve / Unreserve of a plugin reading a MetricSource: the pod's expected load is counted
+    with the source's estimator until metrics cover it.  Every plugin of a profile doing only
+    this with one source records the same thing, so one of them is called (shared_reservation)."""
+
+    source: MetricSource
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        self.source.reserve(pod, node_name, state)
+        return Status.success()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        self.source.unreserve(pod)
+
+    def shared_reservation(self) -> object | None:
+        """The source; None for a subclass whose reserve() or unreserve() does more."""
+        cls = type(self)
+        if cls.reserve is SourceReservation.reserve and cls.unreserve is SourceReservation.unreserve:
+            return self.source
+        return None
+
+
+class MetricScorePlugin(ScorePlugin[ArgsT], SourceReservation[ArgsT]):
     """Scores computed in Score, for every candidate at once: no PreScore stage (a subclass
     that needs one, e.g. to Skip a pod, adds PreScorePlugin and its own pre_score)."""
 
@@ -106,21 +128,6 @@ class MetricScorePlugin(ScorePlugin[ArgsT], ReservePlugin[ArgsT]):
         if got is None:  # not a node of this cycle's snapshot: nothing is known about it
             return 0 if self.source.fail_closed else MAX_NODE_SCORE // 2
         return got
-
-    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        self.source.reserve(pod, node_name, state)
-        return Status.success()
-
-    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        self.source.unreserve(pod)
-
-    def shared_reservation(self) -> object | None:
-        """The source, whose estimator every metric plugin reserving with it records alike:
-        one of them is called per profile.  None for a subclass whose reserve() does more."""
-        cls = type(self)
-        if cls.reserve is MetricScorePlugin.reserve and cls.unreserve is MetricScorePlugin.unreserve:
-            return self.source
-        return None
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,6 @@ from netsched.framework import (
     NodeInfo,
     PodInfo,
     Rejection,
-    ReservePlugin,
     Snapshot,
     Status,
     names,
@@ -51,6 +50,7 @@ from netsched.metrics.plugin_api import (
     NETWORK_TX,
     LoadView,
     MetricSource,
+    SourceReservation,
     source_for,
 )
 
@@ -68,7 +68,7 @@ class _Check:
     stale_reason: str
 
 
-class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThresholdArgs]):
+class LoadThreshold(FilterPlugin[LoadThresholdArgs], SourceReservation[LoadThresholdArgs]):
     name = names.LOAD_THRESHOLD
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
@@ -195,17 +195,3 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], ReservePlugin[LoadThreshold
             if bits & (2 << (2 * i)):
                 out.append(c.stale_reason)
         return tuple(out)
-
-    # ------------------------------------------------------------ estimation
-
-    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        self.source.reserve(pod, node_name, state)
-        return Status.success()
-
-    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        self.source.unreserve(pod)
-
-    def shared_reservation(self) -> object | None:
-        """The source: its estimator is what reserve() records, as the score plugins reading
-        the same source do (one of them is called per profile)."""
-        return self.source

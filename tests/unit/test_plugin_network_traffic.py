@@ -197,3 +197,25 @@ def test_a_profile_calls_one_reserve_per_shared_source() -> None:
     assert nt.source.estimator.holds(pod.uid, "n0")
     fwk.run_unreserve(fwk.new_cycle_state(), pod, "n0")
     assert not nt.source.estimator.holds(pod.uid, "n0")
+
+
+def test_a_subclass_whose_reserve_does_more_is_always_called() -> None:
+    """A LoadThreshold (or metric score plugin) subclass with its own reserve() shares no
+    reservation: the profile calls it beside the plugin its source's reservation goes to."""
+    calls: list[str] = []
+
+    class CountingThreshold(LoadThreshold):
+        name = "CountingThreshold"
+
+        def reserve(self, state: CycleState, pod: Any, node_name: str) -> Any:
+            calls.append(node_name)
+            return super().reserve(state, pod, node_name)
+
+    hub = MetricsHub(clock=FakeClock(), client_factory=FakePrometheus().factory)
+    fwk = build_framework([NetworkTraffic, CountingThreshold], metrics=hub)
+    nt, ct = fwk.plugins["NetworkTraffic"], fwk.plugins["CountingThreshold"]
+    assert isinstance(nt, NetworkTraffic) and isinstance(ct, CountingThreshold) and nt.source is ct.source
+    assert ct.shared_reservation() is None
+    assert [p.name for p in fwk.reserve_plugins] == ["NetworkTraffic", "CountingThreshold"]
+    assert fwk.run_reserve(fwk.new_cycle_state(), make_pod("p").info(), "n0").ok
+    assert calls == ["n0"]
