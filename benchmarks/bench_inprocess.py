@@ -108,7 +108,8 @@ def main() -> None:
         choices=("default", "metrics", "both"),
         default="default",
         help="both: default then metrics, each in a process of its own, --rounds times (interleaved, "
-        "so a busy moment hits both alike), then the best-of ratio (issue 31's target: <= 1.3)",
+        "so a busy moment hits both alike), then each round's ratio, their median and the best-of "
+        "ratio (issue 31's target: <= 1.3)",
     )
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument(
