@@ -434,10 +434,14 @@ def _score(
 
 
 def _check_scores(plugin: str, scores: IntArray, feasible: IntArray, snapshot: Snapshot) -> None:
+    """PluginFault unless `scores` (int64, _score's) has one score in [MIN_NODE_SCORE,
+    MAX_NODE_SCORE] per feasible node."""
     if len(scores) != len(feasible):
         msg = f"returned {len(scores)} scores for {len(feasible)} nodes"
         raise PluginFault(Status(Code.ERROR, [msg], plugin))
-    if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+    # One comparison for both bounds (MIN_NODE_SCORE is 0): read as unsigned, a negative int64
+    # is far above MAX_NODE_SCORE.  (Half what min() and max() cost on a few hundred scores.)
+    if np.count_nonzero(scores.view(np.uint64) > MAX_NODE_SCORE):
         bad = np.flatnonzero((scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE))
         node = snapshot.nodes[int(feasible[bad[0]])].name
         msg = (

@@ -30,7 +30,7 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import Fields
 from netsched.framework.handle import Services
 from netsched.framework.search import FitError, NodeSearch, num_feasible_nodes_to_find
-from netsched.framework.snapshot import Snapshot
+from netsched.framework.snapshot import IntArray, Snapshot
 from netsched.framework.status import Code, Status
 from netsched.framework.types import NodeInfo, PodInfo
 from netsched.framework.whatif import pre_filter_rows
@@ -150,6 +150,31 @@ def test_normalize_then_range_check() -> None:
     assert out.totals == {"n0": 0, "n1": 10, "n2": 20}
     with pytest.raises(PluginFault, match="invalid score 150"):
         schedule_pod(make_pod("p"), nodes(3), plugins=[BadScore])
+
+
+@pytest.mark.parametrize(
+    ("raw", "bad"),
+    [
+        ([0, 100, 50], None),
+        ([0, 101, 50], 101),
+        ([-1, 100, 50], -1),
+        ([0, 100, -(2**63)], -(2**63)),
+        ([2**63 - 1, 0, 0], 2**63 - 1),
+    ],
+)
+def test_scores_outside_zero_to_max_are_a_plugin_fault(raw: list[int], bad: int | None) -> None:
+    class Raw(ScorePlugin):
+        name = "Raw"
+
+        def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+            return np.array(raw, dtype=np.int64)[: len(idx)]
+
+    if bad is None:
+        out = schedule_pod(make_pod("p"), nodes(3), plugins=[Raw])
+        assert out.totals == {"n0": 0, "n1": 100, "n2": 50}
+        return
+    with pytest.raises(PluginFault, match=rf"invalid score {bad} for node"):
+        schedule_pod(make_pod("p"), nodes(3), plugins=[Raw])
 
 
 def test_filter_first_rejection_counts_and_message() -> None:
