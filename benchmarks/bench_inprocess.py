@@ -136,7 +136,8 @@ def main() -> None:
 
 def compare(n_nodes: int, n_pods: int, kind: str, shapes: int, rounds: int) -> None:
     """Each profile in a process of its own (a second run in one process is slowed by the first's
-    heap), alternating, `rounds` times; then the best-of ratio."""
+    heap), alternating, `rounds` times; then each round's ratio, their median and the best-of
+    ratio."""
     best: dict[str, float] = {}
     ratios = []  # each round's metrics over the default run just before it
     last_default = 0.0
@@ -149,11 +150,12 @@ def compare(n_nodes: int, n_pods: int, kind: str, shapes: int, rounds: int) -> N
             got = re.search(r"([0-9.]+) CPU ms/pod", line)
             if got is None:
                 raise RuntimeError(f"no CPU figure in {line!r}")
-            best[profile] = min(best.get(profile, float(got[1])), float(got[1]))
+            cpu = float(got[1])
+            best[profile] = min(best.get(profile, cpu), cpu)
             if profile == "default":
-                last_default = float(got[1])
+                last_default = cpu
             else:
-                ratios.append(float(got[1]) / last_default)
+                ratios.append(cpu / last_default)
     out(
         f"per-round ratios (metrics / the default run before it): {' '.join(f'{r:.2f}' for r in ratios)}, "
         f"median {statistics.median(ratios):.2f}"
