@@ -158,6 +158,7 @@ def _cold_link_scores(net: NetworkLoad, fail_closed: bool) -> FloatArray:
     ref = float(busy[relative].max()) if relative.any() else 0.0
     u = net.utilisation()
     if ref > 0:
+        u = u.copy()  # (shared with the load's other readers)
         np.divide(busy, ref, out=u, where=~has_speed)
     return fill_stale(_link_scores(u), fresh, fail_closed)
 

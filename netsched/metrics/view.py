@@ -22,7 +22,7 @@ sample generation, for every plugin that asks.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -73,6 +73,9 @@ class NetworkLoad:
     # Where the link speed is known (finite, > 0): the view passes its own, read once per view;
     # None (the default, for a NetworkLoad built elsewhere) computes it from `speed`.
     known: BoolArray | None = None
+    # utilisation(), worked out on first use (the readings of a recomputation are shared by
+    # LoadThreshold's verdicts and NetworkTraffic's scores: one division for both).
+    _utilisation: FloatArray | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.known is None:
@@ -84,9 +87,13 @@ class NetworkLoad:
         return self.known
 
     def utilisation(self) -> FloatArray:
-        """busy / link speed; NaN where the link speed is unknown."""
-        out = np.full(len(self.busy), np.nan)
-        np.divide(self.busy, self.speed, out=out, where=self.speed_known())
+        """busy / link speed; NaN where the link speed is unknown (read-only, shared)."""
+        out = self._utilisation
+        if out is None:
+            out = np.full(len(self.busy), np.nan)
+            np.divide(self.busy, self.speed, out=out, where=self.speed_known())
+            out.flags.writeable = False
+            object.__setattr__(self, "_utilisation", out)
         return out
 
 
@@ -331,11 +338,12 @@ class LoadView:
         pod-independent score); `compute` must be elementwise (row i's result reads only row i).
 
         Kept up to date lazily: a row whose estimates changed is marked once for every key, and
-        the marked rows are recomputed together, for every key, when a call asks for one of
-        them (a search's chunks rotate over the nodes, so the node the last pod went to is
-        seldom in the next pod's chunk), the keys' computes sharing their network() and
-        usage() readings of those rows; everything is recomputed after a sample ages out or
-        an allocatable changes.  Not kept in fallback, where readings come from requests that
+        the marked rows are recomputed together when a call asks for one of them (a search's
+        chunks rotate over the nodes, so the node the last pod went to is seldom in the next
+        pod's chunk), for every key read since the last such recomputation, the keys'
+        computes sharing their network() and usage() readings of those rows; a key not read
+        since owes those rows and recomputes all it owes when a call asks for one of them.
+        Everything is recomputed after a sample ages out or an allocatable changes.  Not kept in fallback, where readings come from requests that
         change with every bind.  The first `compute` given for a key is the one kept.
 
         `idx` is only read, and the marked rows are looked for once per `idx` array object
@@ -351,14 +359,18 @@ class LoadView:
         if kept is None:
             # Computed over every row as of now: rows marked for the other keys are right here.
             kept = self._per_row[key] = _Kept(np.array(compute(snapshot.all_rows)), compute)
-        elif idx is None:
-            if self._dirty.any():
-                self._recompute_marked()
-        elif idx is not self._clean_idx or self._clean_gen != self._marked_gen:
-            # (The scorers of one cycle ask for the same rows: checked once for both.)
-            if np.count_nonzero(self._dirty.take(idx)):  # (count_nonzero: ~2x faster than any())
-                self._recompute_marked()
-            self._clean_idx, self._clean_gen = idx, self._marked_gen
+        else:
+            if idx is None:
+                if self._dirty.any():
+                    self._recompute_marked(kept)
+            elif idx is not self._clean_idx or self._clean_gen != self._marked_gen:
+                # (The scorers of one cycle ask for the same rows: checked once for both.)
+                if np.count_nonzero(self._dirty.take(idx)):  # (count_nonzero: ~2x faster than any())
+                    self._recompute_marked(kept)
+                self._clean_idx, self._clean_gen = idx, self._marked_gen
+            kept.read = True
+            if kept.owed is not None:
+                self._pay(kept, idx)
         if idx is not None:
             # take(): the same rows as result[idx], ~4x faster on a 2-D result (numpy's fancy
             # indexing has a slow general path; a cycle asks for a few hundred rows).
@@ -386,17 +398,46 @@ class LoadView:
         """Stop keeping per_row(key)'s result (a plugin that bounds what it asks the view to keep)."""
         self._per_row.pop(key, None)
 
-    def _recompute_marked(self) -> None:
-        rows = self._dirty.nonzero()[0]
+    def _recompute_marked(self, reading: _Kept) -> None:
+        """The marked rows recomputed for `reading` and every key read since the last
+        recomputation; a key not read since (e.g. LoadAware's carried columns once every pod's
+        load has kept scores) owes them instead, and pays when next read (`_pay`)."""
+        dirty = self._dirty
+        rows = dirty.nonzero()[0]
         self._batch = (rows, {})
         try:
             for kept in self._per_row.values():
-                got = kept.result[rows] = kept.compute(rows)
-                if kept.negative is False and len(got) and got.min() < 0:
-                    kept.negative = True
+                if not kept.read and kept is not reading:
+                    if kept.owed is None:
+                        kept.owed = dirty.copy()
+                    else:
+                        kept.owed |= dirty
+                    continue
+                kept.read = False
+                self._store(kept, rows)
         finally:
             self._batch = None
-        self._dirty[rows] = False
+        dirty[rows] = False
+
+    def _pay(self, kept: _Kept, idx: IntArray | None) -> None:
+        """The rows `kept` owes recomputed (all of them, once one is asked for)."""
+        owed = kept.owed
+        assert owed is not None
+        if idx is not None and not np.count_nonzero(owed.take(idx)):
+            return
+        rows = owed.nonzero()[0]
+        kept.owed = None
+        self._batch = (rows, {})
+        try:
+            self._store(kept, rows)
+        finally:
+            self._batch = None
+
+    @staticmethod
+    def _store(kept: _Kept, rows: IntArray) -> None:
+        got = kept.result[rows] = kept.compute(rows)
+        if kept.negative is False and len(got) and got.min() < 0:
+            kept.negative = True
 
     def _settle(self) -> None:
         """Estimates expired and covered, freshness masks current, the kept results dropped if a
@@ -455,6 +496,8 @@ class _Kept:
     result: NDArray[Any]
     compute: Callable[[IntArray], NDArray[Any]]
     negative: bool | None = None  # whether a row holds a negative (per_row_complete); None: not asked
+    read: bool = True  # read (or computed) since the marked rows were last recomputed
+    owed: BoolArray | None = None  # rows marked while not read: recomputed when next read
 
 
 _SPEED_KNOWN = "netsched.metrics/link-speed-known"

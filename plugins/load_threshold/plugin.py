@@ -114,7 +114,7 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], SourceReservation[LoadThres
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
         view = self.source.view(snapshot)
-        codes = self._kept_bits(view, snapshot, idx)
+        codes = self._kept_bits(view, idx)
         rejected = np.count_nonzero(codes)
         if not rejected:  # the usual case: one numpy call
             return []
@@ -137,13 +137,13 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], SourceReservation[LoadThres
             bits = self._all_stale if self.source.fail_closed else 0
         else:
             view = self.source.view(snapshot)
-            bits = int(self._kept_bits(view, snapshot, np.array([row], dtype=np.int64))[0])
+            bits = int(self._kept_bits(view, np.array([row], dtype=np.int64))[0])
         return Status(CODE, list(self._reasons(bits)), self.name) if bits else Status.success()
 
-    def _kept_bits(self, view: LoadView, snapshot: Snapshot, idx: IntArray) -> IntArray:
+    def _kept_bits(self, view: LoadView, idx: IntArray) -> IntArray:
         """reason_bits of rows `idx`: the verdict describes the node, not the pod, so the source's
         view keeps it between pods and recomputes only rows whose estimates changed."""
-        return view.per_row(self, lambda rows: self._noted(view, self.reason_bits(snapshot, rows)), idx)
+        return view.per_row(self, lambda rows: self._noted(view, self.reason_bits(view, rows)), idx)
 
     def _noted(self, view: LoadView, bits: IntArray) -> IntArray:
         """`bits`, their nonzero values added to what `view`'s kept rows have had (not in
@@ -158,11 +158,11 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], SourceReservation[LoadThres
         seen: set[int] = view.derived(self._seen_key, lambda _: set())
         return seen
 
-    def reason_bits(self, snapshot: Snapshot, idx: IntArray) -> IntArray:
-        """Per row of `idx`: bit 2i = check i over its limit, bit 2i+1 = no fresh metrics for it."""
+    def reason_bits(self, view: LoadView, idx: IntArray) -> IntArray:
+        """Per row of `idx` (rows of `view`'s snapshot): bit 2i = check i over its limit, bit
+        2i+1 = no fresh metrics for it."""
         out = np.zeros(len(idx), dtype=np.int64)
-        fail_closed = self.source.fail_closed
-        view = self.source.view(snapshot)
+        fail_closed = view.fail_closed
         if not view.measured:
             # Nothing measured is fresh: no check is over its limit, each is stale under failClosed.
             return out | self._all_stale if fail_closed else out

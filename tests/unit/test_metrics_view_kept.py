@@ -169,6 +169,53 @@ def test_a_row_changed_outside_the_checked_idx_is_seen_by_another_idx() -> None:
     assert view.per_row("a", cpu_usage(view), idx).tolist() == live(view, idx)
 
 
+# ------------------------------------------------------------------ keys not read: owed rows
+
+
+def test_a_key_not_read_since_the_last_recomputation_owes_its_rows_and_pays_when_read() -> None:
+    """Marked rows are recomputed only for keys read since the last recomputation; any other
+    key owes them (across recomputations) and recomputes all it owes once asked for one."""
+    _, src, snap, _ = world()
+    view = src.view(snap)
+    seen: dict[str, list[list[int]]] = {"a": [], "b": []}
+    view.per_row("a", cpu_usage(view, seen["a"]))
+    view.per_row("b", cpu_usage(view, seen["b"]))
+    src.reserve(make_pod("p").req(cpu="1").info(), "n3")
+    view.per_row("a", cpu_usage(view, seen["a"]), rows(3))
+    assert seen["b"][1:] == [[3]]  # b was read (computed) since the last recomputation
+    for pod, node in (("q", "n5"), ("r", "n1")):
+        src.reserve(make_pod(pod).req(cpu="2").info(), node)
+        view.per_row("a", cpu_usage(view, seen["a"]), rows(int(node[1])))
+    assert seen["a"][1:] == [[3], [5], [1]] and seen["b"][1:] == [[3]]  # b owes n5 and n1
+    idx = rows(0, 3)
+    assert view.per_row("b", cpu_usage(view, seen["b"]), idx).tolist() == live(view, idx)
+    assert seen["b"][1:] == [[3]]  # none of the rows asked for is owed
+    idx = rows(5, 2)
+    assert view.per_row("b", cpu_usage(view, seen["b"]), idx).tolist() == live(view, idx)
+    assert seen["b"][1:] == [[3], [1, 5]]  # everything owed, at once
+    assert view.per_row("b", cpu_usage(view, seen["b"])).tolist() == live(view, snap.all_rows)
+    assert len(seen["b"]) == 3
+
+
+def test_a_key_read_again_joins_the_next_recomputation_and_pays_what_it_owes_for_all_rows() -> None:
+    _, src, snap, _ = world()
+    view = src.view(snap)
+    seen: list[list[int]] = []
+    view.per_row("a", cpu_usage(view))
+    view.per_row("b", cpu_usage(view, seen))
+    for pod, node in (("p", "n0"), ("q", "n4")):  # the second recomputation: b owes n4
+        src.reserve(make_pod(pod).req(cpu="1").info(), node)
+        view.per_row("a", cpu_usage(view), rows(int(node[1])))
+    src.reserve(make_pod("r").req(cpu="1").info(), "n2")
+    # b asks for all rows: n2 (marked) is recomputed for both keys, then n4 (owed) for b.
+    assert view.per_row("b", cpu_usage(view, seen)).tolist() == live(view, snap.all_rows)
+    assert seen[1:] == [[0], [2], [4]]
+    src.reserve(make_pod("s").req(cpu="1").info(), "n3")
+    view.per_row("a", cpu_usage(view), rows(3))  # b was read since: recomputed with a
+    assert seen[-1] == [3]
+    assert view.per_row("b", cpu_usage(view, seen), rows(3, 4)).tolist() == live(view, rows(3, 4))
+
+
 # ------------------------------------------------------------------ _settle's fast path
 
 
