@@ -152,6 +152,16 @@ def test_normalize_then_range_check() -> None:
         schedule_pod(make_pod("p"), nodes(3), plugins=[BadScore])
 
 
+def raw_scorer(plugin: str, raw: list[int]) -> type[ScorePlugin]:
+    class Raw(ScorePlugin):
+        name = plugin
+
+        def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
+            return np.array(raw, dtype=np.int64)[: len(idx)]
+
+    return Raw
+
+
 @pytest.mark.parametrize(
     ("raw", "bad"),
     [
@@ -163,18 +173,42 @@ def test_normalize_then_range_check() -> None:
     ],
 )
 def test_scores_outside_zero_to_max_are_a_plugin_fault(raw: list[int], bad: int | None) -> None:
-    class Raw(ScorePlugin):
-        name = "Raw"
-
-        def score_nodes(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> IntArray:
-            return np.array(raw, dtype=np.int64)[: len(idx)]
-
+    Raw = raw_scorer("Raw", raw)
     if bad is None:
         out = schedule_pod(make_pod("p"), nodes(3), plugins=[Raw])
         assert out.totals == {"n0": 0, "n1": 100, "n2": 50}
         return
     with pytest.raises(PluginFault, match=rf"invalid score {bad} for node"):
         schedule_pod(make_pod("p"), nodes(3), plugins=[Raw])
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "fault"),
+    [
+        ([0, 100, 50], [1, 2, 3], None),
+        ([0, 100, 50], [1, 200, -3], "plugin 'B' returns an invalid score 200 for node 'n1'"),
+        ([0, 101, 50], [-7, 2, 3], "plugin 'A' returns an invalid score 101 for node 'n1'"),
+        ([0, 100, -5], [1, 2, 300], "plugin 'A' returns an invalid score -5 for node 'n2'"),
+    ],
+)
+def test_the_range_check_names_the_first_plugin_in_order_and_its_first_node(
+    first: list[int], second: list[int], fault: str | None
+) -> None:
+    """Every plugin scores and normalises before the range check (kube's applyScoreWeights);
+    the fault names the first plugin of the profile with a score out of range."""
+    plugins = [raw_scorer("A", first), raw_scorer("B", second)]
+    if fault is None:
+        out = schedule_pod(make_pod("p"), nodes(3), plugins=plugins, weights={"A": 2, "B": 3})
+        assert out.totals == {"n0": 3, "n1": 206, "n2": 109}
+        return
+    with pytest.raises(PluginFault, match=fault) as ei:
+        schedule_pod(make_pod("p"), nodes(3), plugins=plugins)
+    assert ei.value.status.plugin == fault.split("'")[1]
+
+
+def test_a_plugin_returning_too_few_scores_is_a_plugin_fault() -> None:
+    with pytest.raises(PluginFault, match="returned 2 scores for 3 nodes"):
+        schedule_pod(make_pod("p"), nodes(3), plugins=[raw_scorer("Short", [1, 2])])
 
 
 def test_filter_first_rejection_counts_and_message() -> None:
