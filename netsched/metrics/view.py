@@ -21,7 +21,7 @@ sample generation, for every plugin that asks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -343,8 +343,9 @@ class LoadView:
         pod's chunk), for every key read since the last such recomputation, the keys'
         computes sharing their network() and usage() readings of those rows; a key not read
         since owes those rows and recomputes all it owes when a call asks for one of them.
-        Everything is recomputed after a sample ages out or an allocatable changes.  Not kept in fallback, where readings come from requests that
-        change with every bind.  The first `compute` given for a key is the one kept.
+        Everything is recomputed after a sample ages out or an allocatable changes.  Not kept
+        in fallback, where readings come from requests that change with every bind.  The
+        first `compute` given for a key is the one kept.
 
         `idx` is only read, and the marked rows are looked for once per `idx` array object
         until a reservation marks more (the scorers of a cycle pass the same one): do not
@@ -403,20 +404,17 @@ class LoadView:
         recomputation; a key not read since (e.g. LoadAware's carried columns once every pod's
         load has kept scores) owes them instead, and pays when next read (`_pay`)."""
         dirty = self._dirty
-        rows = dirty.nonzero()[0]
-        self._batch = (rows, {})
-        try:
-            for kept in self._per_row.values():
-                if not kept.read and kept is not reading:
-                    if kept.owed is None:
-                        kept.owed = dirty.copy()
-                    else:
-                        kept.owed |= dirty
-                    continue
+        due = []
+        for kept in self._per_row.values():
+            if kept.read or kept is reading:
                 kept.read = False
-                self._store(kept, rows)
-        finally:
-            self._batch = None
+                due.append(kept)
+            elif kept.owed is None:
+                kept.owed = dirty.copy()
+            else:
+                kept.owed |= dirty
+        rows = dirty.nonzero()[0]
+        self._recompute(due, rows)
         dirty[rows] = False
 
     def _pay(self, kept: _Kept, idx: IntArray | None) -> None:
@@ -425,19 +423,20 @@ class LoadView:
         assert owed is not None
         if idx is not None and not np.count_nonzero(owed.take(idx)):
             return
-        rows = owed.nonzero()[0]
         kept.owed = None
+        self._recompute((kept,), owed.nonzero()[0])
+
+    def _recompute(self, due: Iterable[_Kept], rows: IntArray) -> None:
+        """Rows `rows` of each kept result in `due` recomputed, their computes sharing their
+        network() and usage() readings of those rows (`batched`)."""
         self._batch = (rows, {})
         try:
-            self._store(kept, rows)
+            for kept in due:
+                got = kept.result[rows] = kept.compute(rows)
+                if kept.negative is False and len(got) and got.min() < 0:
+                    kept.negative = True
         finally:
             self._batch = None
-
-    @staticmethod
-    def _store(kept: _Kept, rows: IntArray) -> None:
-        got = kept.result[rows] = kept.compute(rows)
-        if kept.negative is False and len(got) and got.min() < 0:
-            kept.negative = True
 
     def _settle(self) -> None:
         """Estimates expired and covered, freshness masks current, the kept results dropped if a
