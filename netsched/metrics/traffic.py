@@ -16,8 +16,19 @@ Presets (`traffic.preset`):
   label context) times `bytesPerFlow`;
 - `custom`: `query` (any PromQL returning the four labels; `labels` names them).
 
-Both directions of a pair add up to one undirected edge weight.  The graph
-is used only while its sample is fresh (maxSampleAgeSeconds): stale edges say
+Direction.  A NIC saturates one direction at a time and much real traffic is
+one-way (media, caches, queues), so the graph keeps which way the bytes go
+where the mesh says: Istio's request bytes (`istio_request_bytes_sum`, and
+`istio_tcp_received_bytes_total`, the bytes the server received) flow from
+source to destination, its response bytes (`istio_response_bytes_sum`,
+`istio_tcp_sent_bytes_total`) from destination to source.  The query tags
+each part with a `netsched_dir` label (`request` / `response`) that the pair
+key carries as its fifth part.  Where the direction is unknown (Hubble counts
+flows, a custom query names none) the whole rate is counted in both
+directions: an over-estimate of a link's busier direction rather than half
+of it.  Both directions of a pair add up to one undirected edge weight (the
+co-location cost); `sent` keeps them apart (the link load).  The graph is
+used only while its sample is fresh (maxSampleAgeSeconds): stale edges say
 nothing about today's traffic, so under either stalePolicy a stale graph is
 empty and the plugins reading it fall back to declared edges or stay inert.
 """
@@ -48,7 +59,18 @@ _ISTIO_METRICS = (
     "istio_request_bytes_sum",
     "istio_response_bytes_sum",
 )
+# Which way each Istio counter's bytes flow: request bytes from source to destination,
+# response bytes back (Istio's TCP "received" / "sent" are the server's, during request / response).
+REQUEST, RESPONSE, UNKNOWN_DIRECTION = "request", "response", ""
+DIRECTIONS = (REQUEST, RESPONSE, UNKNOWN_DIRECTION)
+_ISTIO_DIRECTION = {
+    "istio_tcp_sent_bytes_total": RESPONSE,
+    "istio_tcp_received_bytes_total": REQUEST,
+    "istio_request_bytes_sum": REQUEST,
+    "istio_response_bytes_sum": RESPONSE,
+}
 _PART_LABEL = "netsched_part"  # keeps the istio preset's per-metric sums apart until they add up
+DIRECTION_LABEL = "netsched_dir"  # the direction of a pair's part (absent: unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +134,8 @@ class TrafficArgs:
         return out
 
     def promql(self) -> str:
-        """The one query per poll: bytes/s per pair, keyed by PAIR_LABEL ($window is substituted later)."""
+        """The one query per poll: bytes/s per pair and direction, keyed by PAIR_LABEL (the four
+        pair labels and DIRECTION_LABEL joined; $window is substituted later)."""
         by = ", ".join(self.labels.ordered())
         if self.preset == ISTIO:
             inner = _istio_sum(by)
@@ -120,20 +143,22 @@ class TrafficArgs:
             inner = f"sum by ({by}) (rate(hubble_flows_processed_total[$window])) * {self.bytes_per_flow:g}"
         else:
             inner = self.query
-        parts = ", ".join(f'"{label}"' for label in self.labels.ordered())
+        parts = ", ".join(f'"{label}"' for label in (*self.labels.ordered(), DIRECTION_LABEL))
         return f'label_join({inner}, "{PAIR_LABEL}", "{_SEP}", {parts})'
 
 
 def _istio_sum(by: str) -> str:
-    """Sum of the Istio byte counters per pair.  Not one rate() over a __name__ regex: rate()
-    drops the metric name, so a pair's TCP sent and received series (same labels otherwise)
-    collide and Prometheus rejects the whole query ("vector cannot contain metrics with the
-    same labelset").  Each counter is summed on its own, tagged, and the parts added."""
+    """Sum of the Istio byte counters per pair and direction.  Not one rate() over a __name__
+    regex: rate() drops the metric name, so a pair's TCP sent and received series (same labels
+    otherwise) collide and Prometheus rejects the whole query ("vector cannot contain metrics
+    with the same labelset").  Each counter is summed on its own, tagged with its part and
+    direction, and the parts of one direction added."""
     parts = " or ".join(
-        f'label_replace(sum by ({by}) (rate({m}{{reporter="source"}}[$window])), "{_PART_LABEL}", "{i}", "", "")'
+        f'label_replace(label_replace(sum by ({by}) (rate({m}{{reporter="source"}}[$window])), '
+        f'"{_PART_LABEL}", "{i}", "", ""), "{DIRECTION_LABEL}", "{_ISTIO_DIRECTION[m]}", "", "")'
         for i, m in enumerate(_ISTIO_METRICS)
     )
-    return f"sum by ({by}) ({parts})"
+    return f"sum by ({by}, {DIRECTION_LABEL}) ({parts})"
 
 
 def _values(labels: PairLabels) -> tuple[str, str, str, str]:
@@ -161,12 +186,15 @@ def _labels(f: Fields, default: PairLabels) -> PairLabels:
 
 @dataclass(frozen=True, slots=True)
 class TrafficGraph:
-    """Undirected edges between workload keys ("namespace/name"), bytes/s both ways together."""
+    """Edges between workload keys ("namespace/name"): `edges` undirected (bytes/s both ways
+    together: what co-location saves), `sent` directed (bytes/s from a workload to a peer:
+    what loads each end's link, one direction each)."""
 
     edges: Mapping[str, Mapping[str, float]]
     sampled_at: float = 0.0  # wall time of the sample (0: none)
     pairs: int = 0  # usable pair series
     dropped: int = 0  # pair series naming no workload
+    sent: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> TrafficGraph:
@@ -175,6 +203,14 @@ class TrafficGraph:
     def of(self, workload: str) -> Mapping[str, float]:
         return self.edges.get(workload, {})
 
+    def sent_by(self, workload: str) -> Mapping[str, float]:
+        """peer -> bytes/s the workload sends it (a direction the mesh did not tell: all of it)."""
+        return self.sent.get(workload, {})
+
+    def received_by(self, workload: str) -> Mapping[str, float]:
+        """peer -> bytes/s the workload receives from it."""
+        return {peer: got for peer, to in self.sent.items() if (got := to.get(workload, 0.0)) > 0}
+
     def total(self) -> float:
         """Sum of all edge weights, each edge once."""
         twice = sum(r for peers in self.edges.values() for r in peers.values())
@@ -182,29 +218,45 @@ class TrafficGraph:
         return (twice + loops) / 2
 
 
-def pair_key(a: str, b: str) -> str:
-    """The series key of the traffic from workload `a` to `b` ("namespace/name" each), as the
-    presets' queries label it and build_graph reads it."""
+def pair_key(a: str, b: str, direction: str = UNKNOWN_DIRECTION) -> str:
+    """The series key of the traffic between workloads `a` (source) and `b` (destination)
+    ("namespace/name" each) in `direction` (REQUEST: from a to b, RESPONSE: from b to a,
+    UNKNOWN_DIRECTION), as the presets' queries label it and build_graph reads it."""
     (a_ns, _, a_name), (b_ns, _, b_name) = a.partition("/"), b.partition("/")
-    return _SEP.join((a_ns, a_name, b_ns, b_name))
+    return _SEP.join((a_ns, a_name, b_ns, b_name, direction))
 
 
 def build_graph(series: Series) -> TrafficGraph:
-    """Edges from one polled answer (keys "src_ns|src|dst_ns|dst")."""
+    """Edges from one polled answer (keys "src_ns|src|dst_ns|dst|direction"; a key of four
+    parts, as a custom query's label_join without the direction may give, is unknown)."""
     edges: dict[str, dict[str, float]] = {}
+    sent: dict[str, dict[str, float]] = {}
     dropped = 0
+
+    def add(into: dict[str, dict[str, float]], x: str, y: str, rate: float) -> None:
+        peers = into.setdefault(x, {})
+        peers[y] = peers.get(y, 0.0) + rate
+
     for key, rate in zip(series.keys, series.values.tolist(), strict=True):
         parts = key.split(_SEP)
-        if len(parts) != 4 or parts[1] in UNKNOWN_WORKLOADS or parts[3] in UNKNOWN_WORKLOADS:
+        direction = parts.pop() if len(parts) == 5 else UNKNOWN_DIRECTION
+        if (
+            len(parts) != 4
+            or parts[1] in UNKNOWN_WORKLOADS
+            or parts[3] in UNKNOWN_WORKLOADS
+            or direction not in DIRECTIONS
+        ):
             dropped += 1
             continue
         a, b = f"{parts[0]}/{parts[1]}", f"{parts[2]}/{parts[3]}"
         if not 0 < rate < math.inf:  # NaN and inf say nothing a cost can use
             continue
-        edges.setdefault(a, {})
-        edges[a][b] = edges[a].get(b, 0.0) + rate
+        add(edges, a, b, rate)
         if a != b:
-            edges.setdefault(b, {})
-            edges[b][a] = edges[b].get(a, 0.0) + rate
+            add(edges, b, a, rate)
+        if direction != RESPONSE:
+            add(sent, a, b, rate)
+        if direction != REQUEST:
+            add(sent, b, a, rate)
     sampled = float(series.timestamps.min()) if len(series.timestamps) else 0.0
-    return TrafficGraph(edges, sampled, len(series.keys) - dropped, dropped)
+    return TrafficGraph(edges, sampled, len(series.keys) - dropped, dropped, sent)

@@ -18,7 +18,7 @@ from netsched.testing.configs import NETSCHED_PROFILE_FAST_BACKOFF, NETWORK_LOAD
 from netsched.testing.exporter import fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import PrometheusServer
-from netsched.testing.traffic_exporter import PairTrafficExporter
+from netsched.testing.traffic_exporter import ISTIO_SHARES, PairTrafficExporter
 from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -26,6 +26,9 @@ pytestmark = pytest.mark.integration
 WINDOW = "4s"
 NAME = "app.kubernetes.io/name"
 RATE = 40e6  # bytes/s between web and db
+# The exporter's part of a pair's bytes that flows from source to destination (Istio's request
+# bytes and the TCP bytes the server received).
+REQUEST_SHARE = ISTIO_SHARES["istio_request_bytes_sum"] + ISTIO_SHARES["istio_tcp_received_bytes_total"]
 CONFIG = (
     NETSCHED_PROFILE_FAST_BACKOFF
     + """\
@@ -97,16 +100,23 @@ def test_pod_follows_its_measured_peer(stack: tuple[FakeAPIServer, PrometheusSer
     # a full rate window of it in Prometheus, through the scheduler's own query.
     source = app.hub.sources[0]
     query = source.query("traffic_pairs")
-    prom.wait_for(query, lambda r: bool(r) and abs(float(r[0]["value"][1]) - RATE) < 0.05 * RATE, timeout=30)
+    prom.wait_for(
+        query,
+        lambda r: len(r) == 2 and abs(sum(float(x["value"][1]) for x in r) - RATE) < 0.05 * RATE,
+        timeout=30,
+    )
     link = f'rate(node_network_receive_bytes_total{{node="node-3",device="eth0"}}[{WINDOW}])'
     prom.wait_for(link, lambda r: bool(r) and float(r[0]["value"][1]) > 0.9 * RATE / 2, timeout=30)
     assert app.hub.trigger(timeout=10)
     pairs = source.series("traffic_pairs")
-    assert pairs is not None and "default|web|default|db" in pairs.keys
-    # TCP and HTTP bytes add up to the pair's rate; the destination's duplicates are left out
-    # (counted, the graph would read 2x; without HTTP, 0.6x).
-    measured = float(pairs.values[list(pairs.keys).index("default|web|default|db")])
-    assert abs(measured - RATE) < 0.05 * RATE, measured
+    assert pairs is not None
+    got = dict(zip(pairs.keys, pairs.values.tolist(), strict=True))
+    # TCP and HTTP bytes add up to the pair's rate, kept per direction: request bytes (HTTP
+    # request, TCP received by the server) from web to db, response bytes back; the
+    # destination's duplicates are left out (counted, the graph would read 2x; without HTTP, 0.6x).
+    request, response = got["default|web|default|db|request"], got["default|web|default|db|response"]
+    assert abs(request - REQUEST_SHARE * RATE) < 0.05 * RATE, request
+    assert abs(response - (1 - REQUEST_SHARE) * RATE) < 0.05 * RATE, response
     # The next web pod goes next to db, whatever the first one did.
     create(server, "web-1", "web")
     assert node_of(server, "web-1") == "node-3"

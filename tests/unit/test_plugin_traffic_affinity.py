@@ -29,7 +29,7 @@ from netsched.metrics.plugin_api import (
     traffic_graph,
 )
 from netsched.metrics.queries import render
-from netsched.metrics.traffic import build_graph
+from netsched.metrics.traffic import REQUEST, build_graph, pair_key
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.plugins.network_traffic import NetworkTraffic
 from netsched.plugins.node_affinity import NodeAffinity
@@ -423,6 +423,41 @@ def test_graph_is_undirected_and_drops_unknown_workloads() -> None:
     assert g.of("a/y") == {"a/x": 3.0}
     assert g.total() == 7.0
     assert g.dropped == 1
+
+
+@pytest.mark.parametrize(
+    ("key", "sent_by_x", "received_by_x"),
+    [
+        # Istio's request bytes flow from source to destination, its response bytes back.
+        ("a|x|a|y|request", {"a/y": 5.0}, {}),
+        ("a|x|a|y|response", {}, {"a/y": 5.0}),
+        # Unknown direction (Hubble, a custom query): the whole rate both ways.
+        ("a|x|a|y|", {"a/y": 5.0}, {"a/y": 5.0}),
+        ("a|x|a|y", {"a/y": 5.0}, {"a/y": 5.0}),
+    ],
+)
+def test_graph_keeps_the_direction_the_mesh_reports(
+    key: str, sent_by_x: dict[str, float], received_by_x: dict[str, float]
+) -> None:
+    g = build_graph(Series((key,), np.array([5.0]), np.array([10.0]), 1))
+    assert g.sent_by("a/x") == sent_by_x
+    assert g.received_by("a/x") == received_by_x
+    assert g.of("a/x") == {"a/y": 5.0} and g.of("a/y") == {"a/x": 5.0}  # the cost: both ways together
+
+
+def test_graph_adds_a_pairs_two_directions_and_drops_unknown_ones() -> None:
+    keys = ("a|x|a|y|request", "a|x|a|y|response", "a|x|a|y|sideways")
+    g = build_graph(Series(keys, np.array([3.0, 1.0, 7.0]), np.array([10.0] * 3), 3))
+    assert g.of("a/x") == {"a/y": 4.0}
+    assert g.sent_by("a/x") == {"a/y": 3.0} and g.sent_by("a/y") == {"a/x": 1.0}
+    assert g.dropped == 1
+
+
+def test_pair_key_is_what_build_graph_reads() -> None:
+    key = pair_key("ns1/web", "ns2/db", REQUEST)
+    assert key == "ns1|web|ns2|db|request"
+    g = build_graph(Series((key,), np.array([2.0]), np.array([10.0]), 1))
+    assert g.sent_by("ns1/web") == {"ns2/db": 2.0}
 
 
 def decode(raw: dict[str, Any]) -> tuple[TrafficAffinityArgs, list[str]]:
