@@ -130,6 +130,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
     cache = ClusterCache(edges.clock)
     if edges.hub is not None:
         cache.on_nodes_changed(edges.hub.update_nodes)
+        cache.on_pod_departed(edges.hub.pod_departed)
     nominator = Nominator()
     recorders = {p.scheduler_name: edges.recorder(p.scheduler_name) for p in cfg.profiles}
     objects = edges.objects if edges.objects is not None else ObjectStore()

@@ -179,6 +179,13 @@ class PodBuilder:
         ]
         return self
 
+    def terminating(self, at: str = "2026-01-01T00:00:30Z", grace: int = 30) -> PodBuilder:
+        """Being deleted: deletionTimestamp set (the time by which it must be gone), as the API
+        server does on a graceful delete."""
+        self._obj["metadata"]["deletionTimestamp"] = at
+        self._obj["metadata"]["deletionGracePeriodSeconds"] = grace
+        return self
+
     def set(self, path: str, value: Any) -> PodBuilder:
         """Set any field by dotted path (for malformed-input tests): set("spec.priority", "x")."""
         cur = self._obj

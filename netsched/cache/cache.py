@@ -49,6 +49,7 @@ class ClusterCache:
         self._layout_changed = True
         self._listeners: list[Callable[[list[NodeInfo]], None]] = []
         self._nodes_changed = False
+        self._departed: list[Callable[[PodInfo], None]] = []
 
     # ------------------------------------------------------------ nodes
 
@@ -63,6 +64,21 @@ class ClusterCache:
 
     def _notify(self) -> None:
         self._nodes_changed = True
+
+    def on_pod_departed(self, fn: Callable[[PodInfo], None]) -> None:
+        """Call fn(pod) once when an assigned pod stops loading its node: it turns terminating
+        (deletionTimestamp set), is deleted, or finishes (the metrics ledger's departures).
+        Called on the caller's thread (the watch's), outside the cache's lock."""
+        self._departed.append(fn)
+
+    def _tell_departed(self, pod: PodInfo | None) -> None:
+        if pod is None:
+            return
+        for fn in self._departed:
+            try:
+                fn(pod)
+            except Exception:
+                log.exception("Pod departure listener failed pod=%s", pod.key)
 
     def notify_node_listeners(self, force: bool = False) -> bool:
         """Deliver pending node-set changes; True when listeners were called."""
@@ -153,6 +169,7 @@ class ClusterCache:
         in place and the node is not marked changed, so the next cycle copies nothing for it
         (kube's cache too leaves the NodeInfo of a confirmed assumed pod as it was).
         """
+        departed = None
         with self._lock:
             assumed = self._assumed.pop(pod.uid, None)
             if assumed is not None and assumed.node != pod.node_name:
@@ -163,15 +180,20 @@ class ClusterCache:
                     pod.node_name,
                 )
             old = self._pods.get(pod.uid)
+            if pod.deleting and old is not None and not old.deleting:
+                # Its containers are being stopped: its load leaves now.  (A pod first seen
+                # terminating, as in a relist, left at a time the cache cannot tell.)
+                departed = pod
             node = self._nodes.get(pod.node_name) if same_placement else None
             if node is not None and old is not None and node.pods.get(pod.uid) is old:
                 self._pods[pod.uid] = pod
                 node.pods[pod.uid] = pod  # same totals; snapshots hold their own copies
-                return
-            if old is not None:
-                self._detach(old)
-            self._pods[pod.uid] = pod
-            self._attach(pod)
+            else:
+                if old is not None:
+                    self._detach(old)
+                self._pods[pod.uid] = pod
+                self._attach(pod)
+        self._tell_departed(departed)
 
     def remove_pod(self, uid: str) -> PodInfo | None:
         with self._lock:
@@ -179,7 +201,9 @@ class ClusterCache:
             old = self._pods.pop(uid, None)
             if old is not None:
                 self._detach(old)
-            return old
+        if old is not None and not old.deleting:  # (a terminating pod was told when it began)
+            self._tell_departed(old)
+        return old
 
     def _attach(self, pod: PodInfo) -> None:
         node = self._nodes.get(pod.node_name)

@@ -478,6 +478,7 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
         tolerations=tolerations,
         topology_spread_constraints=spread,
         host_ports=tuple(ports),
+        host_network=spec.get("hostNetwork") is True,
         scheduling_gates=tuple(gates),
         images=tuple(images),
         pvc_names=tuple(pvcs),

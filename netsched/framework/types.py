@@ -115,6 +115,7 @@ class PodInfo:
     tolerations: tuple[Toleration, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
+    host_network: bool = False  # shares the node's network namespace (its traffic is the node's)
     scheduling_gates: tuple[str, ...] = ()
     images: tuple[str, ...] = ()
     pvc_names: tuple[str, ...] = ()

@@ -5,8 +5,9 @@ query per metric per poll for all nodes) and keeps a per-node cache that
 plugins read as NumPy arrays aligned with the snapshot, so a scheduling cycle
 never waits on the network.  On top of the cache: node mapping with a
 self-check, staleness rules (maxSampleAgeSeconds + failOpen/failClosed), a
-fallback to request-based scoring while Prometheus is down, and an estimator
-that counts pods placed since the last sample.
+fallback to request-based scoring while Prometheus is down, and a ledger of
+pods placed and gone with their times that corrects each reading for what its
+rate window misses of them (ledger.py).
 
     hub = MetricsHub(registry=registry, clock=clock)      # app.py
     src = handle.metrics.source(args.prometheus)          # a plugin constructor
@@ -15,7 +16,7 @@ that counts pods placed since the last sample.
 
 Layers: args (config), queries (PromQL), client (prometheus-api-client and
 retries) over transport (reply size cap and deadline), cache (immutable
-tables), mapping (series -> nodes), poller (one per connection), estimation,
+tables), mapping (series -> nodes), poller (one per connection), estimation and ledger,
 selfcheck, instruments (own metrics), source (plugin view), hub.
 """
 

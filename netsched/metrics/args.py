@@ -64,7 +64,17 @@ def duration_seconds(text: str) -> float:
 
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _DURATION = re.compile(r"^(?:[0-9]+(?:ms|[smhdwy]))+$")
-QUERY_FIELDS = ("networkReceive", "networkTransmit", "linkSpeed", "cpu", "memory")
+QUERY_FIELDS = (
+    "networkReceive",
+    "networkTransmit",
+    "linkSpeed",
+    "cpu",
+    "memory",
+    "podCpu",
+    "podMemory",
+    "podNetworkReceive",
+    "podNetworkTransmit",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +118,9 @@ class NodeMappingArgs:
 class QueriesArgs:
     """PromQL overrides; "" means the default of netsched.metrics.queries.
 
-    Queries may use $by (the mapping label) and $window (rateWindow).  Each must
-    return an instant vector with one series per node.
+    Queries may use $by (the mapping label) and $window (rateWindow).  Each node query must
+    return an instant vector with one series per node, each pod query one series per pod
+    with `namespace` and `pod` labels.
     """
 
     network_receive: str = ""
@@ -117,6 +128,10 @@ class QueriesArgs:
     link_speed: str = ""
     cpu: str = ""
     memory: str = ""
+    pod_cpu: str = ""
+    pod_memory: str = ""
+    pod_network_receive: str = ""
+    pod_network_transmit: str = ""
 
     @classmethod
     def decode(cls, f: Fields) -> QueriesArgs:
@@ -132,7 +147,17 @@ class QueriesArgs:
         return cls(*got)
 
     def encode(self) -> dict[str, Any]:
-        values = (self.network_receive, self.network_transmit, self.link_speed, self.cpu, self.memory)
+        values = (
+            self.network_receive,
+            self.network_transmit,
+            self.link_speed,
+            self.cpu,
+            self.memory,
+            self.pod_cpu,
+            self.pod_memory,
+            self.pod_network_receive,
+            self.pod_network_transmit,
+        )
         return {k: v for k, v in zip(QUERY_FIELDS, values, strict=True) if v}
 
 
@@ -221,6 +246,13 @@ class PrometheusArgs:
     rate_window: str = DEFAULT_RATE_WINDOW
     estimation: EstimationArgs = field(default_factory=EstimationArgs)
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    # Poll per-pod usage (cAdvisor) next to each node metric: the ledger's load of a pod that
+    # leaves or just started, where Prometheus has it (netsched/metrics/ledger.py).
+    per_pod_usage: bool = True
+
+    @property
+    def rate_window_seconds(self) -> float:
+        return duration_seconds(self.rate_window)
 
     @property
     def connection(self) -> ConnectionKey:
@@ -277,6 +309,7 @@ class PrometheusArgs:
             )
             window = d.rate_window
         estimation = EstimationArgs.decode(f.sub("estimation"), max_age, duration_seconds(window))
+        per_pod = f.bool("perPodUsage", d.per_pod_usage)
         f.finish()
         return cls(
             address.rstrip("/"),
@@ -292,6 +325,7 @@ class PrometheusArgs:
             window,
             estimation,
             max_bytes,
+            per_pod,
         )
 
     def encode(self) -> dict[str, Any]:
@@ -305,6 +339,7 @@ class PrometheusArgs:
             "nodeMapping": self.node_mapping.encode(),
             "rateWindow": self.rate_window,
             "estimation": self.estimation.encode(),
+            "perPodUsage": self.per_pod_usage,
         }
         if self.bearer_token_file:
             out["bearerTokenFile"] = self.bearer_token_file

@@ -36,6 +36,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import CollectorRegistry
 
 from netsched.clock import Clock, SystemClock
+from netsched.framework.types import PodInfo
 from netsched.metrics.args import ConnectionKey, PrometheusArgs, redact
 from netsched.metrics.client import ClientFactory, PrometheusHTTPClient
 from netsched.metrics.instruments import Instruments, NodeCollector
@@ -169,7 +170,7 @@ class MetricsHub:
         with self._lock:
             counts = {id(p): 0 for p in self._pollers.values()}
             for s in self._sources.values():
-                counts[id(s.poller)] += len(s.estimator)
+                counts[id(s.poller)] += len(s.ledger)
             return [(p, counts[id(p)]) for p in self._pollers.values()]
 
     # ------------------------------------------------------------ nodes
@@ -182,6 +183,12 @@ class MetricsHub:
             pollers = list(self._pollers.values())
         for p in pollers:
             p.set_directory(directory)
+
+    def pod_departed(self, pod: PodInfo) -> None:
+        """A placed pod stopped loading its node (deleted, terminating, finished): every source's
+        ledger takes it out of its readings (the cluster cache calls this, from the watch)."""
+        for src in self.sources:
+            src.depart(pod)
 
     def self_check(self) -> list[SelfCheckReport]:
         return [s.self_check() for s in self.sources]

@@ -129,7 +129,7 @@ class NodeCollector(Collector):
             ),
             GaugeMetricFamily(
                 "netsched_metrics_estimated_pods",
-                "Pods whose estimated load is added until metrics cover them.",
+                "Pods the ledger corrects readings for: placed (not yet wholly in the rate window) or gone (still in it).",
                 labels=["source"],
             ),
         )

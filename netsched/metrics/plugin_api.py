@@ -42,6 +42,7 @@ from netsched.metrics.estimation import (
     RX_COL,
     TX_COL,
     BandwidthHint,
+    annotated,
     pod_load,
 )
 from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
@@ -65,11 +66,12 @@ from netsched.metrics.utilisation import (
     to_int_scores,
     traffic_graph,
 )
-from netsched.metrics.view import LoadView, NetworkLoad, Usage, ratio
+from netsched.metrics.view import LoadView, NetworkLoad, RepeatedLoads, Usage, ratio
 
 __all__ = [
     "BANDWIDTH_HINT",
     "BandwidthHint",
+    "annotated",
     "CPU",
     "CPU_COL",
     "LINK_SPEED",
@@ -92,6 +94,7 @@ __all__ = [
     "NetworkLoad",
     "PrometheusArgs",
     "QueryScorePlugin",
+    "RepeatedLoads",
     "RowScores",
     "SourceReservation",
     "Usage",

@@ -38,10 +38,12 @@ class MetricCheck:
     unmapped: tuple[str, ...] = ()  # series keys matching no node (first LIST_LIMIT)
     unmapped_count: int = 0
     dropped: Mapping[str, int] = field(default_factory=dict)
+    optional: bool = False  # an empty answer is expected where Prometheus lacks it (per-pod usage)
 
     @property
     def ok(self) -> bool:
-        return self.polled and not self.error and not self.empty and not self.nodes_without_series_count
+        empty = self.empty and not self.optional
+        return self.polled and not self.error and not empty and not self.nodes_without_series_count
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +69,7 @@ class SelfCheckReport:
             found = []
             if m.error:
                 found.append(f"{m.metric}: query failed ({m.error})")
-            elif m.empty:
+            elif m.empty and not m.optional:
                 found.append(
                     f"{m.metric}: query returned no series (missing exporter or recording rule, or wrong labels)"
                 )
@@ -145,6 +147,7 @@ def check(
                 tuple(unmapped),
                 n_unmapped,
                 dict(series.dropped),
+                key.optional,
             )
         )
     return SelfCheckReport(

@@ -9,14 +9,15 @@ Reads never query Prometheus: they align the poller's current table with the
 snapshot's rows (a dict lookup per series, once per poll and node layout,
 cached in `snapshot.cache`) and then cost a few vector operations per cycle.
 The view also owns the staleness rules (maxSampleAgeSeconds, stalePolicy)
-and the estimator shared by every plugin using the same args.
+and the ledger shared by every plugin using the same args (ledger.py: pods
+placed and gone with their times, and what each reading misses of them).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,21 +28,46 @@ from netsched.metrics.args import PrometheusArgs
 from netsched.metrics.cache import MetricsTable, Series
 from netsched.metrics.estimation import (
     BANDWIDTH_HINT,
+    COLUMNS,
     CPU_COL,
     MEMORY_COL,
     RX_COL,
     TX_COL,
     Estimates,
-    Estimator,
     pod_bandwidth,
 )
+from netsched.metrics.ledger import Ledger
 from netsched.metrics.mapping import NodeResolver, align
 from netsched.metrics.poller import Poller
-from netsched.metrics.queries import QueryKey, builtin_query, render
+from netsched.metrics.queries import (
+    CORRECTED_METRICS,
+    POD_CPU,
+    POD_LABEL,
+    POD_MEMORY,
+    POD_NETWORK_RX,
+    POD_NETWORK_TX,
+    POD_USAGE,
+    QueryKey,
+    builtin_query,
+    pod_usage_query,
+    render,
+)
 from netsched.metrics.selfcheck import SelfCheckReport
 from netsched.metrics.view import LoadView
 
+T = TypeVar("T")
 _RESOLVER = "netsched.metrics/resolver"
+# Where each kind of per-pod usage goes in a ledger load, and its scale (cores -> millicores).
+_POD_COLUMNS = {
+    POD_CPU: (CPU_COL, 1000.0),
+    POD_MEMORY: (MEMORY_COL, 1.0),
+    POD_NETWORK_RX: (RX_COL, 1.0),
+    POD_NETWORK_TX: (TX_COL, 1.0),
+}
+
+# (pod) -> (rx, tx) bytes/s the running pod carries over its node's link, or None when unknown:
+# what a plugin that knows the pod's traffic tells the ledger when the pod leaves.
+DepartureHint = Callable[[PodInfo], "tuple[float, float] | None"]
 
 
 class MetricSource:
@@ -51,7 +77,11 @@ class MetricSource:
         self.wall = wall  # the clock (wall seconds)
         self._keys: dict[str, QueryKey] = {}
         self._lock = threading.Lock()
-        self.estimator = Estimator(args.estimation, wall)
+        self.ledger = Ledger(args.estimation, wall, args.rate_window_seconds)
+        self._departure_hints: dict[str, DepartureHint] = {}
+        self._per_table: dict[str, tuple[MetricsTable, Any]] = {}
+        # Per-pod usage of the table read last: (table, {"namespace/name": [(kind, position)]}, series).
+        self._pod_usage: tuple[MetricsTable, dict[str, list[tuple[str, int]]], Series | None] | None = None
         self._aligned_key = f"netsched.metrics/aligned/{poller.name}"
         self._bandwidth_key = f"netsched.metrics/pod-bandwidth/{poller.name}/{view}"
         self._view_key = f"netsched.metrics/view/{poller.name}/{view}"
@@ -63,9 +93,12 @@ class MetricSource:
     # ------------------------------------------------------------ declaring queries
 
     def require(self, *metrics: str) -> None:
-        """Poll these built-in metrics (netsched.metrics.NETWORK_RX, CPU...)."""
+        """Poll these built-in metrics (netsched.metrics.NETWORK_RX, CPU...), and with
+        `perPodUsage` the per-pod usage that corrects each (cAdvisor; optional)."""
         for m in metrics:
             self._bind(m, builtin_query(m, self.args))
+            if m in CORRECTED_METRICS and self.args.per_pod_usage:
+                self._bind(POD_USAGE, pod_usage_query(self.args), POD_LABEL, optional=True)
 
     def require_query(self, name: str, promql: str) -> None:
         """Poll a custom instant query returning one series per node ($by, $window are substituted)."""
@@ -75,12 +108,12 @@ class MetricSource:
         """Poll a query whose series are keyed by `key_label`, not by node (read with `series`)."""
         self._bind(name, render(promql, self.args), key_label)
 
-    def _bind(self, name: str, promql: str, key_label: str = "") -> None:
+    def _bind(self, name: str, promql: str, key_label: str = "", *, optional: bool = False) -> None:
         with self._lock:
             old = self._keys.get(name)
             if old is not None and (old.promql, old.key_label) != (promql, key_label):
                 raise ValueError(f"metric {name!r} is already bound to another query: {old.promql}")
-            key = QueryKey(name, promql, key_label)
+            key = QueryKey(name, promql, key_label, optional)
             self._keys[name] = key
         self.poller.require(key)
 
@@ -134,6 +167,17 @@ class MetricSource:
         """(value, usable) per row: usable = has a sample no older than maxSampleAgeSeconds."""
         vals, age = self.values(metric, snapshot)
         return vals, age <= self.max_age  # NaN age compares False
+
+    def per_table(self, name: str, build: Callable[[MetricsTable], T]) -> T:
+        """`build(table)` once per polled table, for readers off the scheduling thread (a watch
+        thread's departure hint, a periodic task), which must not build LoadViews: those live
+        in the cycle snapshot's cache.  The latest result is kept per name."""
+        table = self.poller.table
+        got = self._per_table.get(name)
+        if got is None or got[0] is not table:
+            got = self._per_table[name] = (table, build(table))
+        value: T = got[1]
+        return value
 
     def series(self, metric: str) -> Series | None:
         """The last answer to `metric`'s query as polled (None before its first answer)."""
@@ -193,21 +237,81 @@ class MetricSource:
     # ------------------------------------------------------------ estimation
 
     def reserve(self, pod: PodInfo, node_name: str, state: CycleState | None = None) -> None:
-        """Count the pod's expected load on the node until metrics cover it (idempotent per uid);
-        `state`: the pod's cycle, where a plugin may have left a BANDWIDTH_HINT."""
+        """Count the pod on the node in the ledger until the readings hold it (idempotent per
+        uid); `state`: the pod's cycle, where a plugin may have left a BANDWIDTH_HINT."""
         hint = state.get(BANDWIDTH_HINT) if state is not None else None
-        self.estimator.add(pod, node_name, self.wall(), hint)
+        self.ledger.add(pod, node_name, self.wall(), hint)
 
     def pod_load(self, pod: PodInfo) -> FloatArray:
         """What `pod` is expected to add to a node ([cpu, memory, rx, tx]: CPU_COL...), as the
-        estimator counts it; computed once per pod (shared array: do not modify)."""
-        return self.estimator.load(pod)
+        ledger counts it; computed once per pod (shared array: do not modify)."""
+        return self.ledger.load(pod)
 
     def unreserve(self, pod: PodInfo) -> None:
-        self.estimator.remove(pod.uid)
+        self.ledger.remove(pod.uid)
+
+    def depart(self, pod: PodInfo) -> None:
+        """`pod` stopped loading its node now (deleted, terminating, finished): the ledger takes
+        out what the readings still hold of it, by its measured usage where the per-pod series
+        have it, else its reservation's or estimated load (network from a departure hint)."""
+        if not pod.node_name:
+            return
+        self.ledger.depart(pod, self.wall(), self._departure_network(pod), self.measured_usage(pod.key))
+
+    def set_departure_hint(self, owner: str, hint: DepartureHint | None) -> None:
+        """Register (None: remove) what `owner` (e.g. a profile's TrafficAffinity) knows of a
+        leaving pod's link load; the hint of the pod's own profile is asked first."""
+        with self._lock:
+            if hint is None:
+                self._departure_hints.pop(owner, None)
+            else:
+                self._departure_hints[owner] = hint
+
+    def _departure_network(self, pod: PodInfo) -> tuple[float, float] | None:
+        with self._lock:
+            hints = sorted(self._departure_hints.items(), key=lambda kv: kv[0] != pod.scheduler_name)
+        for _, hint in hints:
+            got = hint(pod)
+            if got is not None:
+                return got
+        return None
+
+    def measured_usage(self, key: str, table: MetricsTable | None = None) -> FloatArray | None:
+        """The per-pod usage of the pod "namespace/name" in `table` (default: the current one) as
+        a ledger load ([cpu millicores, memory, rx, tx], NaN where not measured or stale); None
+        when no per-pod series names it."""
+        table = self.poller.table if table is None else table
+        got = self._pod_usage
+        if got is None or got[0] is not table:
+            got = self._pod_usage = (table, *self._usage_index(table))
+        _, index, series = got
+        parts = index.get(key)
+        if not parts or series is None:
+            return None
+        out = np.full(COLUMNS, np.nan)
+        now = self.wall()
+        for kind, i in parts:
+            if now - series.timestamps[i] <= self.max_age:
+                col, scale = _POD_COLUMNS[kind]
+                out[col] = series.values[i] * scale
+        return out
+
+    def _usage_index(self, table: MetricsTable) -> tuple[dict[str, list[tuple[str, int]]], Series | None]:
+        """The per-pod series of `table` by pod: one pass per table, then a lookup per pod that
+        leaves or is corrected."""
+        key = self._keys.get(POD_USAGE)
+        series = table.series.get(key) if key is not None else None
+        index: dict[str, list[tuple[str, int]]] = {}
+        if series is not None:
+            for i, k in enumerate(series.keys):
+                pod, _, kind = k.rpartition("/")
+                if kind in _POD_COLUMNS:
+                    index.setdefault(pod, []).append((kind, i))
+        return index, series
 
     def estimates(self, snapshot: Snapshot) -> Estimates:
-        """Load of pods reserved since their node's latest samples, per snapshot row (copies)."""
+        """The ledger's corrections per snapshot row (copies): load of pods placed since their
+        node's readings, less what the readings still hold of pods gone."""
         rows = self.view(snapshot).estimates()
         return Estimates(*(rows[:, c].copy() for c in (CPU_COL, MEMORY_COL, RX_COL, TX_COL)))
 

@@ -31,6 +31,7 @@ from netsched.framework.extension_points import MAX_NODE_SCORE
 from netsched.framework.seams import Handle
 from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.metrics.args import PrometheusArgs
+from netsched.metrics.cache import MetricsTable
 from netsched.metrics.source import MetricSource
 from netsched.metrics.traffic import TRAFFIC_PAIRS, TrafficGraph, build_graph
 from netsched.metrics.view import LoadView, NetworkLoad, Usage
@@ -66,13 +67,17 @@ def traffic_graph(src: MetricSource, snapshot: Snapshot | None) -> TrafficGraph:
     cache, which only the scheduling thread may write (built mid-update, one would be
     misaligned with the rows the next cycle reads)."""
     if snapshot is None:
-        series = src.series(TRAFFIC_PAIRS)
-        got = build_graph(series) if series is not None else _NO_GRAPH
+        got = src.per_table(TRAFFIC_PAIRS, lambda table: _table_graph(src, table))
     else:
         got = src.view(snapshot).derived(TRAFFIC_PAIRS, _pair_graph)
     if not got.pairs or src.wall() - got.sampled_at > src.max_age:
         return _NO_GRAPH
     return got
+
+
+def _table_graph(src: MetricSource, table: MetricsTable) -> TrafficGraph:
+    series = src.keyed_series(TRAFFIC_PAIRS, table)
+    return build_graph(series) if series is not None else _NO_GRAPH
 
 
 def _pair_graph(view: LoadView) -> TrafficGraph:

@@ -21,6 +21,7 @@ sample generation, for every plugin that asks.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -30,7 +31,8 @@ from numpy.typing import NDArray
 
 from netsched.framework.snapshot import BoolArray, FloatArray, IntArray, Snapshot
 from netsched.metrics.cache import MetricsTable, Series
-from netsched.metrics.estimation import CPU_COL, MEMORY_COL, RX_COL, TX_COL, Coverage
+from netsched.metrics.estimation import CPU_COL, MEMORY_COL, RX_COL, TX_COL
+from netsched.metrics.ledger import Coverage
 from netsched.metrics.queries import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
 
 T = TypeVar("T")
@@ -38,7 +40,13 @@ _NO_BOUNDS = (float("-inf"), float("inf"))
 
 
 class _Rows(Protocol):
-    def rows(self, snapshot: Snapshot, version: int, coverage: Callable[[], Coverage]) -> FloatArray: ...
+    def rows(
+        self,
+        snapshot: Snapshot,
+        version: int,
+        coverage: Callable[[], Coverage],
+        measured: Callable[[str], FloatArray | None] | None = None,
+    ) -> FloatArray: ...
     def changes(self, since: int) -> tuple[int, list[int] | None]: ...
     def settled(self, version: int, snapshot: Snapshot, now: float) -> int | None: ...
 
@@ -51,7 +59,7 @@ class _Source(Protocol):
     @property
     def max_age(self) -> float: ...
     @property
-    def estimator(self) -> _Rows: ...
+    def ledger(self) -> _Rows: ...
     @property
     def wall(self) -> Callable[[], float]: ...
     def requires(self, metric: str) -> bool: ...
@@ -60,6 +68,7 @@ class _Source(Protocol):
         self, metric: str, snapshot: Snapshot, table: MetricsTable
     ) -> tuple[FloatArray, FloatArray]: ...
     def requested_bandwidth(self, snapshot: Snapshot, idx: IntArray) -> tuple[FloatArray, FloatArray]: ...
+    def measured_usage(self, key: str, table: MetricsTable | None = None) -> FloatArray | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +82,10 @@ class NetworkLoad:
     # Where the link speed is known (finite, > 0): the view passes its own, read once per view;
     # None (the default, for a NetworkLoad built elsewhere) computes it from `speed`.
     known: BoolArray | None = None
+    # Each direction (bytes/s; `busy` is the larger): a pod's own load adds to each its way.
+    # None (for a NetworkLoad built elsewhere): both read as `busy`.
+    rx: FloatArray | None = None
+    tx: FloatArray | None = None
     # utilisation(), worked out on first use (the readings of a recomputation are shared by
     # LoadThreshold's verdicts and NetworkTraffic's scores: one division for both).
     _utilisation: FloatArray | None = field(default=None, init=False, repr=False, compare=False)
@@ -80,6 +93,16 @@ class NetworkLoad:
     def __post_init__(self) -> None:
         if self.known is None:
             object.__setattr__(self, "known", speed_known(self.speed))
+
+    def with_pod(self, rx: FloatArray | float, tx: FloatArray | float) -> FloatArray:
+        """Utilisation of the busier direction with a pod's (rx, tx) bytes/s added (NaN where
+        the link speed is unknown)."""
+        own_rx = self.busy if self.rx is None else self.rx
+        own_tx = self.busy if self.tx is None else self.tx
+        busy = np.fmax(own_rx + rx, own_tx + tx)
+        out = np.full(len(busy), np.nan)
+        np.divide(busy, self.speed, out=out, where=self.speed_known())
+        return out
 
     def speed_known(self) -> BoolArray:
         """Rows whose link speed is known (finite, > 0)."""
@@ -218,18 +241,24 @@ class LoadView:
         self._fresh_bounds = (max(g[1] for g in got), min(g[2] for g in got)) if got else _NO_BOUNDS
 
     def estimates(self) -> FloatArray:
-        """Estimated load of pods reserved since their node's samples: (rows, 4) with the
-        estimation module's CPU_COL, MEMORY_COL, RX_COL, TX_COL; live and read-only."""
+        """The ledger's corrections of this view's readings: (rows, 4) with the estimation
+        module's CPU_COL, MEMORY_COL, RX_COL, TX_COL (load of pods placed since a node's
+        samples, less what the samples still hold of pods gone: may be negative); live and
+        read-only."""
         batch = self._batch
         if batch is None:
-            return self.source.estimator.rows(self.snapshot, self.table.version, self._coverage)
-        # Kept results are being recomputed: _settle has just expired and covered the estimates.
+            return self._ledger_rows()
+        # Kept results are being recomputed: _settle has just expired and corrected the entries.
         got: FloatArray | None = batch[1].get(_ESTIMATES)
         if got is None:
-            got = batch[1][_ESTIMATES] = self.source.estimator.rows(
-                self.snapshot, self.table.version, self._coverage
-            )
+            got = batch[1][_ESTIMATES] = self._ledger_rows()
         return got
+
+    def _ledger_rows(self) -> FloatArray:
+        return self.source.ledger.rows(self.snapshot, self.table.version, self._coverage, self._measured)
+
+    def _measured(self, key: str) -> FloatArray | None:
+        return self.source.measured_usage(key, self.table)
 
     def _coverage(self) -> Coverage:
         n = len(self.snapshot)
@@ -251,11 +280,13 @@ class LoadView:
             rx, tx = self.source.requested_bandwidth(self.snapshot, idx)
             speed = self.value(LINK_SPEED).take(idx)
             known = self.derived(_SPEED_KNOWN, _speed_known).take(idx)
-            return NetworkLoad(np.fmax(rx, tx), speed, np.ones(len(idx), dtype=bool), False, known)
+            return NetworkLoad(np.fmax(rx, tx), speed, np.ones(len(idx), dtype=bool), False, known, rx, tx)
         rows = self._inputs(NETWORK_RX, idx)
         est = self._estimates_of(idx)
-        busy = np.fmax(rows[:, 0] + est[:, RX_COL], rows[:, 1] + est[:, TX_COL])
-        return NetworkLoad(busy, rows[:, 2], rows[:, 3] > 0, True, rows[:, 4] > 0)
+        # (A reading less what it still holds of pods gone is never below nothing.)
+        rx = np.maximum(rows[:, 0] + est[:, RX_COL], 0.0)
+        tx = np.maximum(rows[:, 1] + est[:, TX_COL], 0.0)
+        return NetworkLoad(np.fmax(rx, tx), rows[:, 2], rows[:, 3] > 0, True, rows[:, 4] > 0, rx, tx)
 
     def usage(self, resource: str, idx: IntArray) -> Usage:
         """CPU or memory (netsched.metrics CPU / MEMORY) utilisation of rows `idx`."""
@@ -282,7 +313,8 @@ class LoadView:
             )
         rows = self._inputs(resource, idx)
         extra = np.divide(self._estimates_of(idx)[:, col], rows[:, 2])
-        return Usage(rows[:, 0] + extra, rows[:, 1] > 0, True)
+        extra += rows[:, 0]
+        return Usage(np.maximum(extra, 0.0, out=extra), rows[:, 1] > 0, True)
 
     def _inputs(self, kind: str, idx: IntArray) -> FloatArray:
         """Rows `idx` of what network() (kind NETWORK_RX: rx, tx, link speed, fresh, speed known)
@@ -444,7 +476,7 @@ class LoadView:
         as of now.  Three plugins ask per pod; while nothing changed (no estimate due to
         expire, no new reservation) that is one clock read and a few comparisons, and a
         reservation's row is marked once for all of them."""
-        est = self.source.estimator
+        est = self.source.ledger
         now = self.source.wall()
         gen = est.settled(self.table.version, self.snapshot, now)
         latest, oldest = self._fresh_bounds
@@ -497,6 +529,48 @@ class _Kept:
     negative: bool | None = None  # whether a row holds a negative (per_row_complete); None: not asked
     read: bool = True  # read (or computed) since the marked rows were last recomputed
     owed: BoolArray | None = None  # rows marked while not read: recomputed when next read
+
+
+class RepeatedLoads:
+    """The pod loads seen in the current view, and the few whose per-row results the view keeps
+    (LoadAware's scores of a load, LoadThreshold's verdicts on it).
+
+    Per view (one poll and node layout): a load seen once is remembered (up to REMEMBER);
+    seen again, its results are kept for every row if fewer than KEEP loads are (keeping one
+    costs a pass over every row, and each kept load is recomputed on the rows reservations
+    change).  A kept load is never displaced within a view: with more loads taking turns, the
+    others take the per-pod path every time, instead of every promotion paying for a pass over
+    the whole cluster.  The next view starts afresh.  A stream of pods that all differ never
+    keeps anything and costs what it did before."""
+
+    KEEP = 4
+    REMEMBER = 16
+
+    def __init__(self) -> None:
+        self._view: LoadView | None = None
+        self._seen: OrderedDict[tuple[float, ...], None] = OrderedDict()
+        self._kept: set[tuple[float, ...]] = set()
+
+    def repeated(self, shape: tuple[float, ...], view: LoadView) -> bool:
+        """Whether `view` keeps (now) the results of pods of load `shape`."""
+        if view is not self._view:
+            self._view = view
+            self._seen.clear()
+            self._kept.clear()
+        kept = self._kept
+        if shape in kept:
+            return True
+        seen = self._seen
+        if shape not in seen:
+            seen[shape] = None
+            if len(seen) > self.REMEMBER:
+                seen.popitem(last=False)
+            return False
+        if len(kept) >= self.KEEP:
+            return False
+        del seen[shape]
+        kept.add(shape)
+        return True
 
 
 _SPEED_KNOWN = "netsched.metrics/link-speed-known"

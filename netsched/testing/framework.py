@@ -92,6 +92,7 @@ def build_framework(
     pdbs: Sequence[Mapping[str, Any]] = (),
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
     objects: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    pending: Sequence[PodInfo] = (),
 ) -> Framework:
     """A Framework enabling each plugin at every point it implements (multiPoint-like).
 
@@ -99,7 +100,8 @@ def build_framework(
     a MemoryAPI/RecordingEvents and a FakeClock unless given, `metrics` (a hub,
     e.g. from netsched.testing.prometheus.fake_hub), nominated pods per node,
     PodDisruptionBudgets, namespace labels and other watched `objects` by
-    resource key ("persistentvolumeclaims", "policy/poddisruptionbudgets").  `snapshot` becomes the Handle's
+    resource key ("persistentvolumeclaims", "policy/poddisruptionbudgets"), and the `pending`
+    pods Handle.pods_by_index answers besides the snapshot's.  `snapshot` becomes the Handle's
     snapshot (plugins that read handle.snapshot() outside a cycle).
     """
     classes = list(plugins)
@@ -129,8 +131,9 @@ def build_framework(
             namespaces=namespaces,
             objects=objects,
             assigned=snapshot,
+            pending=pending,
         )
-    elif api or events or clock or metrics or nominated or pdbs or namespaces or objects:
+    elif api or events or clock or metrics or nominated or pdbs or namespaces or objects or pending:
         raise TypeError("build_framework: pass either services or its parts, not both")
     fwk = Framework(profile, registry, services)
     if snapshot is not None:
@@ -149,6 +152,7 @@ def fake_services(
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
     objects: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     assigned: Snapshot | None = None,
+    pending: Sequence[PodInfo] = (),
 ) -> Services:
     """Services over fixed cluster facts, recording what plugins send to the API; the pod
     lister (Handle.list_pods) answers with `assigned`'s pods (the snapshot is the cluster)."""
@@ -179,15 +183,16 @@ def fake_services(
         ),
     )
     services.periodic = PeriodicTasks(services.clock)
-    services.pod_indexes = _ScannedIndexes(assigned)
+    services.pod_indexes = _ScannedIndexes(assigned, pending)
     return services
 
 
 class _ScannedIndexes:
-    """Handle.pods_by_index over the fixed cluster facts: `assigned`'s pods, scanned."""
+    """Handle.pods_by_index over the fixed cluster facts: `pending` pods and `assigned`'s, scanned."""
 
-    def __init__(self, assigned: Snapshot | None) -> None:
+    def __init__(self, assigned: Snapshot | None, pending: Sequence[PodInfo] = ()) -> None:
         self._assigned = assigned
+        self._pending = list(pending)
         self._keys: dict[str, Callable[[PodInfo], str]] = {}
 
     def add_pod_index(self, name: str, key: Callable[[PodInfo], str]) -> None:
@@ -195,9 +200,10 @@ class _ScannedIndexes:
 
     def pods_by_index(self, name: str, value: str) -> list[PodInfo]:
         key = self._keys.get(name)
-        if key is None or self._assigned is None:
+        if key is None:
             return []
-        return [p for n in self._assigned.nodes for p in n.pods.values() if key(p) == value]
+        assigned = [p for n in self._assigned.nodes for p in n.pods.values()] if self._assigned else []
+        return [p for p in (*self._pending, *assigned) if key(p) == value]
 
 
 def plugin_of(fwk: Framework, cls: type[P]) -> P:

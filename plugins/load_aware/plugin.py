@@ -22,8 +22,6 @@ incoming request_r) / allocatable_r from the node table.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 
 from netsched.framework import (
@@ -42,6 +40,7 @@ from netsched.metrics.plugin_api import (
     LoadView,
     MetricScorePlugin,
     MetricSource,
+    RepeatedLoads,
     fill_stale,
     source_for,
     to_int_scores,
@@ -68,7 +67,7 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         self.source = source_for(handle, self.args.prometheus, self.name)
         self.source.require(*self.weights)
         self._load_cols = np.array([CPU_COL if r == CPU else MEMORY_COL for r in self.weights])
-        self._shapes = _Shapes()
+        self._shapes = RepeatedLoads()
         self._last_amounts: tuple[FloatArray, FloatArray, tuple[float, ...]] | None = None
         self._weight_sum = float(sum(self.weights.values()))
 
@@ -85,7 +84,7 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         allocatable, plus the pod's own load over allocatable, then the curve.  What a node
         carries does not depend on the pod, so the view keeps it between pods; and pods of
         one workload come in bursts with the same load, so once a load repeats the view also
-        keeps the scores it gives every row (`_Shapes`): such a pod costs a take.  A row
+        keeps the scores it gives every row (`RepeatedLoads`): such a pod costs a take.  A row
         without fresh samples scores against the other candidates (fill_stale), so it is
         kept as -1 and a pod whose candidates include one takes the long road."""
         view = self.source.view(snapshot)
@@ -105,7 +104,7 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         return self._scores(amounts, carried)
 
     def _amounts(self, pod: PodInfo) -> tuple[FloatArray, tuple[float, ...]]:
-        """The pod's load of each weighted resource, and as a tuple (the _Shapes key); derived
+        """The pod's load of each weighted resource, and as a tuple (the RepeatedLoads key); derived
         once per load array (the estimator hands pods of one load the same one)."""
         load = self.source.pod_load(pod)
         last = self._last_amounts
@@ -172,44 +171,3 @@ class LoadAware(MetricScorePlugin[LoadAwareArgs]):
         np.minimum(u, 1.0, out=u)
         np.subtract(1.0, u, out=u)
         return np.multiply(MAX_NODE_SCORE, u, out=u)
-
-
-class _Shapes:
-    """The pod loads seen in the current view, and the few whose scores the view keeps.
-
-    Per view (one poll and node layout): a load seen once is remembered (up to REMEMBER);
-    seen again, its scores are kept for every row if fewer than KEEP loads are (keeping one
-    costs a pass over every row, and each kept load is recomputed on the rows reservations
-    change).  A kept load is never displaced within a view: with more loads taking turns, the
-    others take the per-pod path every time, instead of every promotion paying for a pass over
-    the whole cluster.  The next view starts afresh.  A stream of pods that all differ never
-    keeps anything and costs what it did before."""
-
-    KEEP = 4
-    REMEMBER = 16
-
-    def __init__(self) -> None:
-        self._view: LoadView | None = None
-        self._seen: OrderedDict[tuple[float, ...], None] = OrderedDict()
-        self._kept: set[tuple[float, ...]] = set()
-
-    def repeated(self, shape: tuple[float, ...], view: LoadView) -> bool:
-        """Whether `view` keeps (now) the scores of pods of load `shape`."""
-        if view is not self._view:
-            self._view = view
-            self._seen.clear()
-            self._kept.clear()
-        kept = self._kept
-        if shape in kept:
-            return True
-        seen = self._seen
-        if shape not in seen:
-            seen[shape] = None
-            if len(seen) > self.REMEMBER:
-                seen.popitem(last=False)
-            return False
-        if len(kept) >= self.KEEP:
-            return False
-        del seen[shape]
-        kept.add(shape)
-        return True

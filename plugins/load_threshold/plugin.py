@@ -1,14 +1,19 @@
-"""LoadThreshold: filter out nodes whose measured utilisation is above a limit.
+"""LoadThreshold: filter out nodes that would be above a utilisation limit with the pod.
 
 A node is rejected when, for an enabled threshold (percent, 0 = disabled):
 
-    network: max(rx, tx) / linkSpeed      > networkUtilizationPercent
-    cpu:     measured cpu utilisation     > cpuUtilizationPercent
-    memory:  measured memory utilisation  > memoryUtilizationPercent
+    network: max(rx + pod rx, tx + pod tx) / linkSpeed    > networkUtilizationPercent
+    cpu:     cpu utilisation + pod cpu / allocatable       > cpuUtilizationPercent
+    memory:  memory utilisation + pod memory / allocatable > memoryUtilizationPercent
 
-each including the estimated load of pods reserved on the node since its last
-sample (so a burst cannot push a node far past its limit before the metrics
-catch up), but not the pod being scheduled: the filter describes the node.
+where a node's load is its reading corrected by the source's ledger (pods
+placed since the reading's window began, less what it still holds of pods gone:
+a burst cannot push a node past its limit before the metrics catch up, and a
+rollout's departed pods do not keep it full), and the pod's is its estimate
+(max(request, limit) x factor; for network its bandwidth annotations, else
+what a plugin of its cycle knows of the traffic it would put on each node's
+link, TrafficAffinity's BANDWIDTH_HINT, else the default): a node stays under
+its limit with the pod, so a pull towards a node's peers never buys a hot link.
 Nodes with no link speed are not checked for network.  A node without a
 fresh sample passes (stalePolicy failOpen) or is rejected with "node(s) had
 no recent <kind> metrics" (failClosed); while Prometheus is down nothing is
@@ -42,15 +47,23 @@ from netsched.framework import (
     names,
 )
 from netsched.metrics.plugin_api import (
+    BANDWIDTH_HINT,
     CPU,
+    CPU_COL,
     LINK_SPEED,
     MEMORY,
+    MEMORY_COL,
     METRICS_EVENTS,
     NETWORK_RX,
     NETWORK_TX,
+    RX_COL,
+    TX_COL,
+    FloatArray,
     LoadView,
     MetricSource,
+    RepeatedLoads,
     SourceReservation,
+    annotated,
     source_for,
 )
 
@@ -92,10 +105,12 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], SourceReservation[LoadThres
             if pct > 0
         )
         self._texts: dict[int, tuple[str, ...]] = {}
+        self._loads = RepeatedLoads()  # pod loads whose verdicts the view keeps per row
         # Under this key in each view: the nonzero reason bits its kept rows have had (a superset
         # of what they hold now): while that is one value, a rejected row needs no look at which.
         self._seen_key = f"{self.name}/reason-bits-seen/{id(self)}"
         self._all_stale = sum(2 << (2 * i) for i in range(len(self.checks)))  # "no recent metrics" bits
+        self._checks_network = any(c.kind == NETWORK for c in self.checks)
         self.source = source_for(handle, self.args.prometheus, self.name, filters=True)
         for c in self.checks:
             if c.kind == NETWORK:
@@ -114,14 +129,15 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], SourceReservation[LoadThres
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
     ) -> list[Rejection]:
         view = self.source.view(snapshot)
-        codes = self._kept_bits(view, idx)
+        codes, kept = self._bits(state, pod, view, snapshot, idx)
         rejected = np.count_nonzero(codes)
         if not rejected:  # the usual case: one numpy call
             return []
-        seen = self._seen(view)
-        if len(seen) == 1:  # every rejected row has that one reason set
-            (top,) = seen
-            return [Rejection(codes != 0, self._reasons(top), CODE)]
+        if kept:
+            seen = self._seen(view)
+            if len(seen) == 1:  # every rejected row has that one reason set
+                (top,) = seen
+                return [Rejection(codes != 0, self._reasons(top), CODE)]
         top = int(codes.max())
         hit = codes == top
         if np.count_nonzero(hit) == rejected:  # one reason set: no sort (np.unique)
@@ -137,13 +153,39 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], SourceReservation[LoadThres
             bits = self._all_stale if self.source.fail_closed else 0
         else:
             view = self.source.view(snapshot)
-            bits = int(self._kept_bits(view, np.array([row], dtype=np.int64))[0])
+            bits = int(self._bits(state, pod, view, snapshot, np.array([row], dtype=np.int64))[0][0])
         return Status(CODE, list(self._reasons(bits)), self.name) if bits else Status.success()
 
-    def _kept_bits(self, view: LoadView, idx: IntArray) -> IntArray:
-        """reason_bits of rows `idx`: the verdict describes the node, not the pod, so the source's
-        view keeps it between pods and recomputes only rows whose estimates changed."""
-        return view.per_row(self, lambda rows: self._noted(view, self.reason_bits(view, rows)), idx)
+    def _bits(
+        self, state: CycleState, pod: PodInfo, view: LoadView, snapshot: Snapshot, idx: IntArray
+    ) -> tuple[IntArray, bool]:
+        """reason_bits of rows `idx` with the pod counted, and whether they come from the view's
+        kept verdicts.  A verdict depends on the pod only through its load: pods of a load seen
+        before (a workload's replicas) read the verdicts the view keeps for it and recomputes
+        only on rows whose readings changed; a pod whose link load differs from node to node
+        (a traffic hint) is judged on `idx` alone."""
+        load = self.source.pod_load(pod)
+        network = self._network_rows(state, pod, snapshot, idx)
+        if network is not None:
+            return self.reason_bits(view, idx, load, network), False
+        shape = tuple(load.tolist())
+        if not self._loads.repeated(shape, view):
+            return self.reason_bits(view, idx, load), False
+        got = view.per_row(
+            (self, shape), lambda rows: self._noted(view, self.reason_bits(view, rows, load)), idx
+        )
+        return got, True
+
+    def _network_rows(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray
+    ) -> tuple[FloatArray, FloatArray] | None:
+        """The pod's (rx, tx) link load on each row of `idx` as a plugin of its cycle knows it
+        (BANDWIDTH_HINT), when it is not annotated and the network check is on; None: its
+        estimate's, the same on every row."""
+        if not self._checks_network or annotated(pod) or pod.host_network:
+            return None
+        hint = state.get(BANDWIDTH_HINT)
+        return hint.rows(pod, snapshot, idx) if hint is not None else None
 
     def _noted(self, view: LoadView, bits: IntArray) -> IntArray:
         """`bits`, their nonzero values added to what `view`'s kept rows have had (not in
@@ -158,9 +200,17 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], SourceReservation[LoadThres
         seen: set[int] = view.derived(self._seen_key, lambda _: set())
         return seen
 
-    def reason_bits(self, view: LoadView, idx: IntArray) -> IntArray:
-        """Per row of `idx` (rows of `view`'s snapshot): bit 2i = check i over its limit, bit
-        2i+1 = no fresh metrics for it."""
+    def reason_bits(
+        self,
+        view: LoadView,
+        idx: IntArray,
+        load: FloatArray | None = None,
+        network: tuple[FloatArray, FloatArray] | None = None,
+    ) -> IntArray:
+        """Per row of `idx` (rows of `view`'s snapshot): bit 2i = check i over its limit with a
+        pod of `load` ([cpu, memory, rx, tx]: CPU_COL...; None: the node alone) placed there,
+        bit 2i+1 = no fresh metrics for it.  `network`: the pod's (rx, tx) per row instead of
+        the load's."""
         out = np.zeros(len(idx), dtype=np.int64)
         fail_closed = view.fail_closed
         if not view.measured:
@@ -169,10 +219,19 @@ class LoadThreshold(FilterPlugin[LoadThresholdArgs], SourceReservation[LoadThres
         for i, c in enumerate(self.checks):
             if c.kind == NETWORK:
                 net = view.network(idx)
-                u, fresh = net.utilisation(), net.fresh
+                if network is not None:
+                    u = net.with_pod(*network)
+                elif load is not None:
+                    u = net.with_pod(float(load[RX_COL]), float(load[TX_COL]))
+                else:
+                    u = net.utilisation()
+                fresh = net.fresh
             else:
                 use = view.usage(c.kind, idx)
                 u, fresh = use.utilisation, use.fresh
+                if load is not None:
+                    amount = float(load[CPU_COL if c.kind == CPU else MEMORY_COL])
+                    u = u + amount / view.allocatable(c.kind).take(idx)
             over = u > c.limit  # NaN (no link speed, no sample) compares False
             over &= fresh
             np.bitwise_or(out, 1 << (2 * i), out=out, where=over)

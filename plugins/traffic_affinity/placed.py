@@ -126,13 +126,3 @@ def peers_of(index: WorkloadIndex, edges: Mapping[str, float]) -> Peers:
     if len(rows) == 1:
         return Peers(rows[0], weights[0], total)
     return Peers(np.concatenate(rows), np.concatenate(weights), total)
-
-
-def local_weight(index: WorkloadIndex, edges: Mapping[str, float], row: int) -> float:
-    """The part of the edges' rates carried by the peers' pods on `row`."""
-    total = 0.0
-    for peer, rate in edges.items():
-        k = index.rows.get(peer, {}).get(row)
-        if k:
-            total += rate * k / index.placed(peer)
-    return total

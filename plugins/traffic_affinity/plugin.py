@@ -14,15 +14,17 @@ nodes and the cheapest candidates.
 
 Reserve/Unreserve are not needed: the peers are read from the snapshot, which
 holds assumed pods.  Link headroom stays with LoadThreshold and NetworkTraffic; this
-plugin only tells them how much of a new pod's traffic leaves its node: PreFilter
-leaves a bandwidth hint in the pod's cycle state (BANDWIDTH_HINT; it looks the
-edges up only if called, and PreScore, not run when one node is feasible, replaces
-it with the edges it read), which the load-aware plugins' Reserve hands to the
-estimator: the workload's measured per-pod traffic minus the part exchanged with
-peers on the same node.  PreFilter never filters (Skip).  The hint is per cycle, so profiles sharing a `prometheus:` block (one estimator) and the
-explainer's replica never take over each other's.  A pod whose workload has no
-placed pod (all old pods gone, before a new sample) gets the estimator's default
-rather than the whole workload's traffic.
+plugin tells them how much of a pod's traffic crosses its node's link, each way
+(leaving.py): PreFilter leaves a bandwidth hint in the pod's cycle state
+(BANDWIDTH_HINT), which LoadThreshold reads for every candidate (a node whose link
+would pass its limit with the pod is rejected, however much the pod's peers pull)
+and the load-aware plugins' Reserve hands to the ledger; and the source's ledger
+asks the plugin what a leaving pod carried (a departure hint).  The workload's
+measured traffic is shared by its pods: the most of them placed while the graph
+sample is read, or known (pending ones included), so the first pod of a Recreate
+rollout carries its share, never the default nor the whole workload's.  PreFilter
+never filters (Skip).  The hint is per cycle, so profiles sharing a `prometheus:`
+block (one ledger) and the explainer's replica never take over each other's.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -67,12 +69,16 @@ from .args import TrafficAffinityArgs
 from .cost import invert, traffic_costs
 from .declared import Declared, declared_edges
 from .explain import TrafficNote
-from .placed import Peers, WorkloadIndex, local_weight, peers_of
+from .leaving import PodFlows, leaving, leaving_rows, pod_flows
+from .placed import Peers, WorkloadIndex, peers_of
 from .shares import NODE_LEVEL, CrossShares, cross_shares
 
 log = logging.getLogger(__name__)
 
 MEASURED, DECLARED = "measured", "declared"
+# Share checks (one per poll interval) in a row with pods placed and none of their workloads in
+# the measured graph before the plugin warns that it is inert.
+UNMATCHED_CHECKS = 3
 _WORKLOAD_INDEX = "traffic-affinity/workload/"  # + the workload label: pods by workload key
 _REPORTED_MAX = 4096  # pods whose malformed annotation was reported (an Event once per pod)
 # Costs are clipped here before the int64 cast: far above any real bytes/s x distance, far
@@ -104,6 +110,9 @@ class TrafficAffinity(
         self.source.require_keyed_query(TRAFFIC_PAIRS, self.args.traffic.promql(), PAIR_LABEL)
         self._distances = self.args.level_distances
         self._placed = WorkloadIndex(self.args.workload_label)
+        label = self.args.workload_label
+        self._index = _WORKLOAD_INDEX + label  # pending and assigned pods by workload key
+        handle.add_pod_index(self._index, lambda p: workload_key(p, label))
         self._scratch: FloatArray = np.zeros(0)  # traffic_costs' per-row gathering space
         self._lock = threading.Lock()  # explain and the estimator's hint read from other threads
         self._reported: set[str] = set()
@@ -112,13 +121,19 @@ class TrafficAffinity(
         # pods are gone (a Recreate rollout), rather than charging one new pod all of it.
         self._peak: dict[str, int] = {}
         self._peak_sample = -1.0
+        # Pods of each workload just before one of them left (the watch's departures): its
+        # traffic in a sample whose window began before then was theirs (a Recreate rollout
+        # whose pods all left between two polls).  workload -> (when, pods before).
+        self._before: dict[str, tuple[float, int]] = {}
         self._sample = 0.0  # sampled_at of the graph read last (0: none)
-        self._unmatched = False  # the graph named no placed pod's workload at the last check
+        self._unmatched_checks = 0  # checks in a row the graph named no placed pod's workload
         # The node rows the share task reads labels from: (index, nodes) of the snapshot a cycle
         # of this plugin last saw, set in one write.  The handle's snapshot is not for another
         # thread: between cycles the cache rebuilds it in place (nodes first, then index).
         self._rows: tuple[Mapping[str, int], Sequence[NodeInfo]] = ({}, [])
         self._publish_shares()
+        # What a leaving pod of this profile carried, asked by the source's ledger (from the watch).
+        self.source.set_departure_hint(handle.profile_name, self.departing)
 
     @property
     def _key(self) -> str:
@@ -178,8 +193,6 @@ class TrafficAffinity(
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
         self._keep_rows(snapshot)
         workload, origin, edges = self.edges(pod, snapshot)
-        if origin == MEASURED:  # Reserve's estimate of the pod's link load, on this cycle's snapshot
-            state.write(BANDWIDTH_HINT, _LeavingTraffic(self, snapshot, (workload, edges)))
         got = self.costs(snapshot, idx, workload, origin, edges)
         if got is None:
             return Status.skip()
@@ -241,8 +254,6 @@ class TrafficAffinity(
         m = self.handle.plugin_metrics
         if m is None:
             return
-        label = self.args.workload_label
-        self.handle.add_pod_index(_WORKLOAD_INDEX + label, lambda p: workload_key(p, label))
         total = m.gauge(
             "netsched_traffic_pair_bytes_per_second",
             "Measured traffic between workload pairs whose pods are placed (both directions), bytes/s.",
@@ -273,7 +284,7 @@ class TrafficAffinity(
             # On the periodic thread: the graph as last polled, not through the cycle snapshot.
             graph = traffic_graph(self.source, None)
             got = cross_shares(graph, self._nodes_of, self._domain_of, self.args.levels)
-            self.check_match(got)
+            self.check_match(got, any(node.pods for node in self._rows[1]))
             matched.labels(profile).set(got.matched)
             workloads.labels(profile).set(got.workloads)
             total.labels(profile).set(got.total)
@@ -285,10 +296,13 @@ class TrafficAffinity(
             f"{self.name}/shares/{profile}", self.args.prometheus.poll_interval_seconds, publish
         )
 
-    def check_match(self, got: CrossShares) -> None:
-        """Warn once (when it starts) that the measured graph names no workload of a placed pod."""
-        unmatched = got.workloads > 0 and got.matched == 0
-        if unmatched and not self._unmatched:
+    def check_match(self, got: CrossShares, placed: bool) -> None:
+        """Warn once that the measured graph names no workload of a placed pod, when that has
+        held for UNMATCHED_CHECKS checks in a row while pods are placed (`placed`): right after
+        start, or while no pod is placed yet, nothing can match and nothing is wrong."""
+        unmatched = placed and got.workloads > 0 and got.matched == 0
+        self._unmatched_checks = self._unmatched_checks + 1 if unmatched else 0
+        if self._unmatched_checks == UNMATCHED_CHECKS:
             log.warning(
                 "No placed pod's workload is in the measured traffic graph; TrafficAffinity is inert "
                 "profile=%s workloadLabel=%s graphWorkloads=%d hint=%s",
@@ -298,11 +312,14 @@ class TrafficAffinity(
                 "make workloadLabel name workloads as the mesh does, or set traffic.labels to the "
                 "mesh's label that matches (e.g. source_canonical_service)",
             )
-        self._unmatched = unmatched
 
     def _nodes_of(self, workload: str) -> list[str]:
-        pods = self.handle.pods_by_index(_WORKLOAD_INDEX + self.args.workload_label, workload)
-        return [p.node_name for p in pods if p.node_name and not p.deleting]
+        return [p.node_name for p in self._known(workload) if p.node_name]
+
+    def _known(self, workload: str) -> list[PodInfo]:
+        """The workload's pods the scheduler knows of, pending (of this scheduler) and assigned,
+        terminating ones left out; thread-safe (the cache's and the handlers' indexes)."""
+        return [p for p in self.handle.pods_by_index(self._index, workload) if not p.deleting]
 
     def _domain_of(self, node: str, level: str) -> str | None:
         """On the periodic thread: the index and rows a cycle published together (a later
@@ -311,65 +328,129 @@ class TrafficAffinity(
         row = index.get(node)
         return nodes[row].labels.get(level) if row is not None else None
 
-    # ------------------------------------------------------------ link-load estimate
+    # ------------------------------------------------------------ link load: a pod's share of its workload's
 
     def pod_bandwidth(
         self, pod: PodInfo, node_name: str, snapshot: Snapshot | None = None
     ) -> tuple[float, float] | None:
-        """(rx, tx) bytes/s of a just-placed pod on `node_name` (what Reserve gets through the
-        cycle's BANDWIDTH_HINT); None: its traffic is not measured.  `snapshot`: the cycle's,
-        else the handle's."""
+        """(rx, tx) bytes/s of the pod's measured traffic that would cross `node_name`'s link;
+        None: its traffic is not measured.  `snapshot`: the cycle's, else the handle's."""
         snap = snapshot if snapshot is not None else self.handle.snapshot()
-        workload = workload_key(pod, self.args.workload_label)
-        return self.leaving(workload, self.graph(snap).of(workload), snap, node_name)
-
-    def leaving(
-        self, workload: str, edges: Mapping[str, float], snapshot: Snapshot, node_name: str
-    ) -> tuple[float, float] | None:
-        """(rx, tx) bytes/s of a new pod of `workload` on `node_name`: the workload's measured
-        traffic per placed pod, less the part exchanged with peers on that node (pod-to-pod
-        traffic on one node never reaches the NIC).  None (the estimator's default) when not
-        measured, or when no pod of the workload is placed nor was during this sample (the
-        sample read last by graph(): this cycle's PreScore, or pod_bandwidth)."""
-        if not edges:
+        flows = self.flows(pod, snap)
+        if flows is None:
             return None
-        row = snapshot.index.get(node_name)
+        row = snap.index.get(node_name)
+        with self._lock:
+            self._placed.sync(snap)
+            return leaving(flows, lambda peer: self._local(peer, row))
+
+    def flows(self, pod: PodInfo, snapshot: Snapshot) -> PodFlows | None:
+        """The pod's share of its workload's measured traffic with each peer, each way (None:
+        not measured): the workload's traffic over the pods that share it (_pods_behind)."""
+        workload = workload_key(pod, self.args.workload_label)
+        graph = self.graph(snapshot)
+        if not graph.of(workload):
+            return None
         with self._lock:
             self._placed.sync(snapshot)
-            own = self._pods_behind(workload)
-            local = local_weight(self._placed, edges, row) if row is not None else 0.0
-        if own <= 0:
-            return None
-        leaving = max((sum(edges.values()) - local) / own, 0.0)
-        return leaving / 2, leaving / 2  # an edge's rate counts both directions together
+            return pod_flows(graph, workload, self._pods_behind(workload))
+
+    def _local(self, peer: str, row: int | None) -> float:
+        """The part of `peer`'s pods on snapshot row `row` (call under the lock, synced)."""
+        if row is None:
+            return 0.0
+        here = self._placed.rows.get(peer, {}).get(row, 0)
+        return here / self._peer_pods(peer) if here else 0.0
+
+    def _peer_pods(self, peer: str) -> int:
+        """How many pods a peer's share of traffic is spread over: placed, or known (pending ones
+        will most likely land elsewhere, so their share leaves the node)."""
+        return max(self._placed.placed(peer), len(self._known(peer)), 1)
 
     def _pods_behind(self, workload: str) -> int:
-        """How many pods the workload's measured traffic is shared by: the most placed while
-        this graph sample is current (call under the lock)."""
+        """How many pods the workload's measured traffic is shared by (call under the lock): the
+        most placed while this graph sample is current (the sample read last by graph()), or
+        the pods known now, pending ones included (the new pods of a Recreate rollout, whose
+        old pods are gone)."""
         sample = self._sample
         if sample != self._peak_sample:
             self._peak.clear()
             self._peak_sample = sample
-        now = self._placed.placed(workload)
+        now = max(self._placed.placed(workload), len(self._known(workload)))
         peak = max(self._peak.get(workload, 0), now)
         if peak:
             self._peak[workload] = peak
+        before = self._before.get(workload)
+        if before is not None:
+            if before[0] >= sample - self.args.prometheus.rate_window_seconds:
+                return max(peak, before[1])
+            del self._before[workload]  # the sample's window began after they left: not theirs
         return peak
+
+    def departing(self, pod: PodInfo) -> tuple[float, float] | None:
+        """(rx, tx) bytes/s the leaving `pod` carried over its node's link, from the graph as last
+        polled and the pods the cache knows (the source's ledger asks, on the watch's thread:
+        no snapshot here).  None: its workload's traffic is not measured."""
+        workload = workload_key(pod, self.args.workload_label)
+        graph = traffic_graph(self.source, None)
+        if not graph.of(workload):
+            return None
+        with self._lock:
+            others = sum(1 for p in self._known(workload) if p.uid != pod.uid)
+            pods = max(others + 1, self._peak.get(workload, 0))
+            now = self.source.wall()
+            when, before = self._before.get(workload, (0.0, 0))
+            recent = when >= now - self.args.prometheus.rate_window_seconds  # the same rollout
+            self._before[workload] = (now, max(pods, before) if recent else pods)
+        flows = pod_flows(graph, workload, pods)
+        if flows is None:
+            return None
+
+        def local(peer: str) -> float:
+            known = self._known(peer)
+            here = sum(1 for p in known if p.node_name == pod.node_name)
+            return here / max(len(known), 1)
+
+        return leaving(flows, local)
 
 
 @dataclass(frozen=True, slots=True)
 class _LeavingTraffic:
-    """The estimator's bandwidth hint for one cycle's pod, priced on that cycle's snapshot by
-    the profile's own plugin.  PreFilter leaves it without `measured`: the pod's edges are
-    looked up only if Reserve calls it (pods without edges cost one write per cycle);
-    PreScore replaces it with the (workload, measured edges) it read."""
+    """The pod's link load for its cycle (BANDWIDTH_HINT), priced on that cycle's snapshot by
+    the profile's own plugin: on one node for Reserve, on every candidate for LoadThreshold.
+    The pod's flows are looked up once, when first asked (pods without edges cost one write
+    per cycle)."""
 
     plugin: TrafficAffinity
     snapshot: Snapshot
-    measured: tuple[str, Mapping[str, float]] | None = None
+    _flows: list[PodFlows | None] = field(default_factory=list)
+
+    def _of(self, pod: PodInfo) -> PodFlows | None:
+        if not self._flows:
+            self._flows.append(self.plugin.flows(pod, self.snapshot))
+        return self._flows[0]
 
     def __call__(self, pod: PodInfo, node_name: str) -> tuple[float, float] | None:
-        if self.measured is None:
-            return self.plugin.pod_bandwidth(pod, node_name, self.snapshot)
-        workload, edges = self.measured
-        return self.plugin.leaving(workload, edges, self.snapshot, node_name)
+        flows = self._of(pod)
+        if flows is None:
+            return None
+        plugin = self.plugin
+        row = self.snapshot.index.get(node_name)
+        with plugin._lock:
+            plugin._placed.sync(self.snapshot)
+            return leaving(flows, lambda peer: plugin._local(peer, row))
+
+    def rows(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> tuple[FloatArray, FloatArray] | None:
+        flows = self._of(pod)
+        if flows is None:
+            return None
+        plugin = self.plugin
+        with plugin._lock:
+            plugin._placed.sync(snapshot)
+            placed = plugin._placed
+
+            def rows_of(peer: str) -> tuple[IntArray, FloatArray]:
+                at, count, _ = placed.arrays(peer)
+                return at, count
+
+            return leaving_rows(flows, rows_of, plugin._peer_pods, idx, len(snapshot))

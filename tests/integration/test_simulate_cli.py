@@ -85,7 +85,8 @@ def test_in_process_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     )
     assert main([str(scenario), "--compare-config", "none", "--no-placements"]) == 0
     out = capsys.readouterr().out
-    assert f"{tmp_path / 'ksc.yaml'}: 6/6 pods placed; 1 poll(s), 3 queries per poll" in out
+    # rx, tx, link speed and the per-pod usage that corrects rx and tx.
+    assert f"{tmp_path / 'ksc.yaml'}: 6/6 pods placed; 1 poll(s), 4 queries per poll" in out
     assert "default " not in out
 
     assert main([str(scenario), "--explain", "default/nope"]) == 1

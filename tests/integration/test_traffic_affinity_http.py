@@ -18,7 +18,7 @@ from netsched.testing.configs import NETSCHED_PROFILE_FAST_BACKOFF, NETWORK_LOAD
 from netsched.testing.exporter import fake_nodes
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.prometheus import PrometheusServer
-from netsched.testing.traffic_exporter import ISTIO_SHARES, PairTrafficExporter
+from netsched.testing.traffic_exporter import REQUEST_SHARE, PairTrafficExporter
 from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -26,9 +26,6 @@ pytestmark = pytest.mark.integration
 WINDOW = "4s"
 NAME = "app.kubernetes.io/name"
 RATE = 40e6  # bytes/s between web and db
-# The exporter's part of a pair's bytes that flows from source to destination (Istio's request
-# bytes and the TCP bytes the server received).
-REQUEST_SHARE = ISTIO_SHARES["istio_request_bytes_sum"] + ISTIO_SHARES["istio_tcp_received_bytes_total"]
 CONFIG = (
     NETSCHED_PROFILE_FAST_BACKOFF
     + """\
@@ -106,7 +103,10 @@ def test_pod_follows_its_measured_peer(stack: tuple[FakeAPIServer, PrometheusSer
         timeout=30,
     )
     link = f'rate(node_network_receive_bytes_total{{node="node-3",device="eth0"}}[{WINDOW}])'
-    prom.wait_for(link, lambda r: bool(r) and float(r[0]["value"][1]) > 0.9 * RATE / 2, timeout=30)
+    # db's node receives the request bytes web's pod sends it.
+    prom.wait_for(
+        link, lambda r: bool(r) and float(r[0]["value"][1]) > 0.9 * REQUEST_SHARE * RATE, timeout=30
+    )
     assert app.hub.trigger(timeout=10)
     pairs = source.series("traffic_pairs")
     assert pairs is not None

@@ -90,7 +90,7 @@ def test_every_query_goes_through_prometheus_api_client(
 
     monkeypatch.setattr(PrometheusConnect, "custom_query", spy)
     hub = MetricsHub(clock=FakeClock(), sleep=lambda _s: None)
-    src = hub.source(PrometheusArgs(prometheus_address=url, timeout_seconds=2))
+    src = hub.source(PrometheusArgs(prometheus_address=url, timeout_seconds=2, per_pod_usage=False))
     src.require(CPU, MEMORY)
     hub.poll_now()
     # Each query the server saw was one custom_query call, with the poll's per-call timeout.
@@ -123,7 +123,9 @@ def test_bearer_token_rotates_and_is_never_logged(
     token.write_text("s3cret-one\n")
     clock = FakeClock()
     hub = MetricsHub(clock=clock, sleep=lambda _s: None)
-    src = hub.source(PrometheusArgs(prometheus_address=url, bearer_token_file=str(token)))
+    src = hub.source(
+        PrometheusArgs(prometheus_address=url, bearer_token_file=str(token), per_pod_usage=False)
+    )
     src.require(CPU)
     caplog.set_level(logging.DEBUG)
     hub.poll_now()

@@ -121,7 +121,9 @@ def test_a_huge_answer_fails_that_query_then_fallback_as_any_failure(prom: Fault
     prom.mode = "huge"
     reg = CollectorRegistry()
     hub = MetricsHub(registry=reg, clock=FakeClock(), sleep=lambda _s: None)
-    src = hub.source(PrometheusArgs(prometheus_address=prom.url, max_response_bytes=4096))
+    src = hub.source(
+        PrometheusArgs(prometheus_address=prom.url, max_response_bytes=4096, per_pod_usage=False)
+    )
     src.require(CPU)
     hub.poll_now()
     assert prom.queries == 1  # permanent: never retried
@@ -163,7 +165,7 @@ def test_every_attempt_gets_only_what_is_left_of_the_poll_budget() -> None:
 def test_retries_stop_when_the_budget_is_spent() -> None:
     clock = FakeClock()
     hub, fake = hub_on(clock)
-    src = hub.source(PrometheusArgs(poll_interval_seconds=10, timeout_seconds=5))
+    src = hub.source(PrometheusArgs(poll_interval_seconds=10, timeout_seconds=5, per_pod_usage=False))
     src.require(CPU)
     timeouts: list[float] = []
 

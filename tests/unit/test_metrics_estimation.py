@@ -18,7 +18,7 @@ from netsched.metrics import (
     pod_bandwidth,
     pod_load,
 )
-from netsched.metrics.estimation import Estimator
+from netsched.metrics.ledger import Ledger
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.clock import FakeClock
 from netsched.testing.prometheus import FakePrometheus, fake_hub
@@ -37,7 +37,7 @@ def test_pod_load_is_max_of_request_and_limit_times_factor() -> None:
 
 
 def test_the_estimator_computes_each_distinct_load_once_and_tells_every_field_apart() -> None:
-    est = Estimator(EstimationArgs(), FakeClock().wall)
+    est = Ledger(EstimationArgs(), FakeClock().wall, 60.0)
     base = make_pod("a").req(cpu="500m", memory="1Gi")
     same = est.load(make_pod("b").req(cpu="500m", memory="1Gi").info())
     assert est.load(base.info()) is same  # another pod of the same load: the same array
@@ -93,16 +93,16 @@ def test_reservations_are_idempotent_per_uid_and_unreserve_restores() -> None:
     src.unreserve(pod)
     est = src.estimates(snap)
     assert not est.cpu.any() and not est.rx.any()
-    assert len(src.estimator) == 0
+    assert len(src.ledger) == 0
 
 
 def test_aligned_rows_update_incrementally() -> None:
     _, _, (src, _), snap = setup()
     src.estimates(snap)  # aligns
-    rows_before = src.estimator._rows
+    rows_before = src.ledger._rows
     for i in range(3):
         src.reserve(make_pod(f"p{i}").req(cpu="100m").info(), "n0")
-    assert src.estimator._rows is rows_before  # updated in place, not rebuilt
+    assert src.ledger._rows is rows_before  # updated in place, not rebuilt
     assert src.estimates(snap).cpu[0] == pytest.approx(3 * 85)
 
 
@@ -126,7 +126,7 @@ def test_newer_samples_cover_estimates_per_resource_group() -> None:
     hub.poll_now()
     est = src.estimates(snap)
     assert not (est.cpu.any() or est.memory.any() or est.rx.any() or est.tx.any())
-    assert len(src.estimator) == 0
+    assert len(src.ledger) == 0
 
 
 def test_estimates_end_after_max_lifetime_without_samples() -> None:
@@ -136,7 +136,7 @@ def test_estimates_end_after_max_lifetime_without_samples() -> None:
     assert src.estimates(snap).cpu[0] > 0
     clock.step(2)  # past 2 x maxSampleAge
     assert src.estimates(snap).cpu[0] == 0
-    assert len(src.estimator) == 0
+    assert len(src.ledger) == 0
 
 
 def test_estimates_of_a_removed_node_are_dropped() -> None:
@@ -145,7 +145,7 @@ def test_estimates_of_a_removed_node_are_dropped() -> None:
     snap.rebuild(snap.nodes[:2])
     hub.poll_now()  # a new table triggers the coverage pass
     est = src.estimates(snap)
-    assert len(est.cpu) == 2 and len(src.estimator) == 0
+    assert len(est.cpu) == 2 and len(src.ledger) == 0
 
 
 def test_estimates_survive_a_relayout() -> None:
@@ -158,7 +158,7 @@ def test_estimates_survive_a_relayout() -> None:
 
 def test_changed_rows_are_logged_for_readers_and_a_reader_far_behind_recomputes_everything() -> None:
     _, _, (src, _), snap = setup()
-    est = src.estimator
+    est = src.ledger
     src.estimates(snap)  # aligns
     start, _ = est.changes(0)
     pod = make_pod("p").req(cpu="1").info()
@@ -174,7 +174,7 @@ def test_changed_rows_are_logged_for_readers_and_a_reader_far_behind_recomputes_
 
 def test_settled_says_when_reading_the_rows_would_change_nothing() -> None:
     clock, hub, (src, _), snap = setup()
-    est = src.estimator
+    est = src.ledger
     version = src.poller.table.version
     assert est.settled(version, snap, clock.wall()) is None  # never read: not aligned yet
     src.estimates(snap)  # aligns and syncs with the table

@@ -75,7 +75,7 @@ def test_polls_run_on_apscheduler_and_read_time_from_the_injected_clock(
 ) -> None:
     clock = FakeClock()
     hub, fake = fake_hub(clock)
-    src = hub.source(PrometheusArgs(max_sample_age_seconds=60, stale_policy=FAIL_CLOSED))
+    src = hub.source(PrometheusArgs(max_sample_age_seconds=60, stale_policy=FAIL_CLOSED, per_pod_usage=False))
     src.require(CPU)
     fake.serve(src, CPU, {"n0": 0.5})  # stamped with the clock's wall time when queried
     snap = Snapshot.of([make_node("n0").info()])
@@ -115,7 +115,7 @@ def test_polls_run_on_apscheduler_and_read_time_from_the_injected_clock(
 
 def test_trigger_without_scheduler_polls_inline() -> None:
     hub, fake = fake_hub()
-    hub.source(PrometheusArgs()).require(CPU)
+    hub.source(PrometheusArgs(per_pod_usage=False)).require(CPU)
     assert hub.trigger()
     assert len(fake.calls) == 1
 

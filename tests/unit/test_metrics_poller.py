@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX, PrometheusArgs, QueryError
 from netsched.metrics.args import NodeMappingArgs
+from netsched.metrics.queries import POD_USAGE
 from netsched.testing.clock import FakeClock
 from netsched.testing.prometheus import fake_hub
 
@@ -26,17 +27,22 @@ def test_one_query_per_metric_per_poll_whatever_the_node_count() -> None:
     for m in ALL:
         fake.serve(src, m, {f"n{i}": 1.0 for i in range(2000)})
     out = hub.poll_now()
-    assert out[0].queries == 5 and len(fake.calls) == 5
-    assert sorted(fake.calls) == sorted(src.query(m) for m in ALL)
+    # One per node metric, and one for the per-pod usage of every pod (perPodUsage).
+    assert out[0].queries == 6 and len(fake.calls) == 6
+    assert sorted(fake.calls) == sorted(src.query(m) for m in (*ALL, POD_USAGE))
     hub.poll_now()
-    assert len(fake.calls) == 10
+    assert len(fake.calls) == 12
+    off = fake_hub()
+    quiet = off[0].source(PrometheusArgs(per_pod_usage=False))
+    quiet.require(*ALL)
+    assert off[0].poll_now()[0].queries == 5 and not quiet.requires(POD_USAGE)
 
 
 def test_sources_share_pollers_by_connection_and_queries_by_promql() -> None:
     hub, fake = fake_hub()
     a = hub.source(PrometheusArgs())
     b = hub.source(PrometheusArgs())
-    assert a is b  # equal args: one source, one estimator
+    assert a is b  # equal args: one source, one ledger
     c = hub.source(PrometheusArgs(stale_policy="failClosed", rate_window="30s"))
     assert c is not a and c.poller is a.poller  # same connection: one poller
     d = hub.source(PrometheusArgs(node_mapping=NodeMappingArgs(by="instance")))
@@ -46,8 +52,9 @@ def test_sources_share_pollers_by_connection_and_queries_by_promql() -> None:
     b.require(CPU)
     c.require(CPU)  # different $window: a different query on the same poller
     hub.poll_now()
-    assert len(fake.calls) == 3 + 0  # a/b: cpu + memory; c: cpu over 30s; d requires nothing
-    assert len(set(fake.calls)) == 3
+    # a/b: cpu + memory + per-pod usage; c: cpu and per-pod usage over 30s; d requires nothing
+    assert len(fake.calls) == 5 + 0
+    assert len(set(fake.calls)) == 5
 
 
 def test_require_query_custom_and_conflicts() -> None:
@@ -64,7 +71,7 @@ def test_require_query_custom_and_conflicts() -> None:
 
 def test_transient_errors_are_retried_within_the_poll() -> None:
     hub, fake = fake_hub()
-    src = hub.source(PrometheusArgs())
+    src = hub.source(PrometheusArgs(per_pod_usage=False))
     src.require(CPU)
     fake.serve(src, CPU, {"n1": 0.5})
     flaky = [QueryError("http_5xx", "HTTP 503", transient=True)] * 2
@@ -180,7 +187,7 @@ def test_not_polled_yet_counts_as_fallback() -> None:
 def test_poll_stops_at_its_deadline() -> None:
     clock = FakeClock()
     hub, fake = fake_hub(clock)
-    src = hub.source(PrometheusArgs())
+    src = hub.source(PrometheusArgs(per_pod_usage=False))
     src.require(*ALL)
     real_query = fake.query
 

@@ -251,7 +251,7 @@ def test_a_reservation_is_marked_in_every_kept_result_from_one_read_of_the_chang
 
     view.per_row("a", computer("a"))
     view.per_row("b", computer("b"))
-    est = src.estimator
+    est = src.ledger
     calls = []
     changes = est.changes
     est.changes = lambda since: calls.append(since) or changes(since)  # type: ignore[method-assign]
@@ -267,7 +267,7 @@ def test_kept_results_see_an_estimate_expire_with_nothing_else_changing() -> Non
     """An estimate's lifetime ends between polls while every sample stays fresh: the kept
     result must not take 'no new reservation' for 'nothing changed'."""
     clock, src, _, snap, _ = world()
-    src.estimator.args = replace(src.estimator.args, max_lifetime_seconds=5.0)
+    src.ledger.args = replace(src.ledger.args, max_lifetime_seconds=5.0)
     seen: list[list[int]] = []
     src.reserve(make_pod("p").req(cpu="1").info(), "n3")
     with_pod = kept_rows(src, snap, seen)[3]

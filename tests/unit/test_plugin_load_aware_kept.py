@@ -2,7 +2,7 @@
 
 The first pod of a load goes the long path (the carried columns, then the curve, stale rows
 filled from the other candidates); once a load repeats, the view keeps the scores it gives
-every row and later pods of that load cost a take (`_Shapes`).  These tests score pods
+every row and later pods of that load cost a take (`RepeatedLoads`).  These tests score pods
 through the public scores() of the plugin under test and of a fresh LoadAware on the same
 handle (which has seen no load, so it takes the long path on freshly computed columns) and
 require the same integers, while reservations change the estimates between pods, samples
@@ -23,8 +23,8 @@ from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import PodInfo
 from netsched.metrics import CPU, MEMORY, MetricsHub, PrometheusArgs
 from netsched.metrics.args import EstimationArgs
+from netsched.metrics.plugin_api import RepeatedLoads
 from netsched.plugins.load_aware import LoadAware, LoadAwareArgs, ResourceWeight, TargetLoadPacking
-from netsched.plugins.load_aware.plugin import _Shapes
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
 from netsched.testing.framework import build_framework, plugin_of
@@ -228,14 +228,14 @@ def full_passes(plugin: LoadAware) -> list[int]:
 
 
 def test_more_loads_than_kept_take_turns_without_a_pass_over_every_row_per_pod() -> None:
-    """The first _Shapes.KEEP loads seen twice in a view are kept; a load after them is never
+    """The first RepeatedLoads.KEEP loads seen twice in a view are kept; a load after them is never
     kept in that view (no displacement: loads taking turns used to pay a pass over every row
     on each promotion), and every load scores as the long path; a new poll starts afresh."""
     rng = random.Random(7)
     w = World(LoadAwareArgs(target_load_packing=TargetLoadPacking(True, 40)))
     w.load(rng)
     idx = np.array([12, 0, 7, 3, 9, 13, 5], dtype=np.int64)  # fresh rows, two with no allocatable
-    keep = _Shapes.KEEP
+    keep = RepeatedLoads.KEEP
     assert keep + 2 <= len(LOADS)
     long_path = long_path_calls(w.plugin)
     passes = full_passes(w.plugin)

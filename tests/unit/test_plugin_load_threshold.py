@@ -14,6 +14,7 @@ from netsched.framework.cycle_state import CycleState
 from netsched.framework.fields import ErrorList, Fields
 from netsched.framework.status import Code
 from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX, PrometheusArgs, QueryError
+from netsched.metrics.queries import POD_USAGE
 from netsched.plugins.load_threshold import LoadThreshold, LoadThresholdArgs
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.metric_rig import MetricRig
@@ -41,9 +42,11 @@ def test_default_limits_and_reasons(rig: RigFactory) -> None:
     r = rig(5)
     r.load(
         **{
-            NETWORK_TX: {"n0": 0.81 * GBIT, "n1": 0.79 * GBIT, "n2": 0.0, "n3": 0.0, "n4": 0.9 * GBIT},
-            CPU: {"n0": 0.1, "n1": 0.1, "n2": 0.66, "n3": 0.65, "n4": 0.7},
-            MEMORY: {"n0": 0.1, "n1": 0.1, "n2": 0.1, "n3": 0.96, "n4": 0.1},
+            # The pod (no requests: kube's 100m / 200Mi, 1 MiB/s each way) adds 0.84 % of a 1 Gb/s
+            # link, 2.1 % of 4 cpu (85m), 1.7 % of 8Gi (140Mi).
+            NETWORK_TX: {"n0": 0.80 * GBIT, "n1": 0.79 * GBIT, "n2": 0.0, "n3": 0.0, "n4": 0.9 * GBIT},
+            CPU: {"n0": 0.1, "n1": 0.1, "n2": 0.63, "n3": 0.62, "n4": 0.7},
+            MEMORY: {"n0": 0.1, "n1": 0.1, "n2": 0.1, "n3": 0.94, "n4": 0.1},
         }
     )
     assert r.verdicts(code=UNRES) == {
@@ -90,9 +93,9 @@ def test_zero_disables_a_check_and_its_queries(rig: RigFactory) -> None:
         network_utilization_percent=0, memory_utilization_percent=0, cpu_utilization_percent=50.5
     )
     r = rig(2, args=args)
-    r.load(**{CPU: {"n0": 0.51, "n1": 0.5}})
+    r.load(**{CPU: {"n0": 0.49, "n1": 0.48}})  # with the pod's 2.1 %: 51.1 % and 50.1 %
     assert r.verdicts(code=UNRES) == {"n0": ("node(s) had cpu utilisation above 50.5%",), "n1": "ok"}
-    assert r.fake.calls == [r.src.query(CPU)]
+    assert sorted(r.fake.calls) == sorted([r.src.query(CPU), r.src.query(POD_USAGE)])
 
 
 def test_no_link_speed_means_no_network_check(rig: RigFactory) -> None:
@@ -154,12 +157,37 @@ def test_a_reservation_adding_a_second_reason_set_is_told_apart_in_the_batch(rig
     """The batch names one reason set without looking at each row while the rows have had one;
     a reservation that brings a second must be told apart (filter() per node checks it)."""
     r = rig(3, args=LoadThresholdArgs(network_utilization_percent=0))
-    r.load(**{CPU: {"n0": 0.9, "n1": 0.1, "n2": 0.1}, MEMORY: {"n0": 0.1, "n1": 0.94, "n2": 0.1}})
+    r.load(**{CPU: {"n0": 0.9, "n1": 0.1, "n2": 0.1}, MEMORY: {"n0": 0.1, "n1": 0.92, "n2": 0.1}})
     cpu, memory = "node(s) had cpu utilisation above 65%", "node(s) had memory utilisation above 95%"
     assert r.verdicts(code=UNRES) == {"n0": (cpu,), "n1": "ok", "n2": "ok"}
-    pod = make_pod("big").req(memory="1Gi").info()  # 1Gi x 0.70 / 8Gi = 8.75 %: n1 at 102.75 %
+    pod = make_pod("big").req(memory="1Gi").info()  # 1Gi x 0.70 / 8Gi = 8.75 %: n1 at 100.75 %
     assert r.plugin.reserve(CycleState(), pod, "n1").ok
     assert r.verdicts(code=UNRES) == {"n0": (cpu,), "n1": (memory,), "n2": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("pod", "verdict"),
+    [
+        (make_pod("small").req(cpu="100m").info(), "ok"),  # 60 % + 2.1 %
+        (make_pod("big").req(cpu="1").info(), ("node(s) had cpu utilisation above 65%",)),  # + 21 %
+        (make_pod("egress").annotation("kubernetes.io/egress-bandwidth", "200M").info(), "ok"),
+    ],
+)
+def test_a_node_stays_under_its_limit_with_the_pod(rig: RigFactory, pod: Any, verdict: Any) -> None:
+    r = rig(1)
+    r.load(**{CPU: {"n0": 0.6}, NETWORK_TX: {"n0": 0.5 * GBIT}})
+    assert r.verdicts(pod=pod, code=UNRES) == {"n0": verdict}
+
+
+def test_the_pod_adds_its_link_load_each_way(rig: RigFactory) -> None:
+    # 65 % transmitted, idle receive: a pod receiving 25 MB/s fits (receive at 20 %), one
+    # transmitting it does not (transmit at 65 % + 20 %).
+    r = rig(1)
+    r.load(**{NETWORK_TX: {"n0": 0.65 * GBIT}})
+    inbound = make_pod("in").annotation("kubernetes.io/ingress-bandwidth", "200M").info()
+    outbound = make_pod("out").annotation("kubernetes.io/egress-bandwidth", "200M").info()
+    assert r.verdicts(pod=inbound, code=UNRES) == {"n0": "ok"}
+    assert r.verdicts(pod=outbound, code=UNRES) == {"n0": ("node(s) had network utilisation above 80%",)}
 
 
 def test_filter_of_a_node_outside_the_snapshot(rig: RigFactory) -> None:

@@ -194,9 +194,9 @@ def test_a_profile_calls_one_reserve_per_shared_source() -> None:
     assert isinstance(nt, NetworkTraffic) and isinstance(la, LoadAware) and nt.source is la.source
     pod = make_pod("p").req(cpu="1").info()
     assert fwk.run_reserve(fwk.new_cycle_state(), pod, "n0").ok
-    assert nt.source.estimator.holds(pod.uid, "n0")
+    assert nt.source.ledger.holds(pod.uid, "n0")
     fwk.run_unreserve(fwk.new_cycle_state(), pod, "n0")
-    assert not nt.source.estimator.holds(pod.uid, "n0")
+    assert not nt.source.ledger.holds(pod.uid, "n0")
 
 
 def test_a_subclass_whose_reserve_does_more_is_always_called() -> None:

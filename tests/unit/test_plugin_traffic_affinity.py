@@ -22,6 +22,11 @@ from netsched.framework.workload import workload_key, workload_name
 from netsched.metrics.cache import Series
 from netsched.metrics.plugin_api import (
     BANDWIDTH_HINT,
+    CPU,
+    LINK_SPEED,
+    MEMORY,
+    NETWORK_RX,
+    NETWORK_TX,
     PAIR_LABEL,
     TRAFFIC_PAIRS,
     PrometheusArgs,
@@ -31,6 +36,7 @@ from netsched.metrics.plugin_api import (
 from netsched.metrics.queries import render
 from netsched.metrics.traffic import REQUEST, build_graph, pair_key
 from netsched.observability.metrics import SchedulerMetrics
+from netsched.plugins.load_threshold import LoadThreshold
 from netsched.plugins.network_traffic import NetworkTraffic
 from netsched.plugins.node_affinity import NodeAffinity
 from netsched.plugins.traffic_affinity import TrafficAffinity, TrafficAffinityArgs
@@ -39,7 +45,7 @@ from netsched.plugins.traffic_affinity.appgroup import appgroup_edges
 from netsched.plugins.traffic_affinity.cost import invert
 from netsched.plugins.traffic_affinity.declared import ANNOTATION, declared_edges
 from netsched.plugins.traffic_affinity.placed import WorkloadIndex, peers_of
-from netsched.plugins.traffic_affinity.plugin import MAX_COST
+from netsched.plugins.traffic_affinity.plugin import MAX_COST, UNMATCHED_CHECKS
 from netsched.plugins.traffic_affinity.shares import NODE_LEVEL, cross_shares
 from netsched.testing.builders import make_node, make_pod, node_infos
 from netsched.testing.clock import FakeClock
@@ -92,7 +98,9 @@ def replica(workload: str, i: int, node: str = "") -> Any:
 class Rig:
     """8 nodes: 2 zones x 2 racks x 2 nodes; n0,n1 = zone a rack r0; n2,n3 = a/r1; n4.. = zone b."""
 
-    def __init__(self, placed: list[Any], args: TrafficAffinityArgs | None = None) -> None:
+    def __init__(
+        self, placed: list[Any], args: TrafficAffinityArgs | None = None, pending: list[Any] | None = None
+    ) -> None:
         self.clock = FakeClock()
         self.hub, self.fake = fake_hub(self.clock)
         nodes = [make_node(f"n{i}").labels(**{ZONE: "ab"[i // 4], RACK: f"r{i // 2}"}) for i in range(8)]
@@ -106,8 +114,15 @@ class Rig:
             clock=self.clock,
             snapshot=self.snap,
             events=self.events,
+            pending=[b.info() for b in pending or []],
         )
         self.plugin = plugin_of(self.fwk, TrafficAffinity)
+
+    def hint(self, pod: PodInfo, snap: Snapshot | None = None) -> Any:
+        """The BANDWIDTH_HINT the pod's PreFilter leaves in its cycle."""
+        state = CycleState()
+        self.plugin.pre_filter(state, pod, snap or self.snap)
+        return state.read(BANDWIDTH_HINT)
 
     def edges(self, pairs: dict[str, float], ts: float | None = None) -> None:
         values: dict[str, Any] = {k: (v, ts) if ts is not None else v for k, v in pairs.items()}
@@ -271,21 +286,34 @@ def test_costs_are_clipped_before_the_integer_cast() -> None:
     assert norm[0] == 100 and norm[7] == 0
 
 
-def test_estimate_counts_only_traffic_leaving_the_node() -> None:
+@pytest.mark.parametrize(
+    ("key", "on_n3"),
+    [
+        ("default|api|default|db|request", (0.0, 100.0)),  # api sends: its pod transmits 100 B/s
+        ("default|api|default|db|response", (100.0, 0.0)),  # db answers: the api pod receives
+        ("default|api|default|db", (100.0, 100.0)),  # direction unknown: all of it, both ways
+    ],
+)
+def test_estimate_counts_only_traffic_leaving_the_node(key: str, on_n3: tuple[float, float]) -> None:
     # api has 2 placed pods and 200 B/s with db (one pod on n0): 100 B/s per api pod.
     r = Rig([replica("db", 0, "n0"), replica("api", 0, "n5"), replica("api", 1, "n6")])
-    r.edges({"default|api|default|db": 200.0})
+    r.edges({key: 200.0})
     pod = replica("api", 2).info()
-    assert r.plugin.pod_bandwidth(pod, "n3") == (50.0, 50.0)  # all 100 B/s leave n3, half each way
+    assert r.plugin.pod_bandwidth(pod, "n3") == on_n3  # all of it leaves n3
     assert r.plugin.pod_bandwidth(pod, "n0") == (0.0, 0.0)  # its peer is on n0: nothing leaves
     unmeasured = replica("web", 0).info()
     assert r.plugin.pod_bandwidth(unmeasured, "n0") is None
-    # The shared estimator takes the hint PreScore left in the cycle instead of the 1 MiB/s default.
+    # The hint PreFilter leaves: the same on one node (Reserve) and over the candidates (filters).
+    hint = r.hint(pod)
+    assert hint(pod, "n3") == on_n3
+    rx, tx = hint.rows(pod, r.snap, r.snap.all_rows)
+    assert (rx[3], tx[3]) == on_n3 and (rx[0], tx[0]) == (0.0, 0.0)
+    # The shared ledger takes it instead of the 1 MiB/s default.
     state = CycleState()
-    assert not r.plugin.pre_score(state, pod, r.snap, r.snap.all_rows).is_skip
+    r.plugin.pre_filter(state, pod, r.snap)
     r.plugin.source.reserve(pod, "n3", state)
     est = r.plugin.source.estimates(r.snap)
-    assert est.rx[3] == 50.0 and est.tx[3] == 50.0
+    assert (est.rx[3], est.tx[3]) == on_n3
 
 
 def test_explainer_replica_does_not_take_over_the_estimate() -> None:
@@ -295,10 +323,10 @@ def test_explainer_replica_does_not_take_over_the_estimate() -> None:
     r.edges({"default|api|default|db": 200.0})
     pod = replica("api", 2).info()
     state = CycleState()
-    r.plugin.pre_score(state, pod, r.snap, r.snap.all_rows)
+    r.plugin.pre_filter(state, pod, r.snap)
     rep = plugin_of(r.fwk.replica(), TrafficAffinity)
     assert rep is not r.plugin
-    rep.pre_score(CycleState(), pod, Snapshot.of(node_infos([make_node("n0")], [])), r.snap.all_rows[:1])
+    rep.pre_filter(CycleState(), pod, Snapshot.of(node_infos([make_node("n0")], [])))
     r.plugin.source.reserve(pod, "n0", state)
     est = r.plugin.source.estimates(r.snap)
     assert est.rx[0] == 0.0 and est.tx[0] == 0.0  # its peer db is on n0: nothing leaves
@@ -320,7 +348,7 @@ def test_one_feasible_node_reserves_the_measured_estimate() -> None:
         [TrafficAffinity, NetworkTraffic, NodeAffinity], metrics=hub, clock=clock, snapshot=snap
     )
     plugin = plugin_of(fwk, TrafficAffinity)
-    assert plugin_of(fwk, NetworkTraffic).source.estimator is plugin.source.estimator
+    assert plugin_of(fwk, NetworkTraffic).source.ledger is plugin.source.ledger
     fake.serve(plugin.source, TRAFFIC_PAIRS, {"default|api|default|db": 200.0}, label=PAIR_LABEL)
     hub.poll_now()
     pod = replica("api", 1).node_selector(pick="yes").info()
@@ -329,7 +357,73 @@ def test_one_feasible_node_reserves_the_measured_estimate() -> None:
     assert result.node_name == "n3" and result.totals is None  # nothing was scored
     assert fwk.run_reserve(state, pod, "n3").ok
     est = plugin.source.estimates(snap)
-    assert est.rx[3] == 100.0 and est.tx[3] == 100.0  # 200 B/s per api pod, all leaving n3
+    # 200 B/s per api pod (its one placed pod; direction unknown: both ways), all leaving n3.
+    assert est.rx[3] == 200.0 and est.tx[3] == 200.0
+
+
+GBIT = 125_000_000.0  # bytes/s
+
+
+def placed_with_links(tx: dict[str, float], pending: list[PodInfo]) -> tuple[Any, Any, Snapshot, Any]:
+    """deploy/'s weights (TrafficAffinity 10, NetworkTraffic 3) and LoadThreshold (80 %) over
+    four 1 Gb/s nodes: db's one pod on n0, cache's on n2; `tx`: each node's transmit load;
+    `pending`: the pods waiting to be scheduled, as the scheduler's pod index holds them."""
+    nodes = [make_node(f"n{i}").capacity(cpu="8", memory="16Gi") for i in range(4)]
+    snap = Snapshot.of(node_infos(nodes, [replica("db", 0, "n0"), replica("cache", 0, "n2")]))
+    clock = FakeClock()
+    hub, fake = fake_hub(clock)
+    fwk = build_framework(
+        [TrafficAffinity, NetworkTraffic, LoadThreshold],
+        weights={TrafficAffinity.name: 10, NetworkTraffic.name: 3},
+        metrics=hub,
+        clock=clock,
+        snapshot=snap,
+        pending=pending,
+    )
+    src = plugin_of(fwk, TrafficAffinity).source
+    names = [f"n{i}" for i in range(4)]
+    fake.serve(src, LINK_SPEED, dict.fromkeys(names, GBIT))
+    fake.serve(src, NETWORK_RX, dict.fromkeys(names, 0.0))
+    fake.serve(src, NETWORK_TX, {n: tx.get(n, 0.0) * GBIT for n in names})
+    fake.serve(src, CPU, dict.fromkeys(names, 0.1))
+    fake.serve(src, MEMORY, dict.fromkeys(names, 0.1))
+    return fwk, fake, snap, hub
+
+
+@pytest.mark.parametrize(
+    ("pairs", "node"),
+    [
+        # All of api's traffic is with db, on n0: nothing would cross n0's link at 70 %.
+        ({pair_key("default/api", "default/db", REQUEST): 40e6}, "n0"),
+        # api also sends 20 MB/s to cache on n2: on n0 that leaves over a link at 70 %: 86 %.
+        (
+            {
+                pair_key("default/api", "default/db", REQUEST): 40e6,
+                pair_key("default/api", "default/cache", REQUEST): 20e6,
+            },
+            "n2",
+        ),
+    ],
+)
+def test_the_pull_towards_peers_never_buys_a_hot_link(pairs: dict[str, float], node: str) -> None:
+    pod = replica("api", 0).info()  # api's one pod: the whole measured traffic is its own
+    fwk, fake, snap, hub = placed_with_links({"n0": 0.70}, [pod])
+    src = plugin_of(fwk, TrafficAffinity).source
+    fake.serve(src, TRAFFIC_PAIRS, pairs, label=PAIR_LABEL)
+    hub.poll_now()
+    state = fwk.new_cycle_state()
+    result = NodeSearch(fwk).schedule(state, pod, snap)
+    assert result.node_name == node
+    verdict = plugin_of(fwk, LoadThreshold).filter(state, pod, snap.nodes[0])  # n0, with this pod
+    assert verdict.ok == (node == "n0")
+    if node != "n0":
+        assert verdict.reasons == ["node(s) had network utilisation above 80%"]
+    assert fwk.run_reserve(state, pod, result.node_name).ok
+    # The ledger counts what crosses the chosen node's link, each way.
+    est = src.estimates(snap)
+    row = snap.index[result.node_name]
+    want_tx = 0.0 if node == "n0" else 40e6  # its traffic to db leaves n2 (to cache stays local)
+    assert (est.rx[row], est.tx[row]) == (0.0, want_tx)
 
 
 def test_profiles_sharing_an_estimator_keep_their_own_workload_label() -> None:
@@ -347,13 +441,13 @@ def test_profiles_sharing_an_estimator_keep_their_own_workload_label() -> None:
         ),
         TrafficAffinity,
     )
-    assert other.source.estimator is r.plugin.source.estimator
+    assert other.source.ledger is r.plugin.source.ledger
     r.edges({"default|api|default|db": 200.0})
     pod = replica("api", 1).label("app", "shop").info()  # "shop" for the app-label profile: no edges
     state = CycleState()
-    r.plugin.pre_score(state, pod, r.snap, r.snap.all_rows)
+    r.plugin.pre_filter(state, pod, r.snap)
     r.plugin.source.reserve(pod, "n3", state)
-    assert r.plugin.source.estimates(r.snap).rx[3] == 100.0  # 200 B/s per api pod, half each way
+    assert r.plugin.source.estimates(r.snap).rx[3] == 200.0  # api's one pod's 200 B/s, both ways
 
 
 def test_first_pod_after_the_old_ones_left_is_not_charged_the_whole_workload() -> None:
@@ -364,6 +458,38 @@ def test_first_pod_after_the_old_ones_left_is_not_charged_the_whole_workload() -
     assert r.plugin.pod_bandwidth(replica("api", 9).info(), "n3") is None
 
 
+def test_traffic_to_peers_not_placed_yet_leaves_the_node() -> None:
+    # db has two pods: one on n0, one pending.  An api pod on n0 exchanges half of its db
+    # traffic locally; the pending db pod will most likely land elsewhere.
+    r = Rig(
+        [replica("db", 0, "n0"), replica("api", 0, "n5")],
+        pending=[replica("db", 1)],
+    )
+    r.edges({pair_key("default/api", "default/db", REQUEST): 100.0})
+    pod = replica("api", 1).info()
+    assert r.plugin.pod_bandwidth(pod, "n0") == (0.0, 50.0)
+    assert r.plugin.pod_bandwidth(pod, "n3") == (0.0, 100.0)
+
+
+def test_a_recreate_rollout_shares_the_traffic_among_the_pods_that_left() -> None:
+    # api's 2 pods made 400 B/s to db; both left (the ledger asked what they carried), a poll
+    # landed before the first new pod: it carries half, not all (whole workload) nor the
+    # 1 MiB/s default (before: the default, so a hot link looked free to it).
+    old = [replica("api", i, f"n{4 + i}").info() for i in range(2)]
+    r = Rig([replica("db", 0, "n0")], pending=[replica("api", 9)])
+    r.edges({pair_key("default/api", "default/db", REQUEST): 400.0})
+    for pod in old:
+        assert r.plugin.departing(pod) == (0.0, 400.0 / 2)
+    r.clock.step(5)
+    r.edges({pair_key("default/api", "default/db", REQUEST): 400.0})  # the next poll
+    new = replica("api", 9).info()
+    assert r.hint(new)(new, "n3") == (0.0, 200.0)
+    # A window after they left, the sample is the new pods' own: shared by the pods known.
+    r.clock.step(r.plugin.args.prometheus.rate_window_seconds + 1)
+    r.edges({pair_key("default/api", "default/db", REQUEST): 400.0})
+    assert r.hint(new)(new, "n3") == (0.0, 400.0)
+
+
 def test_pods_gone_within_a_sample_divide_by_the_most_seen() -> None:
     # Seen with 4 placed pods while this sample is current, then all gone: the sample's
     # traffic is still shared by 4.
@@ -371,17 +497,14 @@ def test_pods_gone_within_a_sample_divide_by_the_most_seen() -> None:
     r = Rig([replica("db", 0, "n0"), *old])
     r.edges({"default|api|default|db": 400.0})
     pod = replica("api", 9).info()
-    assert r.plugin.pod_bandwidth(pod, "n3") == (50.0, 50.0)
+    assert r.plugin.pod_bandwidth(pod, "n3") == (100.0, 100.0)
     empty = Snapshot.of(node_infos([make_node(f"n{i}") for i in range(8)], [replica("db", 0, "n0")]))
-    state = CycleState()
-    r.plugin.pre_score(state, pod, empty, empty.all_rows)
-    assert state.read(BANDWIDTH_HINT)(pod, "n3") == (50.0, 50.0)
-    # A new sample forgets them: the next cycle's hint is the default again.
+    assert r.hint(pod, empty)(pod, "n3") == (100.0, 100.0)
+    # A new sample forgets the peak; the pods the cache still knows (this handle's index holds
+    # the four) keep sharing it.
     r.clock.step(1.0)
     r.edges({"default|api|default|db": 400.0})
-    state = CycleState()
-    r.plugin.pre_score(state, pod, empty, empty.all_rows)
-    assert state.read(BANDWIDTH_HINT)(pod, "n3") is None
+    assert r.hint(pod, empty)(pod, "n3") == (100.0, 100.0)
 
 
 def test_graph_is_built_once_per_poll_for_every_profile() -> None:
@@ -532,17 +655,31 @@ def test_graph_matching_no_placed_workload_is_warned_once(caplog: pytest.LogCapt
     placed = {"default/shop-db": ["n0"], "default/shop-api": ["n1"]}
     got = cross_shares(r.plugin.graph(), lambda w: placed.get(w, []), lambda n, _lv: None, [])
     assert (got.workloads, got.matched) == (2, 0)
+
+    def warned() -> list[str]:
+        return [rec.getMessage() for rec in caplog.records if "measured traffic graph" in rec.getMessage()]
+
     with caplog.at_level(logging.WARNING):
-        r.plugin.check_match(got)
-        r.plugin.check_match(got)
-    warned = [rec for rec in caplog.records if "measured traffic graph" in rec.getMessage()]
-    assert len(warned) == 1 and "workloadLabel=app" in warned[0].getMessage()
+        # No pod placed yet (right after start): nothing can match, nothing is wrong.
+        for _ in range(2 * UNMATCHED_CHECKS):
+            r.plugin.check_match(got, placed=False)
+        assert warned() == []
+        # Pods placed and none matches: warned after UNMATCHED_CHECKS checks, once.
+        for _ in range(UNMATCHED_CHECKS - 1):
+            r.plugin.check_match(got, placed=True)
+        assert warned() == []
+        for _ in range(UNMATCHED_CHECKS + 2):
+            r.plugin.check_match(got, placed=True)
+    assert len(warned()) == 1 and "workloadLabel=app" in warned()[0]
     # Once one matches, the warning is re-armed for the next time none does.
     placed["default/db"] = ["n0"]
-    got = cross_shares(r.plugin.graph(), lambda w: placed.get(w, []), lambda n, _lv: None, [])
-    assert got.matched == 1
-    r.plugin.check_match(got)
-    assert not r.plugin._unmatched
+    matched = cross_shares(r.plugin.graph(), lambda w: placed.get(w, []), lambda n, _lv: None, [])
+    assert matched.matched == 1
+    with caplog.at_level(logging.WARNING):
+        r.plugin.check_match(matched, placed=True)
+        for _ in range(UNMATCHED_CHECKS):
+            r.plugin.check_match(got, placed=True)
+    assert len(warned()) == 2
 
 
 APPGROUP = {

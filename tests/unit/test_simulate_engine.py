@@ -124,10 +124,11 @@ def test_polls_follow_simulated_time_and_no_query_comes_from_scheduling() -> Non
     cfg = load_config(LABEL_MAPPED, REGISTRY)
     run = simulate(s, cfg, REGISTRY)
     # Arrivals at 0..9 s, polls every 15 s (the config's interval): one, at 0 s.
-    assert run.polls == 1 and run.queries == 3 and run.queries_while_scheduling == 0
+    # rx, tx and link speed, and the per-pod usage that corrects rx and tx: 4 a poll.
+    assert run.polls == 1 and run.queries == 4 and run.queries_while_scheduling == 0
     s.timing = type(s.timing)(arrival_rate=1, poll_interval=4)
     run = simulate(s, cfg, REGISTRY)
-    assert run.polls == 3 and run.queries == 9  # at 0, 4 and 8 s; rx, tx, link speed each
+    assert run.polls == 3 and run.queries == 12  # at 0, 4 and 8 s
     assert len(run.placements) == 10 and not run.unscheduled
 
 

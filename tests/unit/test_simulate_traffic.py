@@ -18,6 +18,7 @@ import pytest
 
 from netsched.app import build_registry
 from netsched.config import ConfigError, SchedulerConfig, load_config
+from netsched.framework.parse import parse_pod
 from netsched.simulate import Run, Spread, load_scenario, simulate
 from netsched.simulate.configs import default_profile, example_config, example_text
 from netsched.simulate.traffic import Pair, Traffic, counts, nic_load, shares
@@ -68,13 +69,20 @@ def test_example_meets_the_traffic_targets(runs: dict[str, Run]) -> None:
 
 
 def test_example_keeps_the_busiest_node_near_the_cpu_limit(runs: dict[str, Run]) -> None:
-    # LoadThreshold's cpu limit is 65 % of measured + estimated usage; the estimate counts 0.85 of a
-    # pod's request (cpuFactor) while the simulated pods use all of it, so requests may reach
-    # 65 % + 15 % of the pods' share.  Before estimates lasted a whole rate window, a sample
-    # 30 s after a pod showed only half of it: 21 pods piled onto node-08, 73 % CPU.
-    after = runs["ours"].after
+    # LoadThreshold keeps a node's reading, corrected by the ledger, plus the pod's estimate at or
+    # below 65 %.  The estimate counts 0.85 of a pod's request (cpuFactor) while the simulated
+    # pods use all of it, and the ledger takes a pod's load to begin at its reservation while
+    # the simulated one begins podStartSeconds (5 s) later, so a reading taken during a pod's
+    # ramp holds 5 s less of it than the ledger thinks: the pods' share of the node may reach
+    # 15 % + 0.85 x 5/60 over the limit, never more.
+    ours = runs["ours"]
+    after = ours.after
     assert after is not None
-    assert Spread.of(after.cpu).max <= 0.70
+    node = f"node-{int(np.argmax(after.cpu)):02d}"
+    scenario = load_scenario(example_text("traffic-scenario.yaml"))
+    cpu = {f"default/{p['metadata']['name']}": parse_pod(p).requests.get("cpu", 0) for p in scenario.pods}
+    share = sum(cpu[k] for k, n in ours.placements.items() if n == node) / 16_000
+    assert Spread.of(after.cpu).max <= 0.65 + (0.15 + 0.85 * 5 / 60) * share + 1e-9
 
 
 def test_no_edges_known_places_exactly_as_without_the_plugin() -> None:
