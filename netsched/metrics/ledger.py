@@ -36,9 +36,13 @@ image pulls and the window: the margin defaults to the rate window, at least
 reservation (at least at it) and ramps in over the window; a gauge shows it
 whole from `coverMarginSeconds` on.
 
-Per-node totals are kept as an array aligned with the snapshot's rows and
-updated in place on each event (O(1)), recomputed from the entries when a
-new sample arrives (O(entries), once per poll).  Keyed by pod uid: three
+Per-node totals are kept by node and projected onto the rows of each
+snapshot that reads them (the scheduling cycle's, an explanation's or a
+rebalancer's copy: a few alignments, each with its own change log, so reading
+a copy never realigns the cycle's rows), updated in place on each event
+(O(1) per alignment), recomputed from the entries when a new sample arrives
+(O(entries), once per poll).  `fork()` copies the entries for a what-if
+(a plan's moves recorded on the copy, never on the live ledger).  Keyed by pod uid: three
 plugins reserving the same pod count it once.  Reserve runs on the scheduling
 thread, unreserve on a binding thread, departures on the watch's: a lock
 guards every operation.
@@ -48,7 +52,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -73,8 +77,10 @@ from netsched.metrics.estimation import (
 Coverage = tuple[FloatArray, FloatArray, FloatArray]
 
 _LOADS_KEPT = 256  # distinct pod loads Ledger.load keeps
+_ALIGNMENTS_KEPT = 4  # snapshot layouts read recently: the cycle's and a few copies
 _ALL_OPEN = (1 << len(GROUP_COLUMNS)) - 1
 _NEVER = math.inf
+_NO_SAMPLE = (math.nan, math.nan, math.nan)
 
 
 class _Entry(NamedTuple):
@@ -120,6 +126,17 @@ def held(start: float, end: float, ts: float, window: float) -> float:
     return max(hi - lo, 0.0) / window
 
 
+class _Alignment:
+    """The totals projected onto one snapshot layout's rows, and the log of rows changed."""
+
+    __slots__ = ("index", "rows", "changes")
+
+    def __init__(self, index: dict[str, int], n: int, counter: int) -> None:
+        self.index = index  # the snapshot.index the rows follow
+        self.rows: FloatArray = np.zeros((n, COLUMNS))
+        self.changes = RowLog(counter)
+
+
 class Ledger:
     def __init__(self, args: EstimationArgs, wall: Callable[[], float], window: float) -> None:
         """`window`: the rate window of the CPU and network queries, in seconds (memory is a
@@ -136,14 +153,13 @@ class Ledger:
         # Events in time order, for lifetime expiry: times and uids side by side (no tuple each).
         self._order_at: deque[float] = deque()
         self._order_uid: deque[str] = deque()
-        self._index: dict[str, int] | None = None  # the snapshot.index `_rows` is aligned with
-        self._rows: FloatArray = np.zeros((0, COLUMNS))
+        # The snapshot layouts read recently, by id(snapshot.index), most recent last.
+        self._alignments: OrderedDict[int, _Alignment] = OrderedDict()
+        self._generations = 0  # the highest change counter any alignment has reached
         self._synced_version = -1
-        self._coverage: Coverage | None = None  # the sample timestamps the totals are as of
+        # The sample timestamps (CPU, memory, network) the totals are as of, by node.
+        self._coverage: dict[str, tuple[float, float, float]] | None = None
         self._loads: dict[tuple[object, ...], FloatArray] = {}  # load() by load_key
-        # Change tracking for readers that keep per-row results (LoadView.per_row): every
-        # change of a row is a new generation, logged; realigning changes everything.
-        self._changes = RowLog()
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -259,12 +275,11 @@ class Ledger:
         """What `e` adds to its node's reading as of the coverage the totals are at."""
         running = 1.0 if e.end == _NEVER else 0.0
         out = np.zeros(COLUMNS)
-        row = self._index.get(e.node) if self._index is not None and self._coverage is not None else None
+        stamps = self._coverage.get(e.node, _NO_SAMPLE) if self._coverage is not None else _NO_SAMPLE
         for g, cols in enumerate(GROUP_COLUMNS):
             if not e.open & (1 << g):
                 continue
-            ts = self._coverage[g][row] if row is not None and self._coverage is not None else math.nan
-            f = running - held(e.start + self._delays[g], e.end, float(ts), self._windows[g])
+            f = running - held(e.start + self._delays[g], e.end, stamps[g], self._windows[g])
             for c in cols:
                 out[c] = e.load[c] * f
         return out
@@ -275,11 +290,11 @@ class Ledger:
             if tot is None:
                 tot = self._by_node[node] = np.zeros(COLUMNS)
             tot += delta
-        if self._index is not None:
-            row = self._index.get(node)
+        for al in self._alignments.values():
+            row = al.index.get(node)
             if row is not None:
-                self._rows[row] = self._by_node.get(node, 0.0)
-                self._changes.append(row)
+                al.rows[row] = self._by_node.get(node, 0.0)
+                al.changes.append(row)
 
     # ------------------------------------------------------------ reading
 
@@ -294,24 +309,23 @@ class Ledger:
         and read-only; no per-node work unless a new sample came.
 
         `version` identifies the metrics table; when it changed since the last call,
-        `coverage()` supplies its sample timestamps, every entry is corrected anew against
-        them and the ones that correct nothing any more end.  `measured(key)`: the measured
-        load of the pod "namespace/name" in that table (NaN where a column is not measured;
-        None: not at all), which replaces its estimate (network only where the entry's is
-        not its own).
+        `coverage()` supplies its sample timestamps (per row of `snapshot`), every entry is
+        corrected anew against them and the ones that correct nothing any more end.
+        `measured(key)`: the measured load of the pod "namespace/name" in that table (NaN
+        where a column is not measured; None: not at all), which replaces its estimate
+        (network only where the entry's is not its own).
         """
         with self._lock:
             self._expire_old(self._wall() - self.args.max_lifetime_seconds)
-            if self._index is not snapshot.index:
-                self._index = snapshot.index
-                self._rows = np.zeros((len(snapshot), COLUMNS))
-                self._changes.restart(step=True)
-                self._coverage = None  # realigned: the new rows need their coverage
             if version != self._synced_version or self._coverage is None:
                 self._synced_version = version
-                self._coverage = coverage()
+                cov = coverage()
+                self._coverage = {
+                    node: (float(cov[0][row]), float(cov[1][row]), float(cov[2][row]))
+                    for node, row in snapshot.index.items()
+                }
                 self._resettle(measured)
-            view = self._rows.view()
+            view = self._aligned(snapshot).rows.view()
         view.flags.writeable = False
         return view
 
@@ -321,23 +335,65 @@ class Ledger:
         O(1) check a reader makes per pod before it calls rows() (which reads the clock again).
         The lifetime test is _expire_old's, on the oldest event."""
         with self._lock:
-            if version != self._synced_version or self._index is not snapshot.index or self._coverage is None:
+            al = self._alignments.get(id(snapshot.index))
+            if version != self._synced_version or al is None or al.index is not snapshot.index:
                 return None
             order = self._order_at
             if order and order[0] < now - self.args.max_lifetime_seconds:
                 return None
-            return self._changes.counter
+            return al.changes.counter
 
-    def changes(self, since: int) -> tuple[int, list[int] | None]:
-        """(current generation, rows changed after generation `since`, in order and possibly
-        repeated: a reader polls per pod, so usually one); None: every row may have changed
-        (realigned since).  Call after rows() for the same snapshot."""
+    def changes(self, since: int, snapshot: Snapshot) -> tuple[int, list[int] | None]:
+        """(current generation of `snapshot`'s rows, rows changed after generation `since`, in
+        order and possibly repeated: a reader polls per pod, so usually one); None: every row
+        may have changed (realigned since).  Call after rows() for the same snapshot."""
         with self._lock:
-            gen = self._changes.counter
+            al = self._aligned(snapshot)
+            gen = al.changes.counter
             if since == gen:
                 return gen, []
-            rows = self._changes.since(since)
+            rows = al.changes.since(since)
             return gen, None if rows is None else list(rows)
+
+    def fork(self) -> Ledger:
+        """A copy of the entries, for a what-if (a plan's moves): events recorded on it never
+        reach this ledger; it reads against its own alignments."""
+        with self._lock:
+            out = Ledger(self.args, self._wall, self._windows[0])
+            out._pods = dict(self._pods)
+            out._by_node = {node: tot.copy() for node, tot in self._by_node.items()}
+            out._count = dict(self._count)
+            out._order_at = deque(self._order_at)
+            out._order_uid = deque(self._order_uid)
+            out._synced_version = self._synced_version
+            out._coverage = self._coverage
+            out._loads = self._loads
+            return out
+
+    def _aligned(self, snapshot: Snapshot) -> _Alignment:
+        """The alignment of `snapshot`'s layout, made (the totals projected) when first read."""
+        key = id(snapshot.index)
+        al = self._alignments.get(key)
+        if al is not None and al.index is snapshot.index:
+            self._alignments.move_to_end(key)
+            return al
+        # A new layout: its log starts past every counter a reader may hold, so a reader that
+        # read another layout re-reads every row.
+        self._generations = max([self._generations, *(a.changes.counter for a in self._alignments.values())])
+        al = self._alignments[key] = _Alignment(snapshot.index, len(snapshot), self._generations + 1)
+        self._alignments.move_to_end(key)
+        self._project(al)
+        while len(self._alignments) > _ALIGNMENTS_KEPT:
+            _, old = self._alignments.popitem(last=False)
+            self._generations = max(self._generations, old.changes.counter)
+        return al
+
+    def _project(self, al: _Alignment) -> None:
+        al.rows[:] = 0.0
+        for node, tot in self._by_node.items():
+            row = al.index.get(node)
+            if row is not None:
+                al.rows[row] = tot
 
     def _expire_old(self, cutoff: float) -> None:
         order = self._order_at
@@ -350,14 +406,12 @@ class Ledger:
     def _resettle(self, measured: Callable[[str], FloatArray | None] | None) -> None:
         """Every entry corrected against the new coverage; those correcting nothing any more end
         (a group stays closed once its readings hold the pod whole, or no longer hold it)."""
-        assert self._index is not None and self._coverage is not None
-        self._by_node = {}
-        for node in self._count:
-            self._by_node[node] = np.zeros(COLUMNS)
+        assert self._coverage is not None
+        self._by_node = {node: np.zeros(COLUMNS) for node in self._count}
         for e in list(self._pods.values()):
-            row = self._index.get(e.node)
-            if row is None:
-                # The node is gone from the layout: nothing of it is read any more.
+            stamps = self._coverage.get(e.node)
+            if stamps is None:
+                # The node is gone from the cluster: nothing of it is read any more.
                 self._forget(e)
                 continue
             load = e.load
@@ -367,7 +421,7 @@ class Ledger:
                     load = with_measured(load, got, e.own_network)
             still = e.open
             for g in range(len(GROUP_COLUMNS)):
-                ts = float(self._coverage[g][row])
+                ts = stamps[g]
                 edge = e.start + self._delays[g] if e.end == _NEVER else e.end
                 if still & (1 << g) and ts == ts and ts - self._windows[g] >= edge:
                     still &= ~(1 << g)  # held whole (running) or out of every later window (gone)
@@ -377,12 +431,9 @@ class Ledger:
             if still != e.open or load is not e.load:
                 e = self._pods[e.uid] = e._replace(open=still, load=load)
             self._by_node[e.node] += self._correction(e)
-        self._rows[:] = 0.0
-        for node, tot in self._by_node.items():
-            row = self._index.get(node)
-            if row is not None:
-                self._rows[row] = tot
-        self._changes.restart(step=True)
+        for al in self._alignments.values():
+            self._project(al)
+            al.changes.restart(step=True)
 
     def _forget(self, e: _Entry) -> None:
         """Drop an entry during _resettle (the totals are being rebuilt: nothing to take back)."""

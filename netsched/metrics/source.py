@@ -85,6 +85,7 @@ class MetricSource:
         self._aligned_key = f"netsched.metrics/aligned/{poller.name}"
         self._bandwidth_key = f"netsched.metrics/pod-bandwidth/{poller.name}/{view}"
         self._view_key = f"netsched.metrics/view/{poller.name}/{view}"
+        self._ledger_key = f"netsched.metrics/ledger/{poller.name}/{view}"
 
     @property
     def name(self) -> str:
@@ -206,8 +207,20 @@ class MetricSource:
             or v.source is not self
             or v.snapshot is not snapshot
         ):
-            v = snapshot.cache[self._view_key] = LoadView(self, snapshot, table, measured)
+            ledger: Ledger | None = snapshot.cache.get(self._ledger_key)
+            v = snapshot.cache[self._view_key] = LoadView(self, snapshot, table, measured, ledger)
         return v
+
+    def what_if(self, snapshot: Snapshot) -> Ledger:
+        """A fork of the ledger that `snapshot` (a what-if copy, never the cycle's) reads from now
+        on: every plugin on this source sees, on that snapshot, the moves a plan records on the
+        fork (`depart`, `add`), and the live ledger never does.  Returns the fork (the same one
+        if `snapshot` already has it)."""
+        got: Ledger | None = snapshot.cache.get(self._ledger_key)
+        if got is None:
+            got = snapshot.cache[self._ledger_key] = self.ledger.fork()
+            snapshot.cache.pop(self._view_key, None)
+        return got
 
     def aligned(self, metric: str, snapshot: Snapshot, table: MetricsTable) -> tuple[FloatArray, FloatArray]:
         """(value, sample timestamp) of `metric` in `table` per snapshot row; read-only."""

@@ -47,7 +47,7 @@ class _Rows(Protocol):
         coverage: Callable[[], Coverage],
         measured: Callable[[str], FloatArray | None] | None = None,
     ) -> FloatArray: ...
-    def changes(self, since: int) -> tuple[int, list[int] | None]: ...
+    def changes(self, since: int, snapshot: Snapshot) -> tuple[int, list[int] | None]: ...
     def settled(self, version: int, snapshot: Snapshot, now: float) -> int | None: ...
 
 
@@ -154,13 +154,24 @@ class LoadView:
         "_clean_gen",
         "_batch",
         "_blocks",
+        "ledger",
     )
 
-    def __init__(self, src: _Source, snapshot: Snapshot, table: MetricsTable, measured: bool) -> None:
+    def __init__(
+        self,
+        src: _Source,
+        snapshot: Snapshot,
+        table: MetricsTable,
+        measured: bool,
+        ledger: _Rows | None = None,
+    ) -> None:
         self.measured = measured  # False: fallback, readings come from requests
         self.table = table
         self.source = src
         self.snapshot = snapshot
+        # The ledger whose corrections the readings take: the source's, or a fork a what-if
+        # snapshot carries (MetricSource.what_if).
+        self.ledger = src.ledger if ledger is None else ledger
         self._values: dict[str, FloatArray] = {}
         self._stamps: dict[str, FloatArray] = {}
         # metric -> (mask, wall time it was computed at, oldest fresh stamp)
@@ -255,7 +266,7 @@ class LoadView:
         return got
 
     def _ledger_rows(self) -> FloatArray:
-        return self.source.ledger.rows(self.snapshot, self.table.version, self._coverage, self._measured)
+        return self.ledger.rows(self.snapshot, self.table.version, self._coverage, self._measured)
 
     def _measured(self, key: str) -> FloatArray | None:
         return self.source.measured_usage(key, self.table)
@@ -476,7 +487,7 @@ class LoadView:
         as of now.  Three plugins ask per pod; while nothing changed (no estimate due to
         expire, no new reservation) that is one clock read and a few comparisons, and a
         reservation's row is marked once for all of them."""
-        est = self.source.ledger
+        est = self.ledger
         now = self.source.wall()
         gen = est.settled(self.table.version, self.snapshot, now)
         latest, oldest = self._fresh_bounds
@@ -496,7 +507,7 @@ class LoadView:
             self._dirty = np.zeros(len(self.snapshot), dtype=bool)
             self._kept_as_of = as_of
         if gen is None or gen != self._marked_gen:
-            gen, changed = est.changes(self._marked_gen)
+            gen, changed = est.changes(self._marked_gen, self.snapshot)
             if gen != self._marked_gen and self._per_row:  # none kept: the next is computed as of now
                 if changed is None:
                     self._dirty[:] = True

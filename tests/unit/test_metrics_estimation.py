@@ -99,10 +99,10 @@ def test_reservations_are_idempotent_per_uid_and_unreserve_restores() -> None:
 def test_aligned_rows_update_incrementally() -> None:
     _, _, (src, _), snap = setup()
     src.estimates(snap)  # aligns
-    rows_before = src.ledger._rows
+    rows_before = src.ledger._aligned(snap).rows
     for i in range(3):
         src.reserve(make_pod(f"p{i}").req(cpu="100m").info(), "n0")
-    assert src.ledger._rows is rows_before  # updated in place, not rebuilt
+    assert src.ledger._aligned(snap).rows is rows_before  # updated in place, not rebuilt
     assert src.estimates(snap).cpu[0] == pytest.approx(3 * 85)
 
 
@@ -148,6 +148,53 @@ def test_estimates_of_a_removed_node_are_dropped() -> None:
     assert len(est.cpu) == 2 and len(src.ledger) == 0
 
 
+def test_a_copy_of_the_snapshot_reads_its_own_alignment() -> None:
+    # An explanation's or a rebalancer's snapshot copy is read without realigning the cycle's
+    # rows: both stay current, each with its own change log.
+    _, _, (src, _), snap = setup()
+    src.estimates(snap)
+    live = src.ledger._aligned(snap)
+    copy = Snapshot.of([n.clone() for n in snap.nodes])
+    src.reserve(make_pod("p").req(cpu="1").info(), "n1")
+    assert src.estimates(copy).cpu.tolist() == [0, 850, 0]
+    assert src.ledger._aligned(snap) is live and src.estimates(snap).cpu.tolist() == [0, 850, 0]
+    gen, rows = src.ledger.changes(0, snap)
+    src.unreserve(make_pod("q").info())  # nothing to take back: no change
+    src.reserve(make_pod("r").req(cpu="1").info(), "n2")
+    assert src.ledger.changes(gen, snap)[1] == [2] and src.ledger.changes(gen, copy)[1] is None
+
+
+def test_a_fork_records_a_what_if_without_touching_the_ledger() -> None:
+    clock, hub, (src, fake), snap = setup()
+    for m in (CPU, MEMORY, NETWORK_RX, NETWORK_TX):
+        fake.serve(src, m, {"n0": 0.1, "n1": 0.1, "n2": 0.1})
+    hub.poll_now()
+    clock.step(1)
+    src.reserve(make_pod("p").req(cpu="1").info(), "n0")
+    fork = src.ledger.fork()
+    fork.depart(make_pod("x").req(cpu="2").node("n2").info(), clock.wall())  # a plan's eviction
+    fork.add(make_pod("y").req(cpu="1").info(), "n1")
+    what_if = Snapshot.of([n.clone() for n in snap.nodes])
+    got = fork.rows(what_if, src.poller.table.version, lambda: src.view(snap)._coverage())
+    assert got[:, 0].tolist() == [850, 850, -1700]
+    assert src.estimates(snap).cpu.tolist() == [850, 0, 0] and len(src.ledger) == 1
+
+
+def test_a_what_if_snapshot_reads_its_fork_through_every_view() -> None:
+    clock, hub, (src, fake), snap = setup()
+    for m in (CPU, MEMORY, NETWORK_RX, NETWORK_TX):
+        fake.serve(src, m, {"n0": 0.1, "n1": 0.1, "n2": 0.1})
+    hub.poll_now()
+    what_if = Snapshot.of([n.clone() for n in snap.nodes])
+    fork = src.what_if(what_if)
+    assert src.what_if(what_if) is fork
+    fork.add(make_pod("moved").req(cpu="1").info(), "n1")  # a plan's replacement
+    assert src.view(what_if).ledger is fork and src.estimates(what_if).cpu.tolist() == [0, 850, 0]
+    assert src.estimates(snap).cpu.tolist() == [0, 0, 0]  # the cycle's snapshot: the live ledger
+    hub.poll_now()  # a new table: a new view on the what-if snapshot still reads the fork
+    assert src.view(what_if).ledger is fork
+
+
 def test_estimates_survive_a_relayout() -> None:
     _, _, (src, _), snap = setup()
     src.reserve(make_pod("p").req(cpu="1").info(), "n2")
@@ -160,16 +207,16 @@ def test_changed_rows_are_logged_for_readers_and_a_reader_far_behind_recomputes_
     _, _, (src, _), snap = setup()
     est = src.ledger
     src.estimates(snap)  # aligns
-    start, _ = est.changes(0)
+    start, _ = est.changes(0, snap)
     pod = make_pod("p").req(cpu="1").info()
     src.reserve(pod, "n2")
-    gen, rows = est.changes(start)
+    gen, rows = est.changes(start, snap)
     assert rows == [2]
-    assert est.changes(gen)[1] == []
+    assert est.changes(gen, snap)[1] == []
     for _ in range(3000):  # 6000 changes: more than the log keeps
         src.unreserve(pod)
         src.reserve(pod, "n1")
-    assert est.changes(gen)[1] is None
+    assert est.changes(gen, snap)[1] is None
 
 
 def test_settled_says_when_reading_the_rows_would_change_nothing() -> None:
@@ -179,7 +226,7 @@ def test_settled_says_when_reading_the_rows_would_change_nothing() -> None:
     assert est.settled(version, snap, clock.wall()) is None  # never read: not aligned yet
     src.estimates(snap)  # aligns and syncs with the table
     gen = est.settled(version, snap, clock.wall())
-    assert gen is not None and gen == est.changes(0)[0]
+    assert gen is not None and gen == est.changes(0, snap)[0]
     src.reserve(make_pod("p").req(cpu="1").info(), "n0")
     assert est.settled(version, snap, clock.wall()) == gen + 1  # a reservation: new generation
     lifetime = src.args.estimation.max_lifetime_seconds

@@ -254,7 +254,7 @@ def test_a_reservation_is_marked_in_every_kept_result_from_one_read_of_the_chang
     est = src.ledger
     calls = []
     changes = est.changes
-    est.changes = lambda since: calls.append(since) or changes(since)  # type: ignore[method-assign]
+    est.changes = lambda since, snapshot: calls.append(since) or changes(since, snapshot)  # type: ignore[method-assign]
     src.reserve(make_pod("p").req(cpu="1").info(), "n2")
     view.per_row("a", computer("a"))
     view.per_row("b", computer("b"))
