@@ -204,24 +204,34 @@ class SchedulerApp:
 
     # ------------------------------------------------------------ lifecycle
 
-    def start_informers(self, sync_timeout: float = 60.0, *, freeze_heap: bool = False) -> bool:
-        """List+watch nodes, pods and the OBJECT_KINDS; True once all have synced within the timeout.
+    def start_informers(
+        self,
+        sync_timeout: float | None = None,
+        *,
+        stop: threading.Event | None = None,
+        freeze_heap: bool = False,
+    ) -> bool:
+        """List+watch nodes, pods and the OBJECT_KINDS, and wait until every cache has synced (True)
+        or `stop` (default: the app's own stop event) is set first, or `sync_timeout` seconds pass
+        when given (False). The wait is netsched.kube.cachesync's, as kube's: no limit of its own.
 
         `freeze_heap` (the process's one scheduler: the CLI, benchmarks): the initial lists build
         the whole cache, with no reference cycles, so the cyclic GC stays off meanwhile (it would
         traverse the growing heap again and again), and what start-up built, which lives as long
         as the process, is frozen out of the GC's generations so later collections skip it.
         """
+        stop = self.stop_event if stop is None else stop
         if not freeze_heap:
-            return self._list_and_watch(sync_timeout)
+            return self._list_and_watch(stop, sync_timeout)
         from netsched.gcpause import gc_paused
 
         with gc_paused():
-            synced = self._list_and_watch(sync_timeout)
+            synced = self._list_and_watch(stop, sync_timeout)
         gc.freeze()
         return synced
 
-    def _list_and_watch(self, sync_timeout: float) -> bool:
+    def _list_and_watch(self, stop: threading.Event, sync_timeout: float | None) -> bool:
+        from netsched.kube.cachesync import wait_for_cache_sync
         from netsched.kube.resources import NODES, OBJECT_KINDS, PODS, Resource
 
         handlers: dict[Resource, Callable[[str, dict[str, Any]], None]] = {
@@ -237,16 +247,24 @@ class SchedulerApp:
         self.reflectors = [self.kube.reflector(kind, on, watch_timeout=wt) for kind, on in handlers.items()]
         for r in self.reflectors:
             r.start()
-        synced = all(r.wait_for_sync(sync_timeout) for r in self.reflectors)
+        server = self.kube.client.host
+        # In real time, as the reflectors' own backoff (their lists are real requests), whatever
+        # clock the app's queues and leases run on.
+        clock = SystemClock()
+        if not wait_for_cache_sync(self.reflectors, stop, server=server, clock=clock, timeout=sync_timeout):
+            unsynced = [r.name for r in self.reflectors if not r.has_synced.is_set()]
+            log.info(
+                "Stopped waiting for the caches to sync server=%s waitingFor=%s", server, ",".join(unsynced)
+            )
+            return False
         self.cache.notify_node_listeners(force=True)
         log.info(
-            "Caches synced synced=%s nodes=%d pods=%d pending=%d",
-            synced,
+            "Caches synced nodes=%d pods=%d pending=%d",
             len(self.cache.node_names()),
             self.cache.pod_count(),
             self.handlers.pending_count(),
         )
-        return synced
+        return True
 
     @property
     def synced(self) -> bool:
@@ -312,9 +330,13 @@ class SchedulerApp:
 
     def pause_scheduling(self) -> None:
         """Stop taking new pods now, without waiting (the elector's callback must be quick)."""
+        self._pause_loop()
+        if not self._scheduling_stopped:  # a lease released on shutdown is no pause
+            log.info("Scheduling paused (not leading)")
+
+    def _pause_loop(self) -> None:
         self._leading.clear()
         self._loop_stop.set()
-        log.info("Scheduling paused (not leading)")
 
     def stop_scheduling(self, timeout: float = 30.0) -> None:
         """Stop taking new pods (shutting down), end the binding cycle's waits (Permit, PreBind,
@@ -323,7 +345,7 @@ class SchedulerApp:
         if self._scheduling_stopped:
             return
         self._scheduling_stopped = True
-        self.pause_scheduling()
+        self._pause_loop()  # shutting down, not losing the lease: serve() said so
         self.metrics.leader.set(0)
         if self._loop_thread is not None:
             self._loop_thread.join(timeout)
@@ -348,8 +370,9 @@ class SchedulerApp:
             self._periodic_thread.join(min(timeout, 5.0))
         else:
             self.periodic.run_all()
-        for r in self.reflectors:
-            r.stop()
+        from netsched.kube.reflector import stop_reflectors
+
+        stop_reflectors(self.reflectors, min(timeout, 5.0))
         self.hub.stop()
         # Every queued event is written within the grace period (SIGTERM), retries included.
         self.broadcaster.stop(min(timeout, 10.0))

@@ -176,21 +176,28 @@ def serve(
                 server.start()
         except (CertificateError, OSError) as e:
             failed.append(e)
+            stop.set()  # ends the cache wait too: a replica without its endpoints must not run
+            return
+        _log_serving(app, secure, plain)
 
     endpoints = threading.Thread(target=start_endpoints, name="endpoints-start", daemon=True)
     endpoints.start()
-    app.start_informers(freeze_heap=True)
+    # As kube-scheduler: no scheduling and no lease campaign before every cache has synced, and
+    # no limit on that wait but SIGTERM (scheduling from a cache that never synced would place
+    # pods on nodes it has not seen).
+    synced = app.start_informers(stop=stop, freeze_heap=True)
     endpoints.join()
     if failed:
         log.error("Cannot serve the endpoints err=%s", failed[0])
         return abort()
-    _log_serving(app, secure, plain)
-    app.start_background()
-    elector = start_election(app, stop, health)
-    if elector is None:
-        app.start_scheduling()
-    stop.wait()
-    log.info("Stopping: no new pods; draining bindings")
+    elector = None
+    if synced:
+        app.start_background()
+        elector = start_election(app, stop, health)
+        if elector is None:
+            app.start_scheduling()
+        stop.wait()
+        log.info("Shutting down: taking no new pods, finishing the bindings in flight")
     app.stop_scheduling()
     if elector is not None:
         elector.stop(release=True)

@@ -28,6 +28,7 @@ import json
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, Protocol
 
@@ -122,6 +123,17 @@ class ExponentialBackoff:
         self._current = self.initial
 
 
+def stop_reflectors(reflectors: Iterable[Reflector], timeout: float) -> None:
+    """Stop them all at once and wait at most `timeout` seconds in all, not each: a list held by
+    a hung server ends only at the client's timeout, and a shutdown must not wait for each."""
+    reflectors = list(reflectors)
+    for r in reflectors:
+        r.signal_stop()
+    deadline = time.monotonic() + timeout
+    for r in reflectors:
+        r.join(max(0.0, deadline - time.monotonic()))
+
+
 def object_key(obj: JsonObj) -> str:
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace") or ""
@@ -175,6 +187,9 @@ class Reflector:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._gone_in_a_row = 0
+        # Why the last list or watch failed ("" once one succeeds again): the start-up wait
+        # (netsched.kube.cachesync) reports it for every reflector at once.
+        self.last_error = ""
         # Counters, for tests and the scheduler's own metrics.
         self.lists = 0
         self.relists = 0
@@ -194,11 +209,19 @@ class Reflector:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop watching; closes the open response so the thread exits at once."""
+        self.signal_stop()
+        self.join(timeout)
+
+    def signal_stop(self) -> None:
+        """stop() without the wait: the loop ends at its next step (a list in flight, which
+        nothing can interrupt, ends at its reply or the client's timeout)."""
         self._stopping.set()
         with self._lock:
             stream = self._stream
         if stream is not None:
             stream.close()
+
+    def join(self, timeout: float | None) -> None:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
@@ -249,12 +272,16 @@ class Reflector:
                     break
                 self.reconnects += 1
                 delay = self._backoff.next()
-                log.warning(
+                self.last_error = str(e) or type(e).__name__
+                # Until the first sync the start-up wait reports the failures of every
+                # reflector in one line (naming the server); each one's own is for -v 4.
+                log.log(
+                    logging.WARNING if self.has_synced.is_set() else logging.DEBUG,
                     "List/watch failed, retrying resource=%s rv=%s delay=%.2fs err=%s",
                     self.name,
                     self.resource_version,
                     delay,
-                    str(e) or type(e).__name__,
+                    self.last_error,
                 )
                 self._clock.wait(self._stopping, delay)
         log.debug("Reflector stopped resource=%s", self.name)
@@ -298,6 +325,7 @@ class Reflector:
                 self._deliver(ADDED, obj)
             elif _meta(prev, "resourceVersion") != _meta(obj, "resourceVersion"):
                 self._deliver(MODIFIED, obj)
+        self.last_error = ""
         if self._on_sync is not None:
             try:
                 self._on_sync(result.items)
@@ -308,6 +336,7 @@ class Reflector:
     def _watch(self) -> bool:
         """One watch request; True if it delivered anything. Raises on failure."""
         stream = self._watch_fn(self.resource_version, self.watch_timeout)
+        self.last_error = ""  # the server answered
         with self._lock:
             self._stream = stream
         delivered = False
@@ -394,4 +423,5 @@ __all__ = [
     "WatchStream",
     "iter_lines",
     "object_key",
+    "stop_reflectors",
 ]

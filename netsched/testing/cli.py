@@ -19,20 +19,25 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def start_netsched(config: str | Path, kubeconfig: str | Path, *extra: str) -> subprocess.Popen[str]:
-    """`KUBECONFIG=K netsched --config C --secure-port 0 EXTRA...`, output piped.
+def start_netsched(
+    config: str | Path, kubeconfig: str | Path, *extra: str, output: Path | None = None
+) -> subprocess.Popen[str]:
+    """`KUBECONFIG=K netsched --config C --secure-port 0 EXTRA...`, output piped, or written to
+    the file `output` (for a test that reads it while the process runs).
 
     The cluster comes from $KUBECONFIG: as in kube-scheduler, --kubeconfig is ignored
     when --config is given (clientConnection.kubeconfig is the file's own field).
     """
     args = ["--config", str(config), "--secure-port", "0"]
-    return subprocess.Popen(
-        [sys.executable, "-m", "netsched.cli", *args, *extra],
-        env=dict(os.environ, PYTHONPATH=str(REPO), KUBECONFIG=str(kubeconfig)),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    with contextlib.ExitStack() as files:
+        stdout = subprocess.PIPE if output is None else files.enter_context(output.open("w"))
+        return subprocess.Popen(
+            [sys.executable, "-m", "netsched.cli", *args, *extra],
+            env=dict(os.environ, PYTHONPATH=str(REPO), KUBECONFIG=str(kubeconfig)),
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
 
 @contextlib.contextmanager

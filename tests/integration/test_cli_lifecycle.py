@@ -6,6 +6,11 @@
   volume nobody provisions, a gang member waiting at Permit, a binding the API server keeps
   refusing with 429 between two retries) and exits 0 promptly, the pods left pending, instead of
   hanging until the bind or permit timeout or the end of the retries.
+- Start-up waits for every cache to sync, with no limit but SIGTERM, as kube-scheduler's
+  WaitForCacheSync: against an API server that refuses connections or one that accepts them
+  and never answers, SIGTERM ends the wait and the process exits 0, having scheduled nothing
+  and campaigned for no lease; meanwhile one warning names the server and what it waits for
+  (not a line per resource). Once the server answers, the same replica syncs and schedules.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import pytest
 
 from netsched.plugins.coscheduling import POD_GROUP_LABEL
 from netsched.testing.builders import make_node, make_pod
-from netsched.testing.cli import start_netsched
+from netsched.testing.cli import killed_if_left, start_netsched
 from netsched.testing.configs import COSCHEDULING_PLUGINS, NETSCHED_PROFILE
 from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.volumes import PVCS, SELECTED_NODE, STORAGECLASSES, pvc, storage_class
@@ -162,3 +167,69 @@ def test_a_signal_while_starting_stops_before_anything_runs(server: FakeAPIServe
     before = len(server.requests)
     assert serve(app, stop=stopped) == 0
     assert len(server.requests) == before  # no list, no watch, no lease
+
+
+CANNOT_LIST = "Cannot list from the API server; not scheduling until the caches sync"
+
+
+def _wait_for_caches(
+    server: FakeAPIServer, kubeconfig: Path, tmp_path: Path, config: str, outage: str
+) -> tuple[subprocess.Popen[str], Path]:
+    """netsched started against `server` in an outage, once it is waiting for its caches: a
+    refusing server is named in the log at once; a hanging one holds the lists."""
+    server.create("nodes", make_node("n0").capacity(cpu="4").obj())
+    server.create("pods", make_pod("p").scheduler("netsched").req(cpu="100m").obj())
+    server.outage(outage)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(config)
+    log = tmp_path / "netsched.log"
+    proc = start_netsched(cfg, kubeconfig, output=log)
+    if outage == "refuse":
+        wait_until(lambda: CANNOT_LIST in log.read_text(), timeout=60, what="the warning naming the server")
+    else:
+        wait_until(lambda: server.held_requests >= 2, timeout=60, what="the lists held by the hung server")
+    return proc, log
+
+
+@pytest.mark.parametrize(
+    ("outage", "config"),
+    [("refuse", NETSCHED_PROFILE), ("hang", ELECTED)],
+    ids=["refusing-election-off", "hanging-election-on"],
+)
+def test_sigterm_ends_the_wait_for_caches_that_never_sync(
+    server: FakeAPIServer, kubeconfig: Path, tmp_path: Path, outage: str, config: str
+) -> None:
+    proc, log = _wait_for_caches(server, kubeconfig, tmp_path, config, outage)
+    with killed_if_left(proc):
+        proc.send_signal(signal.SIGTERM)
+        # Without an end on SIGTERM the wait would never end (no limit of its own, as kube's).
+        code = proc.wait(timeout=25)
+    out = log.read_text()
+    assert code == 0, out
+    assert "Stopped waiting for the caches to sync" in out and out.rstrip().endswith('"Stopped"'), out
+    # Nothing ran on caches that never synced: no scheduling loop, no lease campaign.
+    for never in ("Caches synced", "Starting scheduling loop", "Campaigning for leadership"):
+        assert never not in out, out
+    assert not server.list("coordination.k8s.io/leases", "default")
+    assert not server.get("pods", "p")["spec"].get("nodeName")
+
+
+def test_an_unreachable_server_is_named_once_for_all_resources_then_scheduled_from_when_it_answers(
+    server: FakeAPIServer, kubeconfig: Path, tmp_path: Path
+) -> None:
+    proc, log = _wait_for_caches(server, kubeconfig, tmp_path, NETSCHED_PROFILE, "refuse")
+    with killed_if_left(proc):
+        server.recover()
+        wait_until(lambda: server.get("pods", "p")["spec"].get("nodeName"), timeout=60, what="p bound")
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=25)
+    out = log.read_text()
+    assert code == 0, out
+    warned = [line for line in out.splitlines() if CANNOT_LIST in line]
+    assert warned and all(line.startswith("W") for line in warned), out
+    assert f'server="{server.url}"' in warned[0] and 'waitingFor="nodes,pods,' in warned[0], warned[0]
+    # Not a line per resource per retry: the reflectors' own failures are at -v 4 until synced.
+    assert "List/watch failed" not in out
+    assert out.index(CANNOT_LIST) < out.index("Caches synced") < out.index("Starting scheduling loop")
+    assert "Scheduling paused (not leading)" not in out  # shutting down with election off is no pause
+    assert "Shutting down: taking no new pods, finishing the bindings in flight" in out

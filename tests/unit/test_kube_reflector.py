@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from netsched.kube.errors import Gone, NotFound, Transient
-from netsched.kube.reflector import ExponentialBackoff, ObjectList, Reflector, iter_lines
+from netsched.kube.reflector import ExponentialBackoff, ObjectList, Reflector, iter_lines, stop_reflectors
 
 # --- line splitting ------------------------------------------------------------
 
@@ -325,3 +326,61 @@ def test_stop_closes_the_open_watch_and_returns_promptly() -> None:
         assert time.monotonic() - started < 1.0
         assert not h.reflector.running
         assert watches.last is not None and watches.last.closed.is_set()
+
+
+class ErrorsSeenClock(InstantClock):
+    """At each backoff wait, records what the start-up wait would read: the reflector's last_error."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reflector: Reflector | None = None
+        self.errors: list[str] = []
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        assert self.reflector is not None
+        self.errors.append(self.reflector.last_error)
+        return super().wait(event, seconds)
+
+
+def test_a_failure_is_kept_for_the_start_up_wait_and_logged_per_resource_only_at_v4_until_synced(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, "netsched.kube.reflector")
+    lists = Lists(
+        Transient(0, "ConnectionRefusedError", "[Errno 111] Connection refused"), ObjectList([], "3")
+    )
+    watches = Watches(Transient(0, "ProtocolError", "reset"))
+    clock = ErrorsSeenClock()
+    r = Reflector("things", lists, watches, lambda kind, o: None, clock=clock)
+    clock.reflector = r
+    r.start()
+    try:
+        wait_until(lambda: len(watches.calls) >= 2 and not watches.outcomes)
+        assert r.has_synced.is_set()
+        assert r.last_error == ""  # the second watch is open: nothing failing now
+    finally:
+        r.stop()
+    assert clock.errors == ["ConnectionRefusedError: [Errno 111] Connection refused", "ProtocolError: reset"]
+    failed = [rec for rec in caplog.records if rec.getMessage().startswith("List/watch failed")]
+    # Before the first sync: -v 4 (the start-up wait names the server once for all); after: a warning.
+    assert [rec.levelno for rec in failed] == [logging.DEBUG, logging.WARNING]
+
+
+def test_stop_reflectors_signals_every_one_before_waiting_for_any() -> None:
+    release = threading.Event()
+
+    def hung_list() -> ObjectList:
+        release.wait(5)  # a list held by a hung server: only its reply or timeout ends it
+        return ObjectList([], "1")
+
+    rs = [
+        Reflector(f"r{i}", hung_list, Watches(), lambda kind, o: None, clock=InstantClock()) for i in range(3)
+    ]
+    for r in rs:
+        r.start()
+    stop_reflectors(rs, 0.0)
+    assert all(r._stopping.is_set() for r in rs)
+    release.set()
+    for r in rs:
+        r.join(5)
+    assert not any(r.running for r in rs)
