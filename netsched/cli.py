@@ -31,6 +31,12 @@ from netsched.version import KUBE_BASELINE, version_text
 # `netsched NAME ...` runs a subcommand: the module (imported only then) has its own
 # parser() and main(args, plugins=...); main() dispatches and parsers() lists from this table.
 SUBCOMMANDS = {"demo": "netsched.demo", "simulate": "netsched.simulate.cli"}
+# The usage line names every way to run the command (the flags below are the scheduler's).
+USAGE = """\
+netsched [flags]                      run the scheduler (flags below: kube-scheduler's)
+       netsched demo [flags]                 kube's default profile beside netsched's, no cluster
+       netsched simulate [SCENARIO] [flags]  what a configuration would do, without a cluster
+"""
 
 
 def _gates(text: str) -> dict[str, bool]:
@@ -81,6 +87,7 @@ class _Version(argparse.Action):
 def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="netsched",
+        usage=USAGE,
         description="A Kubernetes scheduler that places pods by measured node load as well as requests.",
         epilog="Subcommands: 'netsched demo --help' (no cluster needed), 'netsched simulate --help'. "
         "Flags are kube-scheduler's; see README.md (Flags) for what each does in netsched.",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from netsched import logutil
-from netsched.flags import HelpFormatter
+from netsched.flags import HelpFormatter, flag_count
 from netsched.framework.extension_points import PluginFactory
 
 if TYPE_CHECKING:  # imported when a run starts: `netsched --help` stays fast
@@ -109,9 +109,18 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="netsched demo", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter
     )
-    p.add_argument("--nodes", type=int, default=12, help="fake nodes to create (every third one is hot)")
-    p.add_argument("--pods", type=int, default=60, help="pending pods each profile places")
-    p.add_argument("--seed", type=int, default=1, help="seed for the pods' sizes and the nodes' load")
+    p.add_argument(
+        "--nodes", type=flag_count, default=12, help="fake nodes to create (every third one is hot)"
+    )
+    p.add_argument("--pods", type=flag_count, default=60, help="pending pods each profile places")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=1,
+        help="seed for the pods' sizes, the nodes' load and the profiles' tie-breaks: a seed places "
+        "the same way each run (a real Prometheus polls at wall-clock times: on a busy machine a "
+        "few pods may still move between equally light nodes)",
+    )
     p.add_argument(
         "--timeout", type=float, default=60.0, help="seconds to wait for each profile's placements"
     )
@@ -143,28 +152,74 @@ def main(argv: Sequence[str], plugins: Sequence[PluginFactory] = ()) -> int:
     if opts.verbosity < 2:  # the tables are the output; the scheduler's own lines need -v 2
         logging.getLogger().setLevel(logging.WARNING)
     from netsched.app import build_registry
-    from netsched.config import ConfigError, load_config
+    from netsched.config import ConfigError
+    from netsched.options import print_config_error
 
+    registry = build_registry(plugins)
+    try:  # read and checked as `netsched --config` would, before anything starts
+        compared = _compared_config(opts.config, registry)
+    except ConfigError as e:
+        print_config_error(e, opts.config)
+        return 1
     rng = random.Random(opts.seed)
     loads = {f"node-{i:02d}": _load(i, rng) for i in range(opts.nodes)}
     pods = [
         (rng.choice(["250m", "500m", "1", "2"]), rng.choice(["256Mi", "512Mi", "1Gi", "2Gi"]))
         for _ in range(opts.pods)
     ]
-    registry = build_registry(plugins)
-    template = Path(opts.config).read_text() if opts.config else LOAD_AWARE_CONFIG
     try:
-        with _prometheus(opts.prometheus, loads) as (url, what):
-            runs = {}
-            for text in (KUBE_DEFAULT_CONFIG, template.replace("${PROMETHEUS}", url)):
-                cfg = load_config(text, registry)
+        binary, what = _which_prometheus(opts.prometheus)
+        hot = f"cpu {LIMITS['cpu']:.0%}, network {LIMITS['network']:.0%} or memory {LIMITS['memory']:.0%}"
+        _say(f"Node load from {what}; hot = above {hot}")
+        with _prometheus(binary, loads) as url:
+            runs: list[tuple[str, dict[str, str]]] = []
+            for label, text, file in ((KUBE_DEFAULT_PROFILE, KUBE_DEFAULT_CONFIG, ""), compared):
+                cfg = _config(text, file, url, registry)
                 cfg.leader_election.leader_elect = False
-                runs[cfg.profiles[0].scheduler_name] = _place(cfg, registry, loads, pods, opts.timeout)
-    except (ConfigError, OSError) as e:
-        print(e, file=sys.stderr)
+                _say(f"Placing {len(pods)} pods on {len(loads)} nodes with {label} ...")
+                runs.append((label, _place(cfg, registry, loads, pods, opts.timeout, opts.seed)))
+    except ConfigError as e:
+        print_config_error(e, opts.config)
         return 1
-    _report(loads, runs, len(pods), what)
+    except OSError as e:
+        print(f"netsched demo: {e}", file=sys.stderr)
+        return 1
+    print()
+    _report(loads, runs, len(pods))
     return 0
+
+
+PROMETHEUS = "${PROMETHEUS}"
+
+
+def _compared_config(path: str, registry: Registry) -> tuple[str, str, str]:
+    """(column label, config text, file) of what kube's default profile is compared with: the
+    load-aware profile, or --config's file read and checked as `netsched --config` reads it (the
+    same errors), labelled by its file name: two files may name their profiles alike."""
+    from netsched.config import read_config_file
+
+    if not path:
+        return LOAD_AWARE_PROFILE, LOAD_AWARE_CONFIG, ""
+    text = read_config_file(path)
+    _config(text, path, "http://127.0.0.1:9090", registry)
+    return Path(path).name, text, path
+
+
+def _config(text: str, file: str, prometheus: str, registry: Registry) -> SchedulerConfig:
+    """The config of one run, its ${PROMETHEUS} filled in; --config's `file` loads as
+    `netsched --config` loads it (an empty file refused, an unnamed profile is netsched)."""
+    from netsched.config import load_config
+    from netsched.options import NETSCHED_SCHEDULER_NAME
+
+    text = text.replace(PROMETHEUS, prometheus)
+    if not file:
+        return load_config(text, registry)
+    return load_config(text, registry, file=file, default_scheduler_name=NETSCHED_SCHEDULER_NAME)
+
+
+def _say(line: str) -> None:
+    """A line of the demo's own output, shown at once (the runs take seconds)."""
+    print(line, flush=True)
 
 
 def _load(i: int, rng: random.Random) -> Load:
@@ -174,21 +229,29 @@ def _load(i: int, rng: random.Random) -> Load:
     return Load(cpu=round(rng.uniform(0.1, 0.4), 2), network=round(rng.uniform(0.05, 0.3), 2), memory=0.3)
 
 
-@contextlib.contextmanager
-def _prometheus(mode: str, loads: dict[str, Load]) -> Iterator[tuple[str, str]]:
-    """(address, description) of a Prometheus serving `loads`, for the run's duration."""
+def _which_prometheus(mode: str) -> tuple[str | None, str]:
+    """(binary or None for the in-process fake, what the first line says about it)."""
     from netsched.fakemetrics import prometheus_binary
 
     binary = prometheus_binary()
     if mode == "real" and binary is None:
         raise OSError("--prometheus real: no prometheus binary found (apt-get install prometheus)")
     if mode == "fake" or binary is None:
+        why = "no prometheus binary found" if binary is None else "--prometheus fake"
+        return None, f"an in-process fake Prometheus ({why})"
+    return binary, f"Prometheus {_version(binary)} ({binary}) scraping a synthetic node_exporter"
+
+
+@contextlib.contextmanager
+def _prometheus(binary: str | None, loads: dict[str, Load]) -> Iterator[str]:
+    """The address of a Prometheus serving `loads` (`binary`'s, or the in-process fake's), for
+    the run's duration."""
+    if binary is None:
         with _fake_prometheus(loads) as url:
-            why = "no prometheus binary found" if binary is None else "--prometheus fake"
-            yield url, f"an in-process fake Prometheus ({why})"
+            yield url
         return
-    with _real_prometheus(binary, loads) as (url, version):
-        yield url, f"Prometheus {version} ({binary}) scraping a synthetic node_exporter"
+    with _real_prometheus(binary, loads) as url:
+        yield url
 
 
 @contextlib.contextmanager
@@ -213,7 +276,7 @@ def _fake_prometheus(loads: dict[str, Load]) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def _real_prometheus(binary: str, loads: dict[str, Load]) -> Iterator[tuple[str, str]]:
+def _real_prometheus(binary: str, loads: dict[str, Load]) -> Iterator[str]:
     from netsched.fakemetrics import FakeNode, PrometheusServer, SyntheticExporter
 
     nodes = [FakeNode(name, f"10.0.0.{i + 1}", cpus=4) for i, name in enumerate(loads)]
@@ -221,6 +284,7 @@ def _real_prometheus(binary: str, loads: dict[str, Load]) -> Iterator[tuple[str,
         for name, v in loads.items():
             exporter.set_load(name, rx=v.network * LINK, tx=v.network * LINK / 2, cpu=v.cpu, memory=v.memory)
         with PrometheusServer([exporter.target], binary=binary, workdir=tmp) as prom:
+            _say("Waiting for Prometheus to scrape steady rates ...")
             # rate() over 4s needs a few 1s scrapes, and a window that began before set_load()
             # mixes the old rates in: wait until every node's CPU rate is the one set.
             query = '1 - avg by (node) (rate(node_cpu_seconds_total{mode="idle"}[4s]))'
@@ -230,7 +294,7 @@ def _real_prometheus(binary: str, loads: dict[str, Load]) -> Iterator[tuple[str,
                 raise OSError(
                     f"Prometheus at {prom.url} has no steady CPU rates after 30s:\n{prom.log_tail()}"
                 ) from e
-            yield prom.url, _version(binary)
+            yield prom.url
 
 
 def _settled(series: list[VectorSample], loads: dict[str, Load]) -> bool:
@@ -252,6 +316,7 @@ def _place(
     loads: dict[str, Load],
     pods: list[tuple[str, str]],
     timeout: float,
+    seed: int,
 ) -> dict[str, str]:
     """Pod name -> node (or "" if unplaced) after one profile placed every pod on fresh nodes."""
     from netsched.app import AppOptions, SchedulerApp
@@ -283,6 +348,7 @@ def _place(
         app = SchedulerApp(
             cfg, registry, KubeAPI(client), options=AppOptions(metrics_bind_address="127.0.0.1:0")
         )
+        app.scheduler.seed(seed)
         app.start_informers(sync_timeout=30)
         app.start_background()
         # Production starts scheduling beside the first poll (the stale policy covers the pods
@@ -310,23 +376,21 @@ def _place(
         return {p["metadata"]["name"]: p["spec"].get("nodeName") or "" for p in server.list("pods", None)}
 
 
-def _report(loads: dict[str, Load], runs: dict[str, dict[str, str]], total: int, what: str) -> None:
-    names = list(runs)
+def _report(loads: dict[str, Load], runs: list[tuple[str, dict[str, str]]], total: int) -> None:
+    labels = [label for label, _ in runs]
+    width = max(18, *(len(label) for label in labels))
     print(
-        f"Node load from {what}; hot = above cpu {LIMITS['cpu']:.0%}, network {LIMITS['network']:.0%} or memory {LIMITS['memory']:.0%}"
+        f"{'NODE':<10} {'CPU':>5} {'NET':>5} {'MEM':>5} {'HOT':>4} "
+        + " ".join(f"{n:>{width}}" for n in labels)
     )
-    print(f"{'NODE':<10} {'CPU':>5} {'NET':>5} {'MEM':>5} {'HOT':>4} " + " ".join(f"{n:>18}" for n in names))
-    per_node = {
-        n: {node: sum(1 for v in placed.values() if v == node) for node in loads}
-        for n, placed in runs.items()
-    }
+    per_node = [{node: sum(1 for v in placed.values() if v == node) for node in loads} for _, placed in runs]
     for node, v in loads.items():
-        counts = " ".join(f"{per_node[n][node]:>18}" for n in names)
+        counts = " ".join(f"{placed[node]:>{width}}" for placed in per_node)
         print(
             f"{node:<10} {v.cpu:>5.0%} {v.network:>5.0%} {v.memory:>5.0%} {'yes' if v.hot else 'no':>4} {counts}"
         )
     print()
-    for n, placed in runs.items():
+    for label, placed in runs:
         on_hot = sum(1 for node in placed.values() if node and loads[node].hot)
         bound = sum(1 for node in placed.values() if node)
-        print(f"{n}: placed {bound}/{total} pods, {on_hot} on hot nodes")
+        print(f"{label}: placed {bound}/{total} pods, {on_hot} on hot nodes")

@@ -34,6 +34,17 @@ def flag_duration(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a duration such as 15s, got {text!r}: {e}") from e
 
 
+def flag_count(text: str) -> int:
+    """A whole number of at least 1 (how many nodes, pods, ...)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def flag_list(text: str) -> list[str]:
     """pflag's string slice: comma-separated, blanks dropped."""
     return [p.strip() for p in text.split(",") if p.strip()]
@@ -57,6 +68,7 @@ def show_default(action: argparse.Action) -> str:
 
 _TYPE_NAMES: dict[Any, str] = {
     int: "int",
+    flag_count: "int",
     float: "float",
     flag_bool: "bool",
     flag_duration: "duration",

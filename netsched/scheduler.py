@@ -101,6 +101,12 @@ class Scheduler:
         """The profiles in use (netsched.profiles.Profiles.current)."""
         return self.profiles.current
 
+    def seed(self, seed: int) -> None:
+        """Make each profile's tie-breaks (equal totals are broken at random, as kube's) and
+        plugin-metric sampling repeatable: `netsched demo --seed`, simulations."""
+        for i, search in enumerate(self.searches.values()):
+            search.seed(seed * 1000 + i)
+
     def swap_frameworks(self) -> None:
         """Make the staged profiles (a reloaded config) current: called between two cycles, never
         during one; the queue, cache, binder and in-flight bindings are untouched."""

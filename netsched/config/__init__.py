@@ -15,7 +15,7 @@ with plugin args decoders.
 from netsched.config.defaults import DEFAULT_PLUGINS, default_lease_name
 from netsched.config.duration import format_duration, parse_duration
 from netsched.config.errors import ConfigError
-from netsched.config.load import load_config, parse_yaml
+from netsched.config.load import load_config, parse_yaml, read_config_file
 from netsched.config.types import (
     API_VERSION,
     DEFAULT_SCHEDULER_NAME,
@@ -51,6 +51,7 @@ __all__ = [
     "load_config",
     "parse_duration",
     "parse_yaml",
+    "read_config_file",
     "validate_config",
     "write_config",
 ]

@@ -59,17 +59,20 @@ def load_config(
     *,
     default_plugins: Sequence[PluginRef] | None = None,
     default_scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+    file: str = "",
 ) -> SchedulerConfig:
     """The defaulted, validated config from a file path or YAML text.
 
     `source` is a path when it is a PathLike, or a one-line string that does
     not look like YAML; anything else is YAML text ("" gives the defaults).
+    `file`: the text is that file's (read with read_config_file and changed, as
+    `netsched demo` fills in its Prometheus): it is judged as the file would be.
     `default_plugins` replaces DEFAULT_PLUGINS; defaults missing from
     `registry` are skipped.  `default_scheduler_name` names the profile of a
     file with a single unnamed profile (kube: "default-scheduler").
     Raises ConfigError carrying every problem found.
     """
-    label, text = _read(source)
+    label, text = (file, str(source)) if file else _read(source)
     raw = parse_yaml(text, label)
     if label != "<string>":
         refuse_empty(raw, label)
@@ -101,8 +104,13 @@ def _read(source: str | os.PathLike[str]) -> tuple[str, str]:
     if isinstance(source, str) and not _looks_like_path(source):
         return "<string>", source
     path = os.fspath(source)
+    return path, read_config_file(path)
+
+
+def read_config_file(path: str) -> str:
+    """The file's text; ConfigError naming the file when it cannot be read (as --config)."""
     try:
-        return path, Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         detail = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise ConfigError([FieldError(path, "Unreadable file", detail)]) from e

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from netsched import logutil
 from netsched.config import ConfigError, SchedulerConfig, load_config
 from netsched.flags import HelpFormatter
 from netsched.framework.extension_points import PluginFactory
+from netsched.framework.fields import FieldError
 from netsched.framework.registry import Registry, RegistryError
 from netsched.simulate.configs import (
     EXAMPLE_CONFIG,
@@ -66,9 +68,14 @@ def parser() -> argparse.ArgumentParser:
         "--chart", default="", metavar="PNG", help="write a per-node load chart (needs matplotlib)"
     )
     p.add_argument("--explain", default="", metavar="NS/NAME", help="explain this pod's placement")
-    p.add_argument("--seed", type=int, default=None, help="seed for ranges, random picks and tie breaks")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed for ranges, random picks and tie breaks (default: the scenario's seed:, 1 when it has none)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--no-placements", action="store_true", help="leave the per-pod table out")
+    p.add_argument("--no-placements", action="store_true", help="leave the per-pod table (printed last) out")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr even when not a terminal")
     p.add_argument(
         "-v", "--v", dest="verbosity", type=int, default=0, metavar="Level", help="scheduler log verbosity"
@@ -108,7 +115,10 @@ def main(argv: Sequence[str], plugins: Sequence[PluginFactory] = ()) -> int:
     try:
         src = _scenario_source(opts.scenario)
         scenario = load_scenario(src.text, src.label, seed=opts.seed)
-        what = "configuration " + (opts.config or scenario.config or EXAMPLE_CONFIG)
+        if not opts.config and scenario.config:
+            what = f"configuration named by the scenario's config: in {src.label}"
+        else:
+            what = "configuration " + (opts.config or EXAMPLE_CONFIG)
         cfg, cfg_label = _primary_config(opts.config, scenario, src, registry)
         compares = []
         for flag in opts.compare_config or ["default"]:
@@ -127,8 +137,9 @@ def main(argv: Sequence[str], plugins: Sequence[PluginFactory] = ()) -> int:
     runs: list[Run] = []
     labels = [cfg_label]
     runs.append(_run(scenario, cfg, registry, "netsched", explain_key, opts))
+    taken = {"netsched"}
     for flag, compare_cfg, compare_label in compares:
-        label = "default" if flag == "default" else Path(flag).stem
+        label = _run_label(flag, taken)
         runs.append(_run(scenario, compare_cfg, registry, label, "", opts))
         labels.append(compare_label)
     report = Report(
@@ -139,6 +150,19 @@ def main(argv: Sequence[str], plugins: Sequence[PluginFactory] = ()) -> int:
         status = _chart(report, opts.chart)
     _print(report, runs[0], explain_key, opts)
     return status
+
+
+def _run_label(flag: str, taken: set[str]) -> str:
+    """A --compare-config run's label: "default", else its file's name, else (a name another
+    run has) the path as given, else that with a number: each run has a label of its own."""
+    candidates = ["default"] if flag == "default" else [Path(flag).name, flag]
+    label = next((c for c in candidates if c not in taken), "")
+    n = 2
+    while not label or label in taken:
+        label = f"{flag}#{n}"
+        n += 1
+    taken.add(label)
+    return label
 
 
 def _run(
@@ -210,12 +234,17 @@ def _primary_config(
     if flag:
         return load_config(Path(flag), registry, default_scheduler_name="netsched"), flag
     if scenario.config:
+        # A relative path is read from the scenario's folder, not the working directory.
         ref = Path(scenario.config)
-        if ref.is_absolute():
-            return load_config(ref, registry, default_scheduler_name="netsched"), str(ref)
-        target = src.base.joinpath(scenario.config)
-        label = str(Path(src.label).parent / scenario.config)
-        return load_config(target.read_text("utf-8"), registry, default_scheduler_name="netsched"), label
+        target = ref if ref.is_absolute() else src.base.joinpath(scenario.config)
+        label = str(ref) if ref.is_absolute() else str(Path(src.label).parent / scenario.config)
+        try:
+            text = target.read_text("utf-8")
+        except OSError as e:
+            where = os.path.abspath(label) if isinstance(src.base, Path) else label
+            detail = f"{scenario.config!r} (read from the scenario's folder: {where}): {e.strerror or e}"
+            raise ConfigError([FieldError("config", "Unreadable file", detail)]) from e
+        return load_config(text, registry, default_scheduler_name="netsched", file=label), label
     return example_config(registry), f"netsched/examples/{EXAMPLE_CONFIG}"
 
 

@@ -159,20 +159,37 @@ class Report:
     # ------------------------------------------------------------ text
 
     def text(self, *, placements: bool = True) -> str:
-        parts = [self._header()]
-        if placements:
-            parts.append(self._placements())
+        """The header and the verdict first, then the summaries; the per-pod table, the longest
+        part, last (or not at all)."""
+        parts = [self._header() + "\n" + self.verdict()]
         if self.scenario.pod_groups:
             parts.append(self._gangs())
         parts += [self._nodes(), self._spread()]
         if self.scenario.traffic:
             parts.append(self._traffic())
+        if placements:
+            parts.append(self._placements())
         return "\n\n".join(parts) + "\n"
+
+    def verdict(self) -> str:
+        """One line: per resource, the run whose hottest node ended closest to the lower bound
+        (runs equally close are all named), its maximum and the bound."""
+        out = []
+        for res in RESOURCES:
+            maxima = {r.label: self.spread(r)[res].max for r in self.runs}
+            finite = [m for m in maxima.values() if m == m]
+            if not finite:
+                continue
+            best = min(finite)
+            # Equal as shown (one decimal of a percent): the table would show no difference.
+            who = "=".join(label for label, m in maxima.items() if m == m and _pct(m) == _pct(best))
+            out.append(f"{res} {who} {_pct(best)} (bound {_pct(self.bounds[res])})")
+        return "Closest to the lower bound (hottest node): " + "; ".join(out)
 
     def _gangs(self) -> str:
         head = ["GROUP", "MIN", "MEMBERS"]
         for r in self.runs:
-            head += [f"{r.label[:8]} placed", "outcome", "spans", "to full (s)"]
+            head += [f"{r.label} placed", "outcome", "spans", "to full (s)"]
         outcomes = [self.gangs(r) for r in self.runs]
         rows = []
         for i, g in enumerate(outcomes[0]):
@@ -202,6 +219,7 @@ class Report:
             f"Scenario {s.name} ({s.source}): {len(s.nodes)} nodes, {len(s.existing_pods)} existing pods, "
             f"{len(s.pods)} pods arriving at {t.arrival_rate:g}/s over {s.end:.1f} s"
         ]
+        width = max(9, *(len(run.label) + 1 for run in self.runs))
         for run, cfg in zip(self.runs, self.configs, strict=True):
             placed = f"{len(run.placements)}/{len(s.pods)} pods placed"
             if run.metrics_sources:
@@ -212,7 +230,7 @@ class Report:
                 )
             else:
                 metrics = "no metrics plugins"
-            lines.append(f"  {run.label:<9} {cfg}: {placed}; {metrics}")
+            lines.append(f"  {run.label:<{width}} {cfg}: {placed}; {metrics}")
         if s.outages:
             lines.append(
                 "  Prometheus does not answer: " + ", ".join(f"{a:g}..{b:g} s" for a, b in s.outages)
@@ -234,8 +252,8 @@ class Report:
         assert first.before is not None
         head = ["NODE", "LINK"]
         for res in RESOURCES:
-            head += [f"{res.upper()[:3]} before"] + [f"{r.label[:8]}" for r in self.runs]
-        head += ["PODS " + "/".join(r.label[:8] for r in self.runs)]
+            head += [f"{res.upper()[:3]} before"] + [r.label for r in self.runs]
+        head += ["PODS " + "/".join(r.label for r in self.runs)]
         counts = [self.pods_per_node(r) for r in self.runs]
         rows = []
         for i, name in enumerate(self.scenario.node_names):

@@ -14,6 +14,7 @@ from netsched.simulate.cli import main
 pytestmark = pytest.mark.integration
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+EXAMPLES = Path(__file__).resolve().parents[2] / "netsched" / "examples"
 
 
 def netsched(*args: str) -> subprocess.CompletedProcess[str]:
@@ -93,3 +94,41 @@ def test_in_process_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "--explain: no pod default/nope" in capsys.readouterr().err
     assert main([str(scenario), "--config", str(tmp_path / "missing.yaml")]) == 1
     assert "missing.yaml" in capsys.readouterr().err
+
+
+def test_a_compared_config_is_labelled_by_its_file_name(tmp_path: Path) -> None:
+    # Two files of one name: the second is labelled by its path, so no two runs share a label.
+    other = tmp_path / "config.yaml"
+    other.write_text((EXAMPLES / "config.yaml").read_text())
+    r = netsched(
+        "--compare-config",
+        "default",
+        "--compare-config",
+        str(EXAMPLES / "config.yaml"),
+        "--compare-config",
+        str(other),
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    labels = [run["label"] for run in json.loads(r.stdout)["runs"]]
+    assert labels == ["netsched", "default", "config.yaml", str(other)]
+
+
+def test_the_verdict_line_comes_before_the_per_pod_table() -> None:
+    r = netsched()
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("Closest to the lower bound"))
+    assert verdict == 3, lines[:5]
+    assert lines.index("Placements") > lines.index(next(x for x in lines if x.startswith("Spread after")))
+
+
+def test_a_copied_scenario_names_its_config_key_and_the_path_it_looked_at(tmp_path: Path) -> None:
+    copy = tmp_path / "copied" / "traffic-scenario.yaml"
+    copy.parent.mkdir()
+    copy.write_text((EXAMPLES / "traffic-scenario.yaml").read_text())
+    r = netsched(str(copy))
+    assert r.returncode == 1 and r.stdout == ""
+    assert f"configuration named by the scenario's config: in {copy}" in r.stderr
+    assert "config: Unreadable file: 'traffic-config.yaml'" in r.stderr
+    assert str(copy.parent / "traffic-config.yaml") in r.stderr and "No such file" in r.stderr

@@ -160,3 +160,16 @@ def test_bad_logging_flags_exit_2_naming_the_flag(
         parse_args([flag])
     assert exit_.value.code == 2
     assert error in capsys.readouterr().err
+
+
+def test_the_usage_line_names_every_subcommand() -> None:
+    usage = PARSERS["netsched"].format_usage()
+    assert usage.startswith("usage: netsched [flags]")
+    for name in SUBCOMMANDS:
+        assert f"netsched {name} " in usage, usage
+
+
+@pytest.mark.parametrize("name", ["netsched demo", "netsched simulate"])
+def test_seed_says_its_default(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")
+    assert "default" in _blocks(PARSERS[name].format_help())["--seed"]

@@ -27,6 +27,7 @@ from netsched.config import (
     default_lease_name,
     dump_config,
     load_config,
+    read_config_file,
     validate_config,
     write_config,
 )
@@ -715,6 +716,20 @@ def test_an_empty_file_is_refused_saying_it_is_empty(tmp_path: Path, text: str) 
     ]
     # YAML text, not a file, still gives the defaults (the simulator and tests rely on it).
     assert load_config("", REGISTRY).profiles
+
+
+def test_a_files_text_changed_before_loading_is_judged_as_the_file() -> None:
+    # netsched demo reads --config's file, fills in its Prometheus, then loads the text.
+    with pytest.raises(ConfigError) as e:
+        load_config("\n", REGISTRY, file="mine.yaml")
+    assert [str(err) for err in e.value.errors] == [
+        "mine.yaml: Empty file: it holds no KubeSchedulerConfiguration (kube-scheduler: \"Object 'Kind' is missing\")"
+    ]
+    with pytest.raises(ConfigError) as e:
+        read_config_file("/nonexistent/mine.yaml")
+    assert [str(err) for err in e.value.errors] == [
+        "/nonexistent/mine.yaml: Unreadable file: No such file or directory"
+    ]
 
 
 def test_a_configmap_manifest_is_refused_asking_for_its_config_yaml() -> None:

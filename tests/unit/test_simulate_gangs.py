@@ -229,7 +229,7 @@ def test_compare_config_repeats(capsys: pytest.CaptureFixture[str]) -> None:
     per_pod = str(examples().joinpath("racks-per-pod-config.yaml"))
     assert main([path, "--compare-config", "default", "--compare-config", per_pod, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert [r["label"] for r in doc["runs"]] == ["netsched", "default", "racks-per-pod-config"]
+    assert [r["label"] for r in doc["runs"]] == ["netsched", "default", "racks-per-pod-config.yaml"]
 
 
 def test_the_level_domains_are_counted_at_follows_the_podgroup_s_topology_annotation() -> None:

@@ -93,6 +93,23 @@ def test_text_and_json() -> None:
     assert "Placements" not in r.text(placements=False)
 
 
+def test_the_verdict_comes_first_and_the_per_pod_table_last() -> None:
+    r = report()
+    lines = r.text().splitlines()
+    # The header (the scenario, one line per run), then the one-line verdict.
+    assert lines[3] == r.verdict()
+    assert lines[3].startswith("Closest to the lower bound (hottest node): network ")
+    for res in ("network", "cpu", "memory"):
+        best = min(r.spread(run)[res].max for run in r.runs)
+        assert f"{res} " in lines[3] and f"{100 * best:.1f}% (bound {100 * r.bounds[res]:.1f}%)" in lines[3]
+    text = "\n".join(lines)
+    assert text.index("Spread after placement") < text.index("Placements\nPOD")
+    # The per-pod table is the last part: no section after it, a row for every pod in it.
+    table = text[text.index("Placements\nPOD") :]
+    assert "\n\n" not in table.rstrip()
+    assert [line.split()[0] for line in table.splitlines()[2:6]] == [f"default/pod-0{i}" for i in range(4)]
+
+
 def test_chart_is_a_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from netsched.simulate.chart import write_chart
