@@ -61,9 +61,34 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", namespaced=False),
     ResourceType("storage.k8s.io", "v1", "csidrivers", "CSIDriver", namespaced=False),
     ResourceType("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", namespaced=True),
+    # What deploy/'s manifests create, so tests can apply them as written (and the RBAC ones
+    # answer SubjectAccessReviews: netsched.fakeapi.rbac); serviceaccounts/token mints tokens.
+    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True),
+    ResourceType("", "v1", "secrets", "Secret", namespaced=True),
+    ResourceType("", "v1", "configmaps", "ConfigMap", namespaced=True),
+    ResourceType("", "v1", "services", "Service", namespaced=True, has_status=True),
+    ResourceType("apps", "v1", "deployments", "Deployment", namespaced=True, has_status=True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),
+    ResourceType(
+        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+    ),
+    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", namespaced=True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", namespaced=True),
+    ResourceType("monitoring.coreos.com", "v1", "servicemonitors", "ServiceMonitor", namespaced=True),
+    ResourceType("monitoring.coreos.com", "v1", "podmonitors", "PodMonitor", namespaced=True),
+    ResourceType("monitoring.coreos.com", "v1", "prometheusrules", "PrometheusRule", namespaced=True),
 )
 NAMESPACES = RESOURCES[0]
 PODS = RESOURCES[2]
+
+
+def resource_of(api_version: str, kind: str) -> ResourceType | None:
+    """The served type of a manifest's apiVersion and kind (None when the fake does not serve it)."""
+    group, _, version = api_version.rpartition("/")
+    for rt in RESOURCES:
+        if (rt.group, rt.version, rt.kind) == (group, version, kind):
+            return rt
+    return None
 
 
 def resolve_resource(name: str) -> ResourceType:

@@ -7,7 +7,13 @@ one global resourceVersion, list + watch (bookmarks, 410 after compaction,
 selector transitions), pods/binding, pods/status, events in both API groups,
 leases with 409 on stale writes, and poddisruptionbudgets; and the two review
 APIs a delegating server calls (TokenReview, SubjectAccessReview) answered
-from hooks: add_token(token, user, groups) and allow(user, path, verb).
+from hooks: add_token(token, user, groups) and allow(user, path, verb), and
+from what was stored: the RBAC roles and bindings (netsched.fakeapi.rbac, as
+kube's authorizer) and the tokens serviceaccounts/token minted (what `kubectl
+create token` asks for). It also stores the other kinds deploy/ applies
+(service accounts, secrets, config maps, services, deployments, the Prometheus
+Operator's monitors), so tests apply the manifests as written
+(netsched.testing.kubectl).
 
 Tests drive it over HTTP through the official client or netsched.kube, and reach
 into it through plain thread-safe hooks: create/get/list/update/patch/delete/bind
@@ -34,6 +40,7 @@ import contextlib
 import copy
 import json
 import re
+import secrets
 import socket
 import struct
 import threading
@@ -43,6 +50,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
+from netsched.fakeapi import rbac
 from netsched.fakeapi.http_server import Fault, HTTPServer, RecordedRequest
 from netsched.fakeapi.patch import strategic_merge_patch
 from netsched.fakeapi.realistic import enrich
@@ -386,14 +394,33 @@ class FakeAPIServer:
         subjects = {str(spec.get("user") or "")} | {f"group:{g}" for g in spec.get("groups") or ()}
         path, verb = str(attrs.get("path") or ""), str(attrs.get("verb") or "")
         with self._lock:
-            allowed = any(
+            allowed = bool(attrs) and any(
                 who in subjects
                 and v in (verb, "*")
                 and (p == path or (p.endswith("*") and path.startswith(p[:-1])))
                 for who, p, v in self._grants
             )
-        reason = "allowed by a test grant" if allowed else ""
-        return {**body, "status": {"allowed": allowed, "reason": reason}}
+        # Else what the stored RBAC objects grant (a test that applied deploy/'s manifests).
+        reason = "allowed by a test grant" if allowed else rbac.review(self.store, spec)
+        return {**body, "status": {"allowed": bool(reason), "reason": reason}}
+
+    def request_token(self, namespace: str, name: str, body: JsonObj) -> JsonObj:
+        """POST serviceaccounts/NAME/token (what `kubectl create token` sends): a new token that
+        TokenReviews authenticate as the account, in kube's service-account groups."""
+        account = self.store.get(resolve_resource("serviceaccounts"), namespace, name)
+        token = f"fake-token-{namespace}-{name}-{secrets.token_hex(8)}"
+        groups = ["system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"]
+        self.add_token(token, f"system:serviceaccount:{namespace}:{name}", groups, account["metadata"]["uid"])
+        seconds = int((body.get("spec") or {}).get("expirationSeconds") or 3600)
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + seconds))
+        spec = {"audiences": [], **(body.get("spec") or {}), "expirationSeconds": seconds}
+        return {
+            "kind": "TokenRequest",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": spec,
+            "status": {"token": token, "expirationTimestamp": expires},
+        }
 
     # --- faults --------------------------------------------------------------
 

@@ -24,13 +24,12 @@ import pytest
 from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
 from netsched.kube import KubeAPI, build_api_client
-from netsched.observability.server import SecureServing
 from netsched.serve import start_election, start_secure_server
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.configs import COSCHEDULING_PLUGINS
 from netsched.testing.fakeapi import FakeAPIServer
-from netsched.testing.prometheus import free_port
 from netsched.testing.rbac import request_rule, rules_from_deploy
+from netsched.testing.serving import delegating_serving
 from netsched.testing.volumes import FakePVController, pv, pvc, storage_class
 from netsched.testing.wait import wait_until
 
@@ -94,13 +93,7 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
         KubeAPI(client),
         options=AppOptions(
             watch_timeout=5,
-            secure=SecureServing(
-                bind_address="127.0.0.1",
-                port=free_port(),
-                cert_dir=str(tmp_path / "certs"),
-                authentication_kubeconfig=str(kubeconfig),
-                authorization_kubeconfig=str(kubeconfig),
-            ),
+            secure=delegating_serving(kubeconfig, tmp_path / "certs"),
         ),
     )
     stop = threading.Event()

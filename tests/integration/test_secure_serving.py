@@ -19,11 +19,11 @@ from cryptography import x509
 from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
 from netsched.kube import KubeAPI, build_api_client
-from netsched.observability.server import ObservabilityServer, SecureServing
+from netsched.observability.server import ObservabilityServer
 from netsched.serve import start_secure_server
 from netsched.testing.configs import NETSCHED_PROFILE
 from netsched.testing.fakeapi import FakeAPIServer
-from netsched.testing.prometheus import free_port
+from netsched.testing.serving import delegating_serving
 
 pytestmark = pytest.mark.integration
 
@@ -45,15 +45,7 @@ def secure(api: FakeAPIServer, tmp_path: Path) -> Iterator[tuple[ObservabilitySe
     kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
     registry = build_registry()
     cfg = load_config(CONFIG, registry)
-    options = AppOptions(
-        secure=SecureServing(
-            bind_address="127.0.0.1",
-            port=free_port(),
-            cert_dir=str(tmp_path / "certs"),
-            authentication_kubeconfig=kubeconfig,
-            authorization_kubeconfig=kubeconfig,
-        )
-    )
+    options = AppOptions(secure=delegating_serving(kubeconfig, tmp_path / "certs"))
     app = SchedulerApp(cfg, registry, KubeAPI(build_api_client(kubeconfig)), options=options)
     server = start_secure_server(app)
     assert server is not None

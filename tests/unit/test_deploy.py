@@ -211,6 +211,81 @@ def test_config_map_loads_through_netsched_config() -> None:
     assert cfg.leader_election.resource_namespace == NAMESPACE
 
 
+def _registry() -> Any:
+    from netsched.app import build_registry
+
+    return build_registry()
+
+
+def test_the_weights_docs_name_are_the_config_maps() -> None:
+    """One number per plugin, from one place: deploy/configmap.yaml; deploy/README.md's "Tuning the
+    weights" and the TrafficAffinity README's example say the same."""
+    from netsched.config import load_config
+
+    weights = load_config(scheduler_config_text(), _registry()).profiles[0].score_weights()
+    tuning = (DEPLOY / "README.md").read_text().split("### Tuning the weights", 1)[1].split("\n- ", 1)[0]
+    said = {
+        name: int(n) for name, n in re.findall(r"(\w+)\s+with\s+weight\s+(\d+)", " ".join(tuning.split()))
+    }
+    assert set(said) == {"NetworkTraffic", "LoadAware", "TrafficAffinity"}, said
+    assert said == {name: weights[name] for name in said}
+    plugin_readme = (ROOT / "plugins" / "traffic_affinity" / "README.md").read_text()
+    assert f"- name: TrafficAffinity\n            weight: {weights['TrafficAffinity']}" in plugin_readme
+
+
+def test_the_commented_levels_line_is_a_working_rack_list_as_gang_topologys() -> None:
+    from netsched.config import load_config
+
+    text = scheduler_config_text()
+    (commented,) = re.findall(r"\n( +)# (levels: \[.*\])\n", text)
+    indent, line = commented
+    assert f"\n{indent}levels: [topology.kubernetes.io/zone]\n" in text  # the default stays zone only
+    racks = text.replace(
+        f"{indent}levels: [topology.kubernetes.io/zone]\n{indent}# {line}", f"{indent}{line}"
+    )
+    cfg = load_config(racks, _registry())
+    args = cfg.profiles[0].args("TrafficAffinity")
+    assert args is not None
+    levels = args.encode()["levels"]
+    assert levels == ["topology.kubernetes.io/zone", "example.com/rack"]
+    # GangTopology's shipped example names the same levels.
+    gang = yaml.safe_load((ROOT / "netsched" / "examples" / "racks-config.yaml").read_text())
+    gang_args = next(p["args"] for p in gang["profiles"][0]["pluginConfig"] if p["name"] == "GangTopology")
+    assert gang_args["levels"] == levels
+
+
+def test_the_istio_pod_monitor_scrapes_the_merged_metrics_with_istios_relabelling() -> None:
+    (monitor,) = [o for o in load_kustomization(DEPLOY / "optional" / "istio") if o["kind"] == "PodMonitor"]
+    assert monitor["spec"]["namespaceSelector"] == {"any": True}
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["path"] == "/stats/prometheus"
+    steps = endpoint["relabelings"]
+    assert [r["action"] for r in steps] == [
+        "keep",
+        "keep",
+        "replace",
+        "replace",
+        "labeldrop",
+        "replace",
+        "replace",
+    ]
+    assert steps[0]["regex"] == "istio-proxy"
+
+    def address(port: str, ip: str) -> str:
+        """Prometheus' replace steps 3-4 (RE2, anchored; $N is a group)."""
+        out = f"{ip}:9999"
+        for step in steps[2:4]:
+            m = re.fullmatch(step["regex"], f"{port};{ip}")
+            if m:
+                out = m.expand(re.sub(r"\$(\d)", r"\\\1", step["replacement"]))
+        return out
+
+    # The injector's prometheus.io/port is 15020 (the agent's merged metrics).
+    assert address("15020", "10.1.2.3") == "10.1.2.3:15020"
+    assert address("15020", "fd00:10::2") == "[fd00:10::2]:15020"
+    assert address("", "10.1.2.3") == "10.1.2.3:9999"  # not annotated: left as discovered
+
+
 # --- the Deployment -------------------------------------------------------------
 
 
