@@ -222,7 +222,7 @@ class Ledger:
                     carried[RX_COL], carried[TX_COL] = network
                     own = True
             if measured is not None:
-                carried = with_measured(carried, measured, own)
+                carried = with_measured(carried, self._unramped(measured, start, node), own)
             self._enter(_Entry(pod.uid, pod.key, node, start, at, carried, _ALL_OPEN, at, own))
 
     def remove(self, uid: str) -> None:
@@ -270,6 +270,24 @@ class Ledger:
             del self._count[e.node]
             self._by_node.pop(e.node, None)
             self._apply(e.node, None)
+
+    def _unramped(self, measured: FloatArray, start: float, node: str) -> FloatArray:
+        """A running pod's per-pod reading turned into what it uses: a rate() over a window the
+        pod has run only part of holds only that part of it, as its node's does (Prometheus
+        extrapolates a new series by half a scrape at most).  Columns of groups whose readings
+        hold less than half of the pod are dropped (NaN: the estimate stands)."""
+        stamps = self._coverage.get(node, _NO_SAMPLE) if self._coverage is not None else _NO_SAMPLE
+        out = measured.copy()
+        for g, cols in enumerate(GROUP_COLUMNS):
+            # (A pod placed before anything the ledger knows has run through every window.)
+            h = (
+                1.0
+                if start == -_NEVER
+                else held(start + self._delays[g], _NEVER, stamps[g], self._windows[g])
+            )
+            for c in cols:
+                out[c] = measured[c] / h if h >= 0.5 else math.nan
+        return out
 
     def _correction(self, e: _Entry) -> FloatArray:
         """What `e` adds to its node's reading as of the coverage the totals are at."""
@@ -415,10 +433,11 @@ class Ledger:
                 self._forget(e)
                 continue
             load = e.load
-            if measured is not None:
+            if measured is not None and e.end == _NEVER:
+                # (A gone pod keeps what it carried when it left: its series now ramp out.)
                 got = measured(e.key)
                 if got is not None:
-                    load = with_measured(load, got, e.own_network)
+                    load = with_measured(load, self._unramped(got, e.start, e.node), e.own_network)
             still = e.open
             for g in range(len(GROUP_COLUMNS)):
                 ts = stamps[g]

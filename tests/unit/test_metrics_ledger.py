@@ -138,6 +138,33 @@ def test_measured_per_pod_usage_replaces_the_estimate() -> None:
     assert est.cpu[1] == pytest.approx(-250) and est.tx[1] == pytest.approx(-1e6)
 
 
+def test_a_just_started_pods_reading_is_taken_for_what_it_holds() -> None:
+    # A pod reserved 45 s before a reading over a 1 m window: its per-pod rate() holds 3/4 of its
+    # use (0.3 of 0.4 cores), as its node's does: the ledger takes it for 0.4 cores, of which
+    # the node's reading misses a quarter (before: 0.3 taken as its whole use, a quarter of that
+    # added). Read after less than half a window, the reading says too little: the estimate stands.
+    clock, hub, (src, fake), snap = rig(per_pod=True)
+    t0 = clock.wall()
+    pod = make_pod("p").req(cpu="1").info()
+    src.reserve(pod, "n0")
+    clock.step(20)
+    fake.serve(src, POD_USAGE, {"default/p/cpu": (0.4 * 20 / 60, t0 + 20)}, label="netsched_pod")
+    serve(hub, src, fake, t0 + 20)
+    assert src.estimates(snap).cpu[0] == pytest.approx(850 * 40 / 60)
+    clock.step(25)
+    fake.serve(src, POD_USAGE, {"default/p/cpu": (0.3, t0 + 45)}, label="netsched_pod")
+    serve(hub, src, fake, t0 + 45)
+    assert src.estimates(snap).cpu[0] == pytest.approx(400 * 15 / 60)
+    # It leaves: what it used leaves with it, not its ramping-out reading.
+    clock.step(1)
+    src.depart(make_pod("p").req(cpu="1").node("n0").set("metadata.uid", pod.uid).info())
+    assert src.estimates(snap).cpu[0] == pytest.approx(-400 * 45 / 60)
+    clock.step(14)
+    fake.serve(src, POD_USAGE, {"default/p/cpu": (0.1, t0 + 60)}, label="netsched_pod")
+    serve(hub, src, fake, t0 + 60)
+    assert src.estimates(snap).cpu[0] == pytest.approx(-400 * 46 / 60)
+
+
 def test_entries_end_after_their_lifetime_without_samples() -> None:
     clock, _, (src, _), snap = rig()
     src.depart(make_pod("p").req(cpu="1").node("n0").info())
