@@ -101,8 +101,10 @@ class Binder:
     def _fail(self, req: BindRequest, stage: str, st: Status) -> None:
         req.framework.run_unreserve(req.state, req.pod, req.node)
         self._cache.forget(req.pod.uid)
-        log.warning(
-            "Binding cycle failed pod=%s node=%s stage=%s status=%s", req.pod.key, req.node, stage, st
+        # Bound elsewhere meanwhile (another binder won the race): the failure handler says so.
+        level = logging.DEBUG if self._cache.bound_node(req.pod.uid) else logging.WARNING
+        log.log(
+            level, "Binding cycle failed pod=%s node=%s stage=%s status=%s", req.pod.key, req.node, stage, st
         )
         self._on_failure(req, stage, st)
 

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from netsched.binder import Binder, BindRequest
-from netsched.cache import ClusterCache
+from netsched.cache import ClusterCache, PodInCache
 from netsched.clock import Clock
 from netsched.explain import Explainer
 from netsched.framework.cluster_events import ASSIGNED_POD_DELETE, ClusterEvent
@@ -178,7 +178,13 @@ class Scheduler:
         node = result.node_name
         if self.effects is not None:
             self._note_effect(fwk, state, node)
-        assumed = self.cache.assume(pod, node)
+        try:
+            assumed = self.cache.assume(pod, node)
+        except PodInCache as e:
+            # Another binder won the race while the cycle ran (kube: AssumePod's error): an
+            # ordinary failure, which sees the pod assigned and drops it from the queue.
+            self._failed(fwk, qp, cycle, started, str(e), Code.ERROR, None)
+            return True
         st = fwk.run_reserve(state, assumed, node)
         if st.ok:
             st = fwk.run_permit(state, assumed, node)
@@ -277,6 +283,18 @@ class Scheduler:
             # A rejection names its plugin (kube's Reserve/Permit FitError); an Error names none:
             # the pod goes to backoff and no plugin rejected it.
             qp.unschedulable_plugins = frozenset({plugin})
+        assigned = self.cache.bound_node(pod.uid)
+        if assigned:
+            # Bound by someone else while we were deciding (kube's handleSchedulingFailure):
+            # nothing to requeue or report, and nothing wrong with us.
+            log.info(
+                "Pod has been assigned to node. Abort adding it back to queue. pod=%s node=%s profile=%s",
+                pod.key,
+                assigned,
+                fwk.profile_name,
+            )
+            self.queue.done(pod.uid)
+            return
         log.info(
             "Unable to schedule pod; waiting pod=%s profile=%s err=%r", pod.key, fwk.profile_name, message
         ) if code != Code.ERROR else log.warning(
@@ -284,7 +302,7 @@ class Scheduler:
         )
         current = self._pending_lookup(pod.uid)
         if current is None:
-            # Deleted or bound by someone else while we were deciding: nothing to requeue or report.
+            # Deleted while we were deciding: nothing to requeue or report.
             self.queue.done(pod.uid)
             return
         if current is not pod:

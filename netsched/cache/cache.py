@@ -30,6 +30,16 @@ log = logging.getLogger(__name__)
 DEFAULT_ASSUMED_TTL = 30.0
 
 
+class PodInCache(ValueError):
+    """assume() found the pod in the cache already: bound, as the API server reported it (another
+    binder won the race for it while its scheduling cycle ran), or assumed (a bug)."""
+
+    def __init__(self, pod: PodInfo, node: str, assumed: bool) -> None:
+        super().__init__(f"pod {pod.key} is already in the cache (assumed or bound)")
+        self.node = node
+        self.assumed = assumed
+
+
 @dataclass(slots=True)
 class _Assumed:
     pod: PodInfo
@@ -173,8 +183,9 @@ class ClusterCache:
         with self._lock:
             assumed = self._assumed.pop(pod.uid, None)
             if assumed is not None and assumed.node != pod.node_name:
-                log.warning(
-                    "Pod bound to a different node than assumed pod=%s assumed=%s actual=%s",
+                # Another binder won the race for it (kube logs this at info too).
+                log.info(
+                    "Pod was added to a different node than it was assumed pod=%s assumedNode=%s currentNode=%s",
                     pod.key,
                     assumed.node,
                     pod.node_name,
@@ -245,8 +256,9 @@ class ClusterCache:
         """Count pod on node_name from now on; returns the assumed copy."""
         placed = dataclasses.replace(pod, node_name=node_name)
         with self._lock:
-            if pod.uid in self._pods:
-                raise ValueError(f"pod {pod.key} is already in the cache (assumed or bound)")
+            known = self._pods.get(pod.uid)
+            if known is not None:
+                raise PodInCache(pod, known.node_name, pod.uid in self._assumed)
             self._assumed[pod.uid] = _Assumed(placed, node_name)
             self._pods[pod.uid] = placed
             self._attach(placed)
@@ -271,6 +283,15 @@ class ClusterCache:
     def is_assumed(self, uid: str) -> bool:
         with self._lock:
             return uid in self._assumed
+
+    def bound_node(self, uid: str) -> str:
+        """The node the API server reported the pod bound to; "" when it did not (an assumed pod
+        is not bound yet)."""
+        with self._lock:
+            if uid in self._assumed:
+                return ""
+            pod = self._pods.get(uid)
+            return pod.node_name if pod is not None else ""
 
     def assumed_count(self) -> int:
         with self._lock:

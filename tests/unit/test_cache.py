@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from netsched.cache import ClusterCache
+from netsched.cache import ClusterCache, PodInCache
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.types import NodeInfo
 from netsched.testing.builders import make_node, make_pod
@@ -51,6 +52,24 @@ def test_bind_confirmation_replaces_assumed_pod() -> None:
     assert not c.is_assumed(pod.uid)
     node = node_of(c, "n1")
     assert node is not None and node.requested["cpu"] == 1000 and len(node.pods) == 1
+
+
+def test_assume_refuses_a_pod_in_the_cache_saying_whether_it_was_bound_or_assumed() -> None:
+    c, _ = cache_with("n1", "n2")
+    pod = make_pod("p").req(cpu="1").info()
+    c.add_or_update_pod(make_pod("p").uid(pod.uid).req(cpu="1").node("n2").info())  # another binder's
+    assert c.bound_node(pod.uid) == "n2"
+    with pytest.raises(PodInCache) as bound:
+        c.assume(pod, "n1")
+    assert (bound.value.node, bound.value.assumed) == ("n2", False)
+    assert "pod default/p is already in the cache" in str(bound.value)
+    other = make_pod("q").req(cpu="1").info()
+    c.assume(other, "n1")
+    assert c.bound_node(other.uid) == ""  # assumed is not bound
+    with pytest.raises(PodInCache) as assumed:
+        c.assume(other, "n2")
+    assert (assumed.value.node, assumed.value.assumed) == ("n1", True)
+    assert c.bound_node("unknown") == ""
 
 
 def test_assumed_pod_expires_only_after_binding_finished() -> None:
