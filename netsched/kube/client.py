@@ -47,7 +47,7 @@ from netsched.kube.errors import (
     retry_after_hint,
 )
 from netsched.kube.ratelimit import TokenBucket
-from netsched.kube.transport import Transport
+from netsched.kube.transport import Pipelined, Response, Transport
 from netsched.retry import policy, retry_after_first
 
 log = logging.getLogger(__name__)
@@ -187,7 +187,28 @@ class KubeClient:
         failed before its reply: the server may still have acted on it, so use this only for
         requests a repeat cannot harm).  Nothing is retried here, except that the
         requests refused (401) with credentials that can change are sent once more, read afresh.
+        This is `send_many` then `PendingReplies.finish`.
         """
+        return self.send_many(
+            verb, resource, method, items, content_type=content_type, lanes=lanes, timeout=timeout
+        ).finish()
+
+    def send_many(
+        self,
+        verb: str,
+        resource: str,
+        method: str,
+        items: Sequence[tuple[str, Any]],
+        *,
+        content_type: str = JSON,
+        lanes: int = 1,
+        timeout: Any = None,
+    ) -> PendingReplies:
+        """request_many's requests, sent now; their replies are read when the caller asks
+        (PendingReplies), so it can send more meanwhile. Without the transport they are made
+        one after another here, and the PendingReplies comes back complete."""
+        limits = _connect_read(self.timeout if timeout is None else timeout)
+        send = partial(self._pipeline, verb, resource, method, content_type=content_type, lanes=lanes)
         if self.transport is None:
             out: list[Reply | ApiError] = []
             for path, body in items:
@@ -197,47 +218,27 @@ class KubeClient:
                     )
                 except ApiError as e:
                     out.append(e)
-            return out
-        limits = _connect_read(self.timeout if timeout is None else timeout)
-        results = self._pipeline(self.transport, verb, resource, method, items, content_type, lanes, limits)
-        refused = [i for i, r in enumerate(results) if isinstance(r, Unauthorized)]
-        if refused and self.credentials.invalidate():
-            # A token rotated or expired since it was read: those requests once more, read afresh
-            # (as `send` does for one).
-            again = [items[i] for i in refused]
-            for i, r in zip(
-                refused,
-                self._pipeline(self.transport, verb, resource, method, again, content_type, lanes, limits),
-                strict=True,
-            ):
-                results[i] = r
-        return results
+            return PendingReplies(self, items, None, out, send, limits)
+        return PendingReplies(self, items, send(self.transport, items, limits), [], send, limits)
 
     def _pipeline(
         self,
-        transport: Transport,
         verb: str,
         resource: str,
         method: str,
+        transport: Transport,
         items: Sequence[tuple[str, Any]],
+        timeout: tuple[float | None, float | None],
+        *,
         content_type: str,
         lanes: int,
-        timeout: tuple[float | None, float | None],
-    ) -> list[Reply | ApiError]:
+    ) -> Pipelined:
         requests = []
         for path, body in items:
             self._throttle(verb, resource)
             target, headers, data = self._prepare(path, (), body, content_type)
             requests.append((method, target, headers, data))
-        results: list[Reply | ApiError] = []
-        for r in transport.request_many(requests, timeout, lanes):
-            if isinstance(r, Exception):
-                results.append(from_exception(r))
-            elif 200 <= r.status <= 299:
-                results.append(Reply(r.status, r.data))
-            else:
-                results.append(from_response(r.status, r.reason, r.data, r.headers))
-        return results
+        return transport.send_many(requests, timeout, lanes)
 
     def stream(self, verb: str, resource: str, path: str, *, query: Query = (), timeout: Any = None) -> Any:
         """One attempt at a streaming GET (a watch) on the lean path; returns the unread response."""
@@ -393,6 +394,71 @@ class KubeClient:
         )
 
 
+class PendingReplies:
+    """KubeClient.send_many's requests, sent, their replies still to read (Transport.Pipelined):
+    `filenos()` for select, `read(fd)` one connection's replies, `finish()` every result, in
+    order (a Reply or an ApiError; a 401 with credentials that can change is sent once more with
+    them read afresh, as `send` does)."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        items: Sequence[tuple[str, Any]],
+        pipelined: Pipelined | None,
+        results: list[Reply | ApiError],
+        send: Callable[[Transport, Sequence[tuple[str, Any]], tuple[float | None, float | None]], Pipelined],
+        timeout: tuple[float | None, float | None],
+    ) -> None:
+        self._client = client
+        self._items = items
+        self._pipelined = pipelined
+        self._results = results
+        self._send = send
+        self._timeout = timeout
+
+    def filenos(self) -> list[int]:
+        return [] if self._pipelined is None else self._pipelined.filenos()
+
+    @property
+    def deadline(self) -> float | None:
+        """When the replies are due (monotonic), None: no limit or nothing left to read."""
+        return None if self._pipelined is None else self._pipelined.deadline
+
+    def read(self, fd: int) -> None:
+        if self._pipelined is not None:
+            self._pipelined.read(fd)
+
+    def finish(self) -> list[Reply | ApiError]:
+        if self._pipelined is None:
+            return self._results
+        pipelined, self._pipelined = self._pipelined, None
+        results = _replies(pipelined.finish())
+        client = self._client
+        refused = [i for i, r in enumerate(results) if isinstance(r, Unauthorized)]
+        if refused and client.transport is not None and client.credentials.invalidate():
+            # A token rotated or expired since it was read: those requests once more, read afresh
+            # (as `send` does for one).
+            again = [self._items[i] for i in refused]
+            for i, r in zip(
+                refused, _replies(self._send(client.transport, again, self._timeout).finish()), strict=True
+            ):
+                results[i] = r
+        self._results = results
+        return results
+
+
+def _replies(raw: list[Response | Exception]) -> list[Reply | ApiError]:
+    results: list[Reply | ApiError] = []
+    for r in raw:
+        if isinstance(r, Exception):
+            results.append(from_exception(r))
+        elif 200 <= r.status <= 299:
+            results.append(Reply(r.status, r.data))
+        else:
+            results.append(from_response(r.status, r.reason, r.data, r.headers))
+    return results
+
+
 def _query_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -438,6 +504,7 @@ def _parse_body(data: bytes | None) -> JsonObj:
 __all__ = [
     "JSON",
     "KubeClient",
+    "PendingReplies",
     "Reply",
     "RetrySettings",
 ]

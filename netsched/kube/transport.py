@@ -201,12 +201,22 @@ class Transport:
         connection before its reply came; the server may have acted on such a request, so send
         only what a repeat cannot harm (creates with names of the caller's own: AlreadyExists).
         Keep batches small (tens of requests, tens of KB): replies wait in socket buffers until
-        everything is sent.
+        everything is sent.  This is `send_many` then `Pipelined.finish`.
         """
+        return self.send_many(requests, timeout, lanes).finish()
+
+    def send_many(
+        self,
+        requests: Sequence[tuple[str, str, Mapping[str, str], bytes | None]],
+        timeout: tuple[float | None, float | None],
+        lanes: int = 1,
+    ) -> Pipelined:
+        """request_many's writes, made now; the replies are read later, lane by lane, when the
+        caller asks (Pipelined), so it can send more meanwhile. Their read deadline starts now."""
         n = len(requests)
         groups = [list(range(i, n, max(1, lanes))) for i in range(min(max(1, lanes), n))]
         results: list[Response | Exception | None] = [None] * n
-        sent: list[tuple[_Conn, list[int]]] = []
+        sent: list[tuple[_Conn, list[tuple[int, str]]]] = []
         for rows in groups:
             message = b"".join(self._message(*requests[i]) for i in rows)
             try:
@@ -224,45 +234,9 @@ class Transport:
                 for i in rows:
                     results[i] = e
                 continue
-            sent.append((conn, rows))
+            sent.append((conn, [(i, requests[i][0]) for i in rows]))
         deadline = None if timeout[1] is None else time.monotonic() + timeout[1]
-        for conn, rows in sent:
-            self._read_replies(conn, [(i, requests[i][0]) for i in rows], results, deadline)
-        if any(isinstance(r, OSError | http.client.HTTPException) for r in results):
-            self.close()  # as in `request`: the server failed a connection, do not trust its others
-        return [r if r is not None else http.client.RemoteDisconnected("no reply") for r in results]
-
-    def _read_replies(
-        self,
-        conn: _Conn,
-        rows: list[tuple[int, str]],
-        results: list[Response | Exception | None],
-        deadline: float | None,
-    ) -> None:
-        """The replies to a pipelined write, in order, by `deadline` (monotonic; None: none);
-        those never read get the error that ended it."""
-        done = 0
-        try:
-            for i, method in rows:
-                if deadline is not None:
-                    conn.sock.settimeout(max(0.0, deadline - time.monotonic()) or 1e-3)
-                line = conn.reader.readline(_MAX_LINE + 1)
-                if not line:
-                    raise http.client.RemoteDisconnected("server closed the connection")
-                resp, keep = _read_reply(conn.reader, line, method)
-                results[i] = resp
-                done += 1
-                if not keep and done < len(rows):
-                    raise http.client.RemoteDisconnected("server closed the connection")
-        except Exception as e:
-            conn.close()
-            for i, _ in rows[done:]:
-                results[i] = e
-            return
-        if keep:
-            self._give_back(conn)
-        else:
-            conn.close()
+        return Pipelined(self, sent, results, deadline)
 
     @property
     def idle_connections(self) -> int:
@@ -347,6 +321,67 @@ class Transport:
         with self._lock:
             self.connections_opened += 1
         return _Conn(sock)
+
+
+class Pipelined:
+    """Requests a Transport has written (send_many) whose replies are still to be read.
+    `filenos()` are the lanes still awaited (for select); `read(fd)` reads one lane's replies,
+    blocking until they are all in or the shared deadline passes; `finish()` reads what is left
+    and returns every result. One thread reads a Pipelined."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        lanes: list[tuple[_Conn, list[tuple[int, str]]]],
+        results: list[Response | Exception | None],
+        deadline: float | None,
+    ) -> None:
+        self._transport = transport
+        self._lanes = {conn.sock.fileno(): (conn, rows) for conn, rows in lanes}
+        self._results = results
+        self.deadline = deadline  # monotonic; None: none
+
+    def filenos(self) -> list[int]:
+        return list(self._lanes)
+
+    def read(self, fd: int) -> None:
+        """The replies on lane `fd`, in order, by the deadline; those never read get the error
+        that ended the lane."""
+        lane = self._lanes.pop(fd, None)
+        if lane is None:
+            return
+        conn, rows = lane
+        results, done, keep = self._results, 0, False
+        try:
+            for i, method in rows:
+                if self.deadline is not None:
+                    conn.sock.settimeout(max(0.0, self.deadline - time.monotonic()) or 1e-3)
+                line = conn.reader.readline(_MAX_LINE + 1)
+                if not line:
+                    raise http.client.RemoteDisconnected("server closed the connection")
+                resp, keep = _read_reply(conn.reader, line, method)
+                results[i] = resp
+                done += 1
+                if not keep and done < len(rows):
+                    raise http.client.RemoteDisconnected("server closed the connection")
+        except Exception as e:
+            conn.close()
+            for i, _ in rows[done:]:
+                results[i] = e
+            return
+        if keep:
+            self._transport._give_back(conn)
+        else:
+            conn.close()
+
+    def finish(self) -> list[Response | Exception]:
+        """Read every lane left; one result per request, in order (Transport.request_many)."""
+        for fd in list(self._lanes):
+            self.read(fd)
+        results = self._results
+        if any(isinstance(r, OSError | http.client.HTTPException) for r in results):
+            self._transport.close()  # as `request` does: the server failed a connection, trust none
+        return [r if r is not None else http.client.RemoteDisconnected("no reply") for r in results]
 
 
 def _tls_context(cfg: Any, *, check_hostname: bool) -> ssl.SSLContext:

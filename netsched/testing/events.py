@@ -3,12 +3,15 @@
 netsched.kube.events.EventSink asks for `create_many` too (the API server's
 sink pipelines a batch of creates); a test's sink that only knows `create`
 subclasses OneByOneSink and gets `create_many` as each create in turn, with
-each item's error in its place, as the pipelined sink reports them.
+each item's error in its place, as the pipelined sink reports them, and
+`send_many` as create_many made at once (netsched.kube.events.sink.Written).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from netsched.kube.events.sink import Sent, Written
 
 JsonObj = dict[str, Any]
 
@@ -27,6 +30,9 @@ class OneByOneSink:
             else:
                 out.append(None)
         return out
+
+    def send_many(self, api: str, items: list[tuple[str, JsonObj]]) -> Sent:
+        return Written(self.create_many(api, items))
 
     def patch(self, api: str, namespace: str, name: str, body: JsonObj) -> None:
         raise NotImplementedError

@@ -11,6 +11,7 @@ import pytest
 
 from netsched.kube.errors import AlreadyExists, ApiError, ServerError, TooManyRequests, Transient
 from netsched.kube.events import EVENTS_V1, EventBroadcaster, EventRetry
+from netsched.kube.events.sink import Sent, Written
 from netsched.testing.builders import make_pod
 from netsched.testing.clock import FakeClock
 from netsched.testing.events import OneByOneSink
@@ -200,7 +201,8 @@ def _wait_until(cond: Any, timeout: float = 5.0) -> bool:
 
 class BatchSink(FlakySink):
     """A FlakySink that can also create many at once (as KubeEventSink pipelines them): each item
-    fails with `fail_by_note[note]` once, if set. The first single create waits for `gate`."""
+    fails with `fail_by_note[note]` once, if set. Its first write is made one create at a time,
+    and the first create waits for `gate`."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -213,6 +215,11 @@ class BatchSink(FlakySink):
         self.entered.set()
         self.gate.wait(5)
         super().create(api, namespace, body)
+
+    def send_many(self, api: str, items: list[tuple[str, dict[str, Any]]]) -> Sent:
+        if self.entered.is_set():
+            return super().send_many(api, items)
+        return Written(OneByOneSink.create_many(self, api, items))
 
     def create_many(self, api: str, items: list[tuple[str, dict[str, Any]]]) -> list[Exception | None]:
         out: list[Exception | None] = []
@@ -284,7 +291,7 @@ def test_a_pods_events_in_one_batch_keep_their_order() -> None:
         (3, "Scheduled", "c"),
     ]
     _queued_behind_a_slow_write(sink, events)
-    assert sink.batches == [["a1", "b"], ["a2", "c"]]  # pod 1's second event waits for its first
+    assert sink.batches == [["a1", "b", "c"], ["a2"]]  # pod 1's second event waits for its first
     notes = [c["note"] for c in sink.created]
     assert notes.index("a1") < notes.index("a2")
 

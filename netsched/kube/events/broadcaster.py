@@ -40,7 +40,7 @@ from typing import Any, Unpack
 from netsched.kube.client import KubeClient
 from netsched.kube.events.recorder import KubeEventRecorder, Occurrence
 from netsched.kube.events.sink import LANES, EventSink, KubeEventSink
-from netsched.kube.events.writer import STOP, Delivery, DeliveryOptions, Flush, Writer
+from netsched.kube.events.writer import IN_FLIGHT, STOP, Delivery, DeliveryOptions, Flush, Writer
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 # server works on them in parallel) beats many (benchmarks/bench_e2e: 0.17 vs 0.30 ms of CPU per
 # event with 8 writers) and still keeps up with bursts.
 DEFAULT_WORKERS = 1
-POOL_SIZE = DEFAULT_WORKERS * LANES  # connections the events client needs (app.py)
+POOL_SIZE = DEFAULT_WORKERS * IN_FLIGHT * LANES  # connections the events client needs (app.py)
 
 
 class EventBroadcaster(Delivery):
@@ -111,10 +111,7 @@ class EventBroadcaster(Delivery):
         deadline = time.monotonic() + timeout
         marker = Flush(len(self._writers))
         for w in self._writers:
-            try:
-                w.queue.put(marker, timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Full:
-                return False
+            w.queue.put_nowait(marker, bounded=False)
         return marker.done.wait(max(0.0, deadline - time.monotonic()))
 
     def stop(self, timeout: float = 5.0) -> bool:
@@ -128,10 +125,7 @@ class EventBroadcaster(Delivery):
         self._stopped = True
         deadline = time.monotonic() + timeout
         for w in self._writers:
-            try:
-                w.queue.put(STOP, timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Full:
-                break
+            w.queue.put_nowait(STOP, bounded=False)
         for w in self._writers:
             w.thread.join(max(0.0, deadline - time.monotonic()))
         if not any(w.thread.is_alive() for w in self._writers):
@@ -156,11 +150,7 @@ class EventBroadcaster(Delivery):
         so the shutdown log and metric say what is lost; the process is about to exit."""
         for _ in range(w.write_off()):
             self._drop("shutdown")
-        while True:
-            try:
-                item = w.queue.get_nowait()
-            except queue.Empty:
-                return
+        for item in w.queue.take(w.queue.qsize()):
             if isinstance(item, Occurrence):
                 self._drop("shutdown")
 

@@ -3,17 +3,20 @@
 As client-go's EventSink: create an event, create many (pipelined over a few
 connections where the transport serves the cluster), patch a series count.
 Each call is one attempt; the writer (netsched.kube.events.writer) owns the
-retries. `api` names the group an event is written to: events.k8s.io/v1, or
+retries. `send_many` is create_many in two steps: the creates are sent at once
+and their replies read when the writer asks (`Sent`), so the writer keeps
+sending while earlier batches are answered. `api` names the group an event is written to: events.k8s.io/v1, or
 core/v1 when the cluster does not serve it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 from urllib.parse import quote
 
 from netsched.kube.api import MERGE_PATCH
-from netsched.kube.client import JsonObj, KubeClient
+from netsched.kube.client import JsonObj, KubeClient, PendingReplies
 
 EVENTS_V1 = "events.k8s.io/v1"
 CORE_V1 = "v1"
@@ -25,6 +28,40 @@ LANES = 4  # connections a batch of new events is pipelined over
 TIMEOUT = (3.0, 5.0)
 
 
+class Sent(Protocol):
+    """A batch of creates sent (EventSink.send_many), the replies still to read: `filenos()` are
+    the connections whose replies are awaited (for select; none when the sink wrote the batch
+    already), `read(fd)` reads one of them, `deadline` is when they are due (monotonic; None: no
+    limit), `finish()` reads the rest and gives per item None or its error."""
+
+    @property
+    def deadline(self) -> float | None: ...
+
+    def filenos(self) -> Sequence[int]: ...
+
+    def read(self, fd: int) -> None: ...
+
+    def finish(self) -> list[Exception | None]: ...
+
+
+class Written:
+    """A Sent whose creates were made before send_many returned (a sink that writes at once)."""
+
+    deadline = None
+
+    def __init__(self, results: list[Exception | None]) -> None:
+        self._results = results
+
+    def filenos(self) -> Sequence[int]:
+        return ()
+
+    def read(self, fd: int) -> None:
+        return None
+
+    def finish(self) -> list[Exception | None]:
+        return self._results
+
+
 class EventSink(Protocol):
     """Where events go; `api` is EVENTS_V1 or CORE_V1. Methods raise ApiError."""
 
@@ -33,6 +70,10 @@ class EventSink(Protocol):
     def create_many(self, api: str, items: list[tuple[str, JsonObj]]) -> list[Exception | None]:
         """One attempt at each (namespace, body) create, together where the sink can (pipelined);
         per item None or its error."""
+        ...
+
+    def send_many(self, api: str, items: list[tuple[str, JsonObj]]) -> Sent:
+        """create_many's creates, sent now; the replies are read through the Sent."""
         ...
 
     def patch(self, api: str, namespace: str, name: str, body: JsonObj) -> None: ...
@@ -59,11 +100,13 @@ class KubeEventSink:
     def create_many(self, api: str, items: list[tuple[str, JsonObj]]) -> list[Exception | None]:
         """One attempt at each (namespace, body) create, pipelined over LANES connections; per item
         None or its error.  Safe to repeat: each event has a name of its own (AlreadyExists)."""
+        return self.send_many(api, items).finish()
+
+    def send_many(self, api: str, items: list[tuple[str, JsonObj]]) -> Sent:
         paths = [(_events_path(api, namespace), body) for namespace, body in items]
-        replies = self._client.request_many(
-            "create", _resource(api), "POST", paths, lanes=LANES, timeout=self.timeout
+        return _Replies(
+            self._client.send_many("create", _resource(api), "POST", paths, lanes=LANES, timeout=self.timeout)
         )
-        return [r if isinstance(r, Exception) else None for r in replies]
 
     def patch(self, api: str, namespace: str, name: str, body: JsonObj) -> None:
         path = f"{_events_path(api, namespace)}/{quote(name, safe='')}"
@@ -77,6 +120,26 @@ class KubeEventSink:
             retry=False,
             timeout=self.timeout,
         )
+
+
+class _Replies:
+    """A Sent over the client's PendingReplies."""
+
+    def __init__(self, pending: PendingReplies) -> None:
+        self._pending = pending
+
+    @property
+    def deadline(self) -> float | None:
+        return self._pending.deadline
+
+    def filenos(self) -> Sequence[int]:
+        return self._pending.filenos()
+
+    def read(self, fd: int) -> None:
+        self._pending.read(fd)
+
+    def finish(self) -> list[Exception | None]:
+        return [r if isinstance(r, Exception) else None for r in self._pending.finish()]
 
 
 def _events_path(api: str, namespace: str) -> str:

@@ -3,14 +3,20 @@
 Each wake-up of a writer thread costs as much CPU as the request it sends, so
 a writer takes everything queued at once (up to BATCH) and creates the new
 events together, pipelined over the sink's connections: a burst costs one
-wake-up and one round trip, not one each. A write that fails for a transient
+wake-up and one round trip, not one each. It does not wait for a batch's
+replies before sending the next: up to IN_FLIGHT batches are out at once, and
+the writer reads each batch's replies when they come (its Inbox wakes it for
+a new event or a reply, whichever is first), so an event waits in memory for
+at most a wake-up, not for the round trip of the batch before it (what a
+SIGKILL loses is what is held unwritten). A write that fails for a transient
 reason (429, 5xx, reset, timeout) is retried with backoff (a server's
 Retry-After wins) until it succeeds or shutdown gives up (`Delivery.abandon`);
 the members of a batch that failed so are retried together, so a backlog
 built up in an outage drains a batch per round trip once the server answers;
 permanent failures (403, 422, a deleted namespace) are counted and skipped.
-A pod's events are written in order: one writer owns each pod, and a batch
-never holds two new events of one pod.
+A pod's events are written in order: one writer owns each pod, a batch never
+holds two new events of one pod, and an event of a pod whose earlier create
+is still unanswered is held back until that one is written (or given up).
 
 `Delivery` is what every writer shares (the sink and the API group it serves,
 the retry policy, counters and once-only warnings); the EventBroadcaster is
@@ -20,9 +26,10 @@ one, with the queues and threads on top.
 from __future__ import annotations
 
 import logging
-import queue
+import select
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -32,14 +39,16 @@ import tenacity
 from netsched.clock import Clock, SystemClock
 from netsched.kube.client import JsonObj
 from netsched.kube.errors import AlreadyExists, ApiError, NotFound, is_transient, retry_after_hint
+from netsched.kube.events.inbox import Inbox
 from netsched.kube.events.recorder import MAX_FIELD, Occurrence, event_body
 from netsched.kube.events.series import EventSeries, SeriesCache
-from netsched.kube.events.sink import CORE_V1, EVENTS_V1, EventSink
+from netsched.kube.events.sink import CORE_V1, EVENTS_V1, EventSink, Sent
 from netsched.retry import policy, retry_after_first
 
 log = logging.getLogger(__name__)
 
 BATCH = 32  # new events one writer creates together
+IN_FLIGHT = 4  # batches of creates one writer has sent and not yet read the replies of
 _IDLE_WAKE = 0.5  # seconds a writer waits for work before checking for due series and shutdown
 
 
@@ -201,12 +210,21 @@ class Delivery:
         log.log(logging.WARNING if first else logging.DEBUG, msg, *args)
 
 
+@dataclass(slots=True, eq=False)
+class _Batch:
+    """New events sent together (EventSink.send_many), their replies still to read."""
+
+    api: str
+    pending: list[tuple[Occurrence, str]]  # (occurrence, event name)
+    sent: Sent
+
+
 class Writer:
     """One writer thread, its queue, and the series (correlator state) of the pods it owns."""
 
     def __init__(self, owner: Delivery, index: int, queue_size: int, max_series: int) -> None:
         self.owner = owner
-        self.queue: queue.Queue[object] = queue.Queue(maxsize=queue_size)
+        self.queue = Inbox(queue_size)
         self.series = SeriesCache(max_series, owner.dedup_window)
         self.last_sweep = owner.clock.wall()
         self.retrying = owner._retrying()
@@ -215,52 +233,98 @@ class Writer:
         self.in_flight = 0
         self.written_off = False  # stop() has counted what this writer holds as dropped
         self._held = threading.Lock()
+        self._batches: list[_Batch] = []  # sent, oldest first
+        self._busy: set[str] = set()  # pods with a create in a batch not yet answered
+        self._waiting: list[Occurrence] = []  # events of busy pods, in order, held until answered
         self.thread = threading.Thread(target=self._run, name=f"event-writer-{index}", daemon=True)
 
     def _run(self) -> None:
         o = self.owner
-        held: object = None  # a marker met while taking a batch: handled next, in its place
-        while True:
-            if held is not None:
-                item, held = held, None
-            else:
-                try:
-                    item = self.queue.get(timeout=0 if o._abandon.is_set() else _IDLE_WAKE)
-                except queue.Empty:
-                    if o._abandon.is_set():
+        try:
+            while True:
+                items = self.queue.take(BATCH)
+                if not items:
+                    if o._abandon.is_set() and not self._batches:
                         return
-                    if o.clock.wall() - self.last_sweep >= o.series_interval:
-                        self._guarded(self._sweep, False)
+                    self._await(_IDLE_WAKE)
+                    if not self._batches and self.queue.empty():
+                        self._sweep_if_due()
                     continue
-            if item is STOP:
-                self._guarded(self._sweep, True)
-                return
-            if isinstance(item, Flush):
-                self._guarded(self._sweep, True)
-                item.arrive()
+                occs: list[Occurrence] = []
+                for item in items:
+                    if isinstance(item, Occurrence):
+                        occs.append(item)
+                        continue
+                    # A marker: everything queued before it is written (or given up) first.
+                    self._take(occs)
+                    occs = []
+                    self._guarded(self._drain, None)
+                    self._guarded(self._sweep, True)
+                    if item is STOP:
+                        return
+                    if isinstance(item, Flush):
+                        item.arrive()
+                self._take(occs)
+                self._sweep_if_due()
+        finally:
+            self.queue.close()
+
+    def _sweep_if_due(self) -> None:
+        if self.owner.clock.wall() - self.last_sweep >= self.owner.series_interval:
+            self._guarded(self._sweep, False)
+
+    def _take(self, occs: list[Occurrence]) -> None:
+        """Occurrences just taken off the queue: counted as held, then recorded."""
+        if not occs:
+            return
+        with self._held:
+            self.in_flight += len(occs)
+        self._guarded(self._record_all, occs)
+
+    def _await(self, timeout: float) -> None:
+        """Wait up to `timeout` for an item or a reply, and read the replies that came."""
+        fds, timeout = self._lanes(timeout)
+        self._read(set(self.queue.wait(fds, timeout)))
+
+    def _lanes(self, timeout: float) -> tuple[list[int], float]:
+        """The connections whose replies are awaited, and how long to wait for them: `timeout`, cut
+        to the first batch's deadline, or 0 when a batch has nothing left to read."""
+        fds: list[int] = []
+        for b in self._batches:
+            lanes = b.sent.filenos()
+            if not lanes:
+                timeout = 0.0
+            elif b.sent.deadline is not None:
+                timeout = max(0.0, min(timeout, b.sent.deadline - time.monotonic()))
+            fds.extend(lanes)
+        return fds, timeout
+
+    def _read(self, ready: set[int]) -> None:
+        """Read the lanes in `ready`, then settle every batch that has all its replies (or whose
+        deadline passed)."""
+        now = time.monotonic()
+        for batch in list(self._batches):
+            if batch not in self._batches:
+                continue  # settled along with another batch's retry
+            for fd in batch.sent.filenos():
+                if fd in ready:
+                    batch.sent.read(fd)
+            deadline = batch.sent.deadline
+            if not batch.sent.filenos() or (deadline is not None and deadline <= now):
+                self._batches.remove(batch)
+                self._guarded(self._settle_batch, batch)
+
+    def _drain(self, _: object = None) -> None:
+        """Until no batch is out and no event is held back: read replies, send what they free."""
+        while self._batches or self._waiting:
+            if not self._batches:  # held events whose pods are free (a settle that failed)
+                waiting, self._waiting = self._waiting, []
+                self._busy.clear()
+                self._record_all(waiting)
                 continue
-            if isinstance(item, Occurrence):
-                if o._abandon.is_set():
-                    o._drop("shutdown")
-                    continue
-                # What else is queued now goes too: one wake-up and one pipelined write for a burst.
-                batch = [item]
-                while len(batch) < BATCH:
-                    try:
-                        nxt = self.queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if not isinstance(nxt, Occurrence):
-                        held = nxt
-                        break
-                    batch.append(nxt)
-                with self._held:
-                    self.in_flight = len(batch)
-                self._guarded(self._record_all, batch)
-                with self._held:
-                    self.in_flight = 0  # settled one by one; this catches a batch the writer failed on
-            if o.clock.wall() - self.last_sweep >= o.series_interval:
-                self._guarded(self._sweep, False)
+            fds, timeout = self._lanes(_IDLE_WAKE)
+            ready, _, _ = select.select(fds, [], [], timeout) if fds and timeout else (fds, [], [])
+            self._read(set(ready))
 
     def _settle(self) -> None:
         with self._held:
@@ -295,6 +359,9 @@ class Writer:
             fn(arg)
         except Exception:  # the writer thread must survive anything
             log.exception("Event writer failed")
+            # What the failed step held is lost: count only what is still held back or out.
+            with self._held:
+                self.in_flight = len(self._waiting) + sum(len(b.pending) for b in self._batches)
 
     def _call(self, fn: Callable[..., None], *args: Any, first: Exception | None = None) -> None:
         """fn(*args), retrying transient failures until it succeeds or shutdown gives up; with
@@ -317,20 +384,24 @@ class Writer:
             raise
 
     def _record_all(self, occs: list[Occurrence]) -> None:
-        """Record occurrences in order: runs of new events about different pods are created
-        together (pipelined where the sink can); a repeat of a series is handled in its place."""
+        """Record occurrences in order: new events about pods with nothing unanswered are sent
+        together as one batch; a repeat of a series is handled in its place; an event of a pod
+        whose earlier create is unanswered (or held) waits for it."""
+        o = self.owner
         run: list[Occurrence] = []
-        pods: set[str] = set()  # a pod's events are written one after another, in order
         for occ in occs:
-            if occ.pod in pods:
-                self._create_all(run)
-                run, pods = [], set()
-            if self.series.repeat_of(occ) is not None:
+            if o._abandon.is_set():
+                self._dropped()
+                continue
+            if occ.pod in self._busy:
+                self._waiting.append(occ)
+            elif self.series.repeat_of(occ) is not None:
                 self._record(occ)
             else:
                 run.append(occ)
-                pods.add(occ.pod)
-        self._create_all(run)
+                self._busy.add(occ.pod)  # a second event of the pod in this run waits for it
+        if run:
+            self._send(run)
 
     def _record(self, occ: Occurrence) -> None:
         series = self.series.repeat_of(occ)
@@ -342,48 +413,98 @@ class Writer:
         if self.series.seen_again(occ, series):
             self._write_series(occ.key, series)
 
-    def _create_all(self, occs: list[Occurrence]) -> None:
-        """Create new events together (the sink pipelines them); those that fail transiently are
-        tried again together, with the policy's waits, until written or abandoned at shutdown.
-
-        Together, so that after an outage a batch drains in one round trip as soon as the server
-        answers, not one backoff wait and one request per event."""
+    def _send(self, occs: list[Occurrence]) -> None:
+        """Send new events as one batch (after the oldest batch is answered, when IN_FLIGHT are
+        out already)."""
+        while len(self._batches) >= IN_FLIGHT:
+            oldest = self._batches.pop(0)
+            self._guarded(self._settle_batch, oldest)
         o = self.owner
-        if len(occs) < 2 or o._abandon.is_set():
-            for occ in occs:
-                self.series.remember(occ, self._create(occ))
-            return
         api = o.api
         pending = [(occ, self._name(occ)) for occ in occs]
+        bodies = [(occ.namespace, o._body(api, name, occ)) for occ, name in pending]
+        try:
+            sent = o.sink.send_many(api, bodies)
+        except Exception as e:  # the sink itself failed, not one of its writes
+            self._release([occ for occ, _ in pending])
+            for occ, _ in pending:
+                self._failed(e, occ)
+            raise
+        batch = _Batch(api, pending, sent)
+        if sent.filenos():
+            self._batches.append(batch)
+        else:  # written already (or failed at once): nothing to wait for
+            self._settle_batch(batch)
+
+    def _settle_batch(self, batch: _Batch) -> None:
+        """A batch's replies (read now if they are not yet): the written and the permanently
+        failed are done with. What failed transiently is tried again together with what failed
+        so in every other batch out (the server is likely failing them all: one backoff wait for
+        the lot, then a batch per round trip), with the policy's waits, until written or
+        abandoned at shutdown. Then the held events of their pods go on."""
+        settled = [batch]
+        try:
+            again = self._results(batch.api, batch.pending, batch.sent.finish())
+            if again:
+                others, self._batches = self._batches, []
+                settled += others
+                failed = {batch.api: again}
+                for other in others:
+                    failed.setdefault(other.api, []).extend(
+                        self._results(other.api, other.pending, other.sent.finish())
+                    )
+                for api, members in failed.items():
+                    if members:
+                        self._retry_together(api, members)
+        finally:
+            self._release([occ for b in settled for occ, _ in b.pending])
+
+    def _release(self, occs: list[Occurrence]) -> None:
+        """The pods of `occs` have nothing unanswered any more: their held events go on, in order."""
+        for occ in occs:
+            self._busy.discard(occ.pod)
+        freed = {occ.pod for occ in occs}
+        if not any(w.pod in freed for w in self._waiting):
+            return
+        waiting, self._waiting = self._waiting, []
+        self._record_all(waiting)
+
+    def _retry_together(self, api: str, failed: list[tuple[Occurrence, str, Exception]]) -> None:
+        """Transiently failed creates, tried again together (one attempt each, a round trip per
+        attempt) with the policy's waits: so after an outage a batch drains in one round trip as
+        soon as the server answers, not one backoff wait and one request per event."""
+        o = self.owner
+        pending = [(occ, name) for occ, name, _ in failed]
 
         def attempt() -> None:
             nonlocal pending
-            failed = self._try_many(api, pending)
-            pending = [(occ, name) for occ, name, _ in failed]
-            if failed:
-                raise failed[0][2]
+            again = self._try_many(api, pending)
+            pending = [(occ, name) for occ, name, _ in again]
+            if again:
+                raise again[0][2]
 
         try:
-            attempt()
-        except Exception as e:
-            if not is_transient(e):
-                raise  # the sink itself failed, not one of its writes: the writer logs it
-            try:
-                retry_after_first(self.retrying, e, attempt)
-            except Exception:
-                if not o._abandon.is_set():
-                    raise
-                for _ in pending:  # only shutdown ends the retries of transient failures
-                    self._dropped()
+            retry_after_first(self.retrying, failed[0][2], attempt)
+        except Exception:
+            if not o._abandon.is_set():
+                raise
+            for _ in pending:  # only shutdown ends the retries of transient failures
+                self._dropped()
 
     def _try_many(
         self, api: str, pending: list[tuple[Occurrence, str]]
     ) -> list[tuple[Occurrence, str, Exception]]:
-        """One attempt at each (occurrence, name) create, together: the written and the permanently
-        failed are done with; what failed transiently is returned with its error."""
+        """One attempt at each (occurrence, name) create, together, now: see `_results`."""
         o = self.owner
         bodies = [(occ.namespace, o._body(api, name, occ)) for occ, name in pending]
         errors = o.sink.create_many(api, bodies) if len(bodies) > 1 else [self._try_one(api, *bodies[0])]
+        return self._results(api, pending, errors)
+
+    def _results(
+        self, api: str, pending: list[tuple[Occurrence, str]], errors: list[Exception | None]
+    ) -> list[tuple[Occurrence, str, Exception]]:
+        """The outcome of one attempt at each create: the written and the permanently failed are
+        done with; what failed transiently is returned with its error."""
         again: list[tuple[Occurrence, str, Exception]] = []
         for (occ, name), err in zip(pending, errors, strict=True):
             if err is None or isinstance(err, AlreadyExists):
@@ -462,6 +583,8 @@ class Writer:
         for key, series in self.series.items():
             if o._abandon.is_set():
                 return
+            if not force and key[1] in self._busy:
+                continue  # a create of the pod is unanswered: its series waits, in order
             if series.due(now, force, o.series_interval):
                 self._write_series(key, series)
             if self.series.expired(series, now):
