@@ -15,10 +15,12 @@ bind) is reported apart from the steady state: CPU per bound pod counts only
 from the first bind to the last.  The fake records every request, reported per
 bound pod by verb and resource, and the steady CPU per bound pod split by
 thread (scheduling loop, binding pool, event writer, reflectors: the kernel's
-per-thread run time).  --profile FILE runs every scheduler thread under
-cProfile timed by thread CPU (waits for the GIL or the network cost nothing)
-and writes the merged stats (top costs printed). The API server also notes when
-it stored each binding and each pod's `Scheduled` event: their difference is
+per-thread run time), with each thread group's waits per pod (voluntary
+context switches: for I/O, a queue, a lock or the GIL; each wake-up costs CPU).
+--profile FILE runs every scheduler thread under cProfile timed by thread CPU
+(waits for the GIL or the network cost nothing) and writes the merged stats
+(top costs printed) to FILE and each thread group's to FILE.<group>.  The API
+server also notes when it stored each binding and each pod's `Scheduled` event: their difference is
 the binding -> event latency (p50/p99/max over every bound pod; kube-scheduler
 keeps it under a second), and events missing after shutdown's flush are counted.
 """
@@ -30,6 +32,7 @@ import contextlib
 import cProfile
 import multiprocessing as mp
 import pstats
+import re
 import statistics
 import tempfile
 import threading
@@ -64,7 +67,7 @@ class _ThreadProfiles:
     """cProfile covers one thread: run every thread started from now on under its own profiler."""
 
     def __init__(self) -> None:
-        self.profiles: list[cProfile.Profile] = []
+        self.profiles: list[tuple[str, cProfile.Profile]] = []
         self._run = threading.Thread.run
 
     def __enter__(self) -> _ThreadProfiles:
@@ -72,26 +75,36 @@ class _ThreadProfiles:
 
         def profiled(thread: threading.Thread) -> None:
             prof = cProfile.Profile(time.thread_time)
-            profiles.append(prof)
+            profiles.append((re.sub(r"[-_]\d+(_\d+)?$", "", thread.name), prof))
             prof.runcall(run, thread)
 
         threading.Thread.run = profiled  # type: ignore[method-assign,assignment]
         main = cProfile.Profile(time.thread_time)
-        self.profiles.append(main)
+        self.profiles.append(("MainThread", main))
         main.enable()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.profiles[0].disable()
+        self.profiles[0][1].disable()
         threading.Thread.run = self._run  # type: ignore[method-assign]
 
     def dump(self, path: str) -> pstats.Stats:
-        stats = pstats.Stats(self.profiles[0])
-        for prof in self.profiles[1:]:
+        """Write the merged stats to `path` and each thread group's to `path.<group>`."""
+        merged: pstats.Stats | None = None
+        groups: dict[str, pstats.Stats] = {}
+        for group, prof in self.profiles:
             with contextlib.suppress(TypeError):  # a thread still running has no stats yet
-                stats.add(prof)
-        stats.dump_stats(path)
-        return stats
+                one = pstats.Stats(prof)
+                merged = one if merged is None else merged.add(prof)
+                if group in groups:
+                    groups[group].add(prof)
+                else:
+                    groups[group] = pstats.Stats(prof)
+        assert merged is not None
+        merged.dump_stats(path)
+        for group, stats in groups.items():
+            stats.dump_stats(f"{path}.{group}")
+        return merged
 
 
 def run(
@@ -180,8 +193,12 @@ def run(
         "thread_ms_per_pod": {  # by thread group, the costliest first
             name: 1000 * used / steady
             for name, used in sorted(
-                ((k, v - threads_first.get(k, 0.0)) for k, v in threads_end.items()), key=lambda kv: -kv[1]
+                ((k, v[0] - threads_first.get(k, (0.0, 0))[0]) for k, v in threads_end.items()),
+                key=lambda kv: -kv[1],
             )
+        },
+        "thread_waits_per_pod": {  # voluntary context switches by thread group
+            k: (v[1] - threads_first.get(k, (0.0, 0))[1]) / steady for k, v in threads_end.items()
         },
         "peak_rss_mib": peak_rss_mib(),
         "metrics_polls": polls,
@@ -204,8 +221,11 @@ def main() -> None:
         f"({r['steady_pods_per_s']:.0f} after the first bind), peak RSS {r['peak_rss_mib']:.0f} MiB"
     )
     out(f"scheduler CPU per bound pod, first -> last bind (start-up excluded): {r['cpu_ms_per_pod']:.2f} ms")
-    by_thread = ", ".join(f"{k} {v:.2f}" for k, v in r["thread_ms_per_pod"].items() if v >= 0.005)
-    out(f"  by thread (ms per pod): {by_thread}")
+    waits = r["thread_waits_per_pod"]
+    by_thread = ", ".join(
+        f"{k} {v:.2f} ({waits.get(k, 0.0):.1f})" for k, v in r["thread_ms_per_pod"].items() if v >= 0.005
+    )
+    out(f"  by thread (ms per pod, and in brackets waits per pod: voluntary context switches): {by_thread}")
     out(
         f"start-up: CPU {r['startup_cpu_s']:.2f} s, caches synced after {r['sync_s']:.2f} s, "
         f"first bind {r['first_bind_s']:.2f} s after launch (client construction)"
