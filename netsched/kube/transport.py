@@ -23,10 +23,13 @@ http.client.HTTPException (a reply that is not HTTP), which
 netsched.kube.errors maps to transient errors that KubeClient retries.  A
 request that finds its pooled connection closed by the server before any byte
 of the reply arrives is sent once more on a fresh connection, as Go's
-net/http does for a server-closed idle connection.  Idle connections are
-checked before reuse (readable means the server closed it) and dropped after
-IDLE_SECONDS, so a connection a NAT or load balancer forgot silently does not
-cost a request its whole read timeout.
+net/http does for a server-closed idle connection.  Connections idle for
+RECHECK_SECONDS or more are checked before reuse (readable means the server
+closed it) and dropped after IDLE_SECONDS, so a connection a NAT or load
+balancer forgot silently does not cost a request its whole read timeout; one
+used less than RECHECK_SECONDS ago is reused unchecked, and a socket's timeout
+is set only when it changes: each poll or settimeout is a system call that lets
+go of the GIL, which costs a busy process a thread hand-over every time.
 
 A request that fails on its connection (timed out, refused, reset) empties
 the idle pool: those connections lead to the same server, and when it died
@@ -54,6 +57,8 @@ from kubernetes.client.rest import should_bypass_proxies
 _MAX_LINE = 65536
 _MAX_HEADERS = 200
 IDLE_SECONDS = 60.0
+RECHECK_SECONDS = 1.0  # a connection idle for longer is polled for a close before it is reused
+SLACK_SECONDS = 0.05  # a read may overrun its deadline by this much before its timeout is cut
 
 
 class Response:
@@ -88,11 +93,26 @@ class _Conn:
         self.reader = sock.makefile("rb")
         self.used = False
         self.idle_since = 0.0
+        self.timeout = sock.gettimeout()
+
+    def set_timeout(self, seconds: float | None) -> None:
+        """The socket's timeout, set only when it changes: settimeout is a system call that lets
+        go of the GIL, and every such point is a wake-up when other threads want it."""
+        if seconds != self.timeout:
+            self.sock.settimeout(seconds)
+            self.timeout = seconds
 
     def stale(self, now: float) -> bool:
-        """Idle too long, or readable while idle (the server closed it, or sent what nobody asked)."""
-        if now - self.idle_since > IDLE_SECONDS:
+        """Idle too long, or readable while idle (the server closed it, or sent what nobody
+        asked). A connection idle for less than RECHECK_SECONDS is not polled (a system call that
+        lets go of the GIL, on every request of a busy client): should the server have closed it
+        that soon, the request finds it closed before any reply and is sent once more on a new
+        one (`request`)."""
+        idle = now - self.idle_since
+        if idle > IDLE_SECONDS:
             return True
+        if idle < RECHECK_SECONDS:
+            return False
         try:
             readable, _, _ = select.select([self.sock], [], [], 0)
         except (OSError, ValueError):
@@ -227,7 +247,7 @@ class Transport:
                 continue
             conn.used = True
             try:
-                conn.sock.settimeout(timeout[1])
+                conn.set_timeout(timeout[1])
                 conn.sock.sendall(message)
             except Exception as e:
                 conn.close()
@@ -264,7 +284,7 @@ class Transport:
         reused = conn.used
         conn.used = True
         try:
-            conn.sock.settimeout(read_timeout)
+            conn.set_timeout(read_timeout)
             try:
                 conn.sock.sendall(message)
                 status_line = conn.reader.readline(_MAX_LINE + 1)
@@ -355,7 +375,11 @@ class Pipelined:
         try:
             for i, method in rows:
                 if self.deadline is not None:
-                    conn.sock.settimeout(max(0.0, self.deadline - time.monotonic()) or 1e-3)
+                    # The shared deadline, within SLACK_SECONDS: replies that come at once cost
+                    # no settimeout (a system call and a GIL hand-over) per reply.
+                    left = max(1e-3, self.deadline - time.monotonic())
+                    if conn.timeout is None or left < conn.timeout - SLACK_SECONDS:
+                        conn.set_timeout(left)
                 line = conn.reader.readline(_MAX_LINE + 1)
                 if not line:
                     raise http.client.RemoteDisconnected("server closed the connection")

@@ -14,6 +14,7 @@ import ssl
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -252,6 +253,45 @@ def test_a_connection_idle_too_long_is_not_reused(
     monkeypatch.setattr(transport_mod, "IDLE_SECONDS", -1.0)  # every idle connection is too old
     t.request("GET", "/", {}, None, (5, 5))
     assert server.accepted == 2 and t.connections_opened == 2
+
+
+def test_a_connection_used_a_moment_ago_is_reused_without_a_poll_or_a_timeout_change(
+    scripted: Callable[[Handler], Scripted], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each poll (select) and each settimeout is a system call that lets go of the GIL: a busy
+    client makes neither on a connection it used less than RECHECK_SECONDS ago."""
+    import select
+
+    import netsched.kube.transport as transport_mod
+
+    def keep_alive(conn: socket.socket, _n: int) -> None:
+        while read_request(conn):
+            conn.sendall(OK)
+        conn.close()
+
+    server = scripted(keep_alive)
+    t = transport_to(server)
+    t.request("GET", "/", {}, None, (5, 5))
+    calls: list[str] = []
+    real_select, real_settimeout = select.select, socket.socket.settimeout
+
+    def counted_select(*args: Any) -> Any:
+        calls.append("select")
+        return real_select(*args)
+
+    def counted_settimeout(sock: socket.socket, value: float | None) -> None:
+        calls.append(f"settimeout {value}")
+        real_settimeout(sock, value)
+
+    monkeypatch.setattr(select, "select", counted_select)
+    monkeypatch.setattr(socket.socket, "settimeout", counted_settimeout)
+    t.request("GET", "/", {}, None, (5, 5))
+    assert calls == []
+    t.request("GET", "/", {}, None, (5, 7))
+    assert calls == ["settimeout 7"]  # a new read timeout is set, once
+    monkeypatch.setattr(transport_mod, "RECHECK_SECONDS", -1.0)  # every idle connection is polled
+    t.request("GET", "/", {}, None, (5, 7))
+    assert calls == ["settimeout 7", "select"] and server.accepted == 1
 
 
 # ---------------------------------------------------------------- pipelining (request_many)
