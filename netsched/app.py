@@ -124,6 +124,7 @@ class SchedulerApp:
                 on_assigned=self.shadow.observed_binding if self.shadow is not None else None,
                 explain_annotations=self.options.explain_annotations,
                 queueing_hints=self.options.queueing_hints,
+                bind_thread_init=None if self.options.dry_run else self.broadcaster.write_from_this_thread,
             ),
         )
         self.cache = parts.cache

@@ -59,6 +59,8 @@ class Edges:
     on_assigned: Callable[[PodInfo], None] | None = None  # a pod was seen bound (by anyone)
     explain_annotations: bool = False
     queueing_hints: bool = True  # False: every cluster event moves every parked pod (hints ignored)
+    # Run first in each binding thread (the real scheduler: its Scheduled events go out from it).
+    bind_thread_init: Callable[[], None] | None = None
     # Set: bind on the calling thread (no pool) and call this instead of
     # Scheduler.binding_succeeded, which the callee calls itself when it is done.
     bound_inline: Callable[[BindRequest], None] | None = None
@@ -214,6 +216,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
         pending_lookup=handlers.pending_pod,
         nominate=nominator.add_nominated,
         explain_annotations=edges.explain_annotations,
+        bind_thread_init=edges.bind_thread_init,
     )
     _requeue_on_object_changes(objects, queue)
     if metrics is not None:

@@ -71,6 +71,7 @@ class Scheduler:
         pending_lookup: Callable[[str], PodInfo | None] = lambda _uid: None,
         nominate: Callable[[PodInfo, str], None] = lambda _p, _n: None,
         explain_annotations: bool = False,
+        bind_thread_init: Callable[[], None] | None = None,
     ) -> None:
         self.profiles = profiles
         # One node search per profile: where the next search starts is the scheduler's state.
@@ -88,7 +89,9 @@ class Scheduler:
         self.explain_annotations = explain_annotations
         # /debug/explain and the opt-in annotation: replicas and snapshot copies of its own.
         self.explainer = Explainer(profiles.current, cache.snapshot_copy)
-        self.binder = Binder(cache, self.binding_succeeded, self.binding_failed, parallelism)
+        self.binder = Binder(
+            cache, self.binding_succeeded, self.binding_failed, parallelism, thread_init=bind_thread_init
+        )
         # Status writes (conditions, nominatedNodeName) leave the scheduling thread.
         self._writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="status")
         self._stop = threading.Event()

@@ -203,12 +203,16 @@ class KubeClient:
         content_type: str = JSON,
         lanes: int = 1,
         timeout: Any = None,
+        throttle: bool = True,
     ) -> PendingReplies:
         """request_many's requests, sent now; their replies are read when the caller asks
         (PendingReplies), so it can send more meanwhile. Without the transport they are made
-        one after another here, and the PendingReplies comes back complete."""
+        one after another here, and the PendingReplies comes back complete. `throttle=False`:
+        the caller took their rate-limit tokens already (`limiter.try_acquire`)."""
         limits = _connect_read(self.timeout if timeout is None else timeout)
-        send = partial(self._pipeline, verb, resource, method, content_type=content_type, lanes=lanes)
+        send = partial(
+            self._pipeline, verb, resource, method, content_type=content_type, lanes=lanes, throttle=throttle
+        )
         if self.transport is None:
             out: list[Reply | ApiError] = []
             for path, body in items:
@@ -232,10 +236,14 @@ class KubeClient:
         *,
         content_type: str,
         lanes: int,
+        throttle: bool = True,
     ) -> Pipelined:
         requests = []
         for path, body in items:
-            self._throttle(verb, resource)
+            if throttle:
+                self._throttle(verb, resource)
+            else:
+                self._counted()
             target, headers, data = self._prepare(path, (), body, content_type)
             requests.append((method, target, headers, data))
         return transport.send_many(requests, timeout, lanes)
@@ -370,12 +378,15 @@ class KubeClient:
 
     def _throttle(self, verb: str, resource: str) -> None:
         waited = self.limiter.acquire()
-        with self._stats_lock:
-            self.requests_total += 1
+        self._counted()
         if waited >= _THROTTLE_LOG_SECONDS:
             log.debug(
                 "Waited for client-side throttling verb=%s resource=%s seconds=%.2f", verb, resource, waited
             )
+
+    def _counted(self) -> None:
+        with self._stats_lock:
+            self.requests_total += 1
 
     def _before_sleep(self, retry_state: tenacity.RetryCallState) -> None:
         with self._stats_lock:

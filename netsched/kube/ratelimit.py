@@ -55,6 +55,17 @@ class TokenBucket:
             self._tokens -= 1.0
             return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
 
+    def try_acquire(self) -> bool:
+        """Take one token if one is there now (never on credit); False: the caller would wait."""
+        if not self.enabled:
+            return True
+        with self._lock:
+            self._refill(self._clock())
+            if self._tokens < 1.0:
+                return False
+            self._tokens -= 1.0
+            return True
+
     def acquire(self) -> float:
         """Block until a token is ours; returns the seconds waited."""
         delay = self.reserve()

@@ -31,8 +31,11 @@ class OneByOneSink:
                 out.append(None)
         return out
 
-    def send_many(self, api: str, items: list[tuple[str, JsonObj]]) -> Sent:
+    def send_many(self, api: str, items: list[tuple[str, JsonObj]], *, reserved: bool = False) -> Sent:
         return Written(self.create_many(api, items))
+
+    def reserve(self) -> bool:
+        return True
 
     def patch(self, api: str, namespace: str, name: str, body: JsonObj) -> None:
         raise NotImplementedError

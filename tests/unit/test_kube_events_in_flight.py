@@ -1,4 +1,5 @@
-"""The event writer keeps up to IN_FLIGHT batches out, reading each one's replies when they come.
+"""The event writer keeps up to IN_FLIGHT batches out, reading each one's replies when they come;
+a binding thread sends its pod's Scheduled event itself when the writer owes nothing of the pod.
 
 A SIGKILL loses what the process holds unwritten, so the writer does not wait for a batch's
 replies before sending the next. What must not change with it: a pod's events are written in
@@ -10,10 +11,13 @@ the writer waits for it exactly as it waits for the API server.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
+
+import pytest
 
 from netsched.kube.errors import ServerError
 from netsched.kube.events import EventBroadcaster, EventRetry
@@ -65,10 +69,24 @@ class HeldSink(OneByOneSink):
         self.created: list[str] = []
         self.retried: list[list[str]] = []
         self.fail: set[str] = set()
+        self.senders: dict[str, str] = {}  # note -> the thread that sent it
+        self.tokens: int | None = None  # rate-limit tokens left for reserve(); None: no limit
 
-    def send_many(self, api: str, items: list[tuple[str, dict[str, Any]]]) -> HeldBatch:
+    def reserve(self) -> bool:
+        with self.lock:
+            if self.tokens is None:
+                return True
+            if self.tokens <= 0:
+                return False
+            self.tokens -= 1
+            return True
+
+    def send_many(
+        self, api: str, items: list[tuple[str, dict[str, Any]]], *, reserved: bool = False
+    ) -> HeldBatch:
         notes = [body["note"] for _, body in items]
         with self.lock:
+            self.senders.update(dict.fromkeys(notes, threading.current_thread().name))
             errors: list[Exception | None] = [
                 ServerError(503, "ServiceUnavailable", "down") if n in self.fail else None for n in notes
             ]
@@ -99,8 +117,25 @@ def pod(i: int) -> Any:
     return make_pod(f"p-{i}").namespace("ns").uid(f"uid-{i}").info()
 
 
-def broadcaster(sink: HeldSink) -> tuple[EventBroadcaster, Any]:
-    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, workers=1)
+MADE: list[tuple[EventBroadcaster, HeldSink]] = []
+
+
+@pytest.fixture(autouse=True)
+def stopped() -> Iterator[None]:
+    """Every broadcaster a test made is stopped, its batches answered, even when the test fails
+    (a writer left running would be seen by other tests)."""
+    yield
+    while MADE:
+        b, sink = MADE.pop()
+        for batch in list(sink.sent):
+            with contextlib.suppress(OSError):
+                batch.answer()
+        b.stop(timeout=2)
+
+
+def broadcaster(sink: HeldSink, **kwargs: Any) -> tuple[EventBroadcaster, Any]:
+    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, workers=1, **kwargs)
+    MADE.append((b, sink))
     return b, b.new_recorder("netsched")
 
 
@@ -114,9 +149,9 @@ def test_batches_go_out_while_earlier_ones_wait_and_at_most_in_flight_of_them() 
     assert sink.batches() == [[f"m{i}"] for i in range(IN_FLIGHT)]
     assert b.unwritten == IN_FLIGHT + 2  # sent, unanswered, and the two queued behind them
     sink.sent[0].answer()
-    # The oldest answered: the two queued go out together in its place.
-    wait_until(lambda: len(sink.batches()) == IN_FLIGHT + 1, what="the next batch sent")
-    assert sink.batches()[-1] == [f"m{IN_FLIGHT}", f"m{IN_FLIGHT + 1}"]
+    # The oldest answered: what was queued goes out in its place (together or not, as it came).
+    queued = [f"m{IN_FLIGHT}", f"m{IN_FLIGHT + 1}"]
+    wait_until(lambda: sum(sink.batches()[IN_FLIGHT:], []) == queued, what="the queued ones sent")
     for batch in sink.sent[1:]:
         batch.answer()
     assert b.flush(5)
@@ -150,8 +185,7 @@ def test_transient_failures_of_every_batch_out_are_retried_together_after_one_wa
     sink = HeldSink()
     sink.fail = {"m0", "m1", "m2"}
     slept: list[float] = []
-    b = EventBroadcaster(sink, instance="x", clock=FakeClock(), retry=FAST, workers=1, sleep=slept.append)
-    rec = b.new_recorder("netsched")
+    b, rec = broadcaster(sink, sleep=slept.append)
     for i in range(3):
         rec.event(pod(i), "Normal", "Scheduled", "Binding", f"m{i}")
         wait_until(lambda i=i: len(sink.batches()) == i + 1, what=f"batch {i} sent")  # type: ignore[misc]
@@ -165,4 +199,72 @@ def test_transient_failures_of_every_batch_out_are_retried_together_after_one_wa
     assert len(sink.retried) == 1 and sorted(sink.retried[0]) == ["m0", "m1", "m2"]  # after one wait
     assert len(slept) == 1 and (b.retries, b.written, b.failed, b.dropped) == (1, 4, 0, 0)
     assert sorted(sink.created) == ["m0", "m1", "m2", "m3"]
+    b.stop()
+
+
+def _from_a_binding_thread(b: EventBroadcaster, fn: Any) -> None:
+    """fn() on a thread that may write its own events, as the binding pool's threads may."""
+
+    def run() -> None:
+        b.write_from_this_thread()
+        fn()
+
+    t = threading.Thread(target=run, name="bind_0")
+    t.start()
+    t.join(5)
+
+
+def test_a_binding_thread_sends_its_pods_event_itself_and_the_writer_reads_the_reply() -> None:
+    sink = HeldSink()
+    b, rec = broadcaster(sink)
+    _from_a_binding_thread(b, lambda: rec.event(pod(1), "Normal", "Scheduled", "Binding", "m1"))
+    assert sink.senders == {"m1": "bind_0"}  # sent before the call returned, by the caller
+    assert b.unwritten == 1
+    rec.event(pod(2), "Normal", "Scheduled", "Binding", "m2")  # this thread may not: queued
+    wait_until(lambda: "m2" in sink.senders, what="m2 sent")
+    assert sink.senders["m2"].startswith("event-writer")
+    for batch in sink.sent:
+        batch.answer()
+    assert b.flush(5)
+    assert (b.written, b.unwritten, b.dropped) == (2, 0, 0)
+    b.stop()
+
+
+def test_a_binding_thread_queues_its_event_when_the_writer_owes_something_of_the_pod() -> None:
+    sink = HeldSink()
+    b, rec = broadcaster(sink)
+    rec.event(pod(1), "Warning", "FailedScheduling", "Scheduling", "a1")  # the scheduling thread's
+    wait_until(lambda: len(sink.batches()) == 1, what="a1 sent")
+    _from_a_binding_thread(b, lambda: rec.event(pod(1), "Normal", "Scheduled", "Binding", "a2"))
+    assert "a2" not in sink.senders  # a1 unanswered: a2 waits behind it, in order
+    sink.sent[0].answer()
+    wait_until(lambda: "a2" in sink.senders, what="a2 sent after a1 is answered")
+    assert sink.senders["a2"].startswith("event-writer")
+    sink.sent[1].answer()
+    assert b.flush(5)
+    assert sink.created == ["a1", "a2"]
+    b.stop()
+
+
+def test_a_binding_thread_never_waits_for_a_rate_limit_token_nor_past_in_flight_batches() -> None:
+    sink = HeldSink()
+    b, rec = broadcaster(sink)
+    sink.tokens = 0
+    _from_a_binding_thread(b, lambda: rec.event(pod(1), "Normal", "Scheduled", "Binding", "t"))
+    wait_until(lambda: "t" in sink.senders, what="t sent")
+    assert sink.senders["t"].startswith("event-writer")  # no token now: the writer's way
+    sink.tokens = None
+    for i in range(2, 2 + IN_FLIGHT):
+        _from_a_binding_thread(
+            b,
+            lambda i=i: rec.event(pod(i), "Normal", "Scheduled", "Binding", f"m{i}"),  # type: ignore[misc]
+        )
+    direct = [n for n, t in sink.senders.items() if t == "bind_0"]
+    assert len(direct) == IN_FLIGHT - 1  # "t" is out too: the last one queued
+    for batch in list(sink.sent):
+        batch.answer()
+    wait_until(lambda: len(sink.sent) == IN_FLIGHT + 1, what="the queued one sent")
+    sink.sent[-1].answer()
+    assert b.flush(5)
+    assert (b.written, b.unwritten) == (IN_FLIGHT + 1, 0)
     b.stop()

@@ -216,7 +216,7 @@ class BatchSink(FlakySink):
         self.gate.wait(5)
         super().create(api, namespace, body)
 
-    def send_many(self, api: str, items: list[tuple[str, dict[str, Any]]]) -> Sent:
+    def send_many(self, api: str, items: list[tuple[str, dict[str, Any]]], *, reserved: bool = False) -> Sent:
         if self.entered.is_set():
             return super().send_many(api, items)
         return Written(OneByOneSink.create_many(self, api, items))

@@ -1,9 +1,14 @@
 """The EventBroadcaster: the queues and writer threads every profile's KubeEventRecorder shares.
 
-`event()` only puts an occurrence on a bounded in-memory queue; `workers`
-writer threads (one by default) drain it, each owning the events of a slice
-of pods (events about one pod stay in order). Events are dropped only when
-the queue bound is hit (counted, `on_drop`, and logged once) or at shutdown.
+`event()` puts an occurrence on a bounded in-memory queue; `workers` writer
+threads (one by default) drain it, each owning the events of a slice of pods
+(events about one pod stay in order). A binding thread (`write_from_this_thread`,
+which the binding pool's threads call) instead sends its event itself when the
+writer owes nothing of that pod and has a batch slot and a rate-limit token
+free (Writer.send_now): the Scheduled event leaves the process with the thread
+that bound the pod, without waking the writer, which reads the reply later.
+Events are dropped only when the queue bound is hit (counted, `on_drop`, and
+logged once) or at shutdown.
 
 Shutdown: `stop(timeout)` (SchedulerApp.shutdown, on SIGTERM) writes every
 queued event and pending series count within `timeout`, retries included;
@@ -12,19 +17,22 @@ including what a writer stuck in a request still holds (counted once: when
 that request returns, the writer drops nothing again).
 
 SIGKILL (or an OOM kill) loses what the process holds unwritten (`unwritten`),
-as it does for kube-scheduler's broadcaster: the queue, and the batch a writer
-has taken (pipelined creates the API server has not read yet can go with the
-killed process's connections, which the kernel resets). Scheduled events are
-never aggregated; a repeat of FailedScheduling counts on its series and is
-patched within series_interval, so a kill loses at most that count. With the server answering, an event waits for
-at most the batch being written (up to writer.BATCH creates pipelined over
-sink.LANES connections) and then its own, plus any client-side rate-limit
-wait once events outrun clientConnection's burst: the loss is the binding
-rate times that window. benchmarks/bench_event_outage --scenario kill (leader
-SIGKILLed twice, 500 pods, on a shared 2-core machine) measures it: at kube's
-default qps 50 / burst 100, 0-3 events missing over the two kills in most
-runs (kube-scheduler: 0-1); at qps 500, where bindings come in bursts of
-hundreds a second and binding -> event p90 is 20-70 ms, tens.
+as it does for kube-scheduler's broadcaster: the queue, and what a writer has
+taken and not sent; and creates the API server has not read yet can go with
+the killed process's connections, which the kernel resets. Scheduled events
+are never aggregated; a repeat of FailedScheduling counts on its series and is
+patched within series_interval, so a kill loses at most that count. An event
+is sent as soon as its binding thread has it, or else as soon as the writer
+wakes: the writer keeps up to writer.IN_FLIGHT batches out and does not wait
+for one's replies before sending the next, so the loss is the binding rate
+times the few milliseconds of that path (plus any client-side rate-limit wait
+once events outrun clientConnection's burst).
+benchmarks/bench_event_outage --scenario kill (leader SIGKILLed twice, 500
+pods, qps 500, on a shared 2-core machine) measures it: 2-6 events missing in
+most runs (25-29 before the writer kept batches in flight and the binding
+threads sent their own; kube-scheduler: 0-1), and about a hundred in the odd
+run where the machine stalls (both before and after); benchmarks/README.md
+section 12.
 A binding whose reply the killed process never read has no event either: the
 pod is bound and no process knows it has to report it (at most `parallelism`
 per kill, as for kube-scheduler).
@@ -34,13 +42,14 @@ from __future__ import annotations
 
 import logging
 import queue
+import threading
 import time
 from typing import Any, Unpack
 
 from netsched.kube.client import KubeClient
 from netsched.kube.events.recorder import KubeEventRecorder, Occurrence
 from netsched.kube.events.sink import LANES, EventSink, KubeEventSink
-from netsched.kube.events.writer import IN_FLIGHT, STOP, Delivery, DeliveryOptions, Flush, Writer
+from netsched.kube.events.writer import IN_FLIGHT, STOP, Delivery, DeliveryOptions, DirectWrite, Flush, Writer
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +80,7 @@ class EventBroadcaster(Delivery):
     ) -> None:
         super().__init__(sink, **delivery)
         self._stopped = False
+        self._direct = threading.local()  # .on: this thread may write events itself
         n = max(1, workers)
         per_queue = max(1, queue_size // n)
         per_series = max(1, max_series // n)
@@ -99,10 +109,19 @@ class EventBroadcaster(Delivery):
             return
         # One writer per pod keeps a pod's events (and its series) in order.
         writer = self._writers[hash(occ.pod) % len(self._writers)]
+        if getattr(self._direct, "on", False) and writer.send_now(occ):
+            return
         try:
-            writer.queue.put_nowait(occ)
+            writer.queue.put_nowait(occ, key=occ.pod)
         except queue.Full:
             self._drop("full")
+
+    def write_from_this_thread(self) -> None:
+        """Let the calling thread create its events itself when the writer owes nothing of their
+        pod (Writer.send_now): for the binding threads, whose Scheduled event then leaves the
+        process with the thread that bound the pod, without a hand-over. Never the scheduling
+        thread: it makes no request."""
+        self._direct.on = True
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until everything queued so far (and pending series counts) is written."""
@@ -151,7 +170,7 @@ class EventBroadcaster(Delivery):
         for _ in range(w.write_off()):
             self._drop("shutdown")
         for item in w.queue.take(w.queue.qsize()):
-            if isinstance(item, Occurrence):
+            if isinstance(item, Occurrence | DirectWrite):  # a direct one: sent, its reply never read
                 self._drop("shutdown")
 
 

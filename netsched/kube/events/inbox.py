@@ -9,6 +9,11 @@ other end only while the writer is asleep in `wait` (no system call otherwise).
 
 Occurrences are bounded (`maxsize`: `put_nowait` raises queue.Full); markers
 (flush, stop) are not, so shutdown can always ask.
+
+It also keeps what another thread needs to know, under its one lock, before it
+writes an event itself (`claim`): what the writer owes per key (a pod's events
+queued, held or unanswered: `owed`, settled one by one) and how many batches
+are out (`sending`, `answered`).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import select
 import socket
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 
 class Inbox:
@@ -30,25 +35,60 @@ class Inbox:
         self._items: deque[tuple[bool, object]] = deque()  # (bounded, item)
         self._bounded = 0  # occurrences among the items
         self._lock = threading.Lock()
+        self._owed: dict[str, int] = {}  # key -> items queued, held or out
+        self.out = 0  # batches sent and not yet answered
         self._sleeping = False
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._wake_fd = self._wake_r.fileno()
 
-    def put_nowait(self, item: object, *, bounded: bool = True) -> None:
-        """Queue `item`; queue.Full when it is bounded and `maxsize` bounded items wait already."""
+    def put_nowait(self, item: object, *, bounded: bool = True, key: str = "") -> None:
+        """Queue `item` (owed under `key` until `settled(key)`, when given); queue.Full when it is
+        bounded and `maxsize` bounded items wait already."""
         with self._lock:
             if bounded:
                 if self._bounded >= self.maxsize:
                     raise queue.Full
                 self._bounded += 1
+            if key:
+                self._owed[key] = self._owed.get(key, 0) + 1
             self._items.append((bounded, item))
             wake, self._sleeping = self._sleeping, False
         if wake:
             # Full (a wake-up is pending anyway) or closed (the writer ended): nothing to wake.
             with contextlib.suppress(OSError):
                 self._wake_w.send(b"\0")
+
+    def claim(self, key: str, limit: int, ready: Callable[[], bool], item: object) -> bool:
+        """For a thread that writes one item itself: when nothing is owed under `key`, fewer
+        than `limit` batches are out and `ready()`, queue `item` (its stand-in, for the writer
+        to read the replies of: no wake-up, the writer finds it when it next wakes) owed under
+        `key` and count its batch out. False: nothing done."""
+        with self._lock:
+            if self._owed.get(key) or self.out >= limit or not ready():
+                return False
+            self._owed[key] = 1
+            self.out += 1
+            self._items.append((False, item))
+            return True
+
+    def settled(self, key: str) -> None:
+        """One item owed under `key` is done with (written, failed, merged or dropped)."""
+        with self._lock:
+            left = self._owed.get(key, 0) - 1
+            if left > 0:
+                self._owed[key] = left
+            else:
+                self._owed.pop(key, None)
+
+    def sending(self) -> None:
+        with self._lock:
+            self.out += 1
+
+    def answered(self, batches: int) -> None:
+        with self._lock:
+            self.out = max(0, self.out - batches)
 
     def take(self, limit: int) -> list[object]:
         """Up to `limit` items, oldest first, without waiting."""

@@ -72,8 +72,13 @@ class EventSink(Protocol):
         per item None or its error."""
         ...
 
-    def send_many(self, api: str, items: list[tuple[str, JsonObj]]) -> Sent:
-        """create_many's creates, sent now; the replies are read through the Sent."""
+    def send_many(self, api: str, items: list[tuple[str, JsonObj]], *, reserved: bool = False) -> Sent:
+        """create_many's creates, sent now; the replies are read through the Sent. `reserved`:
+        their rate-limit tokens were taken already (`reserve`)."""
+        ...
+
+    def reserve(self) -> bool:
+        """Take the rate-limit token of one create if it is there now; False: it would wait."""
         ...
 
     def patch(self, api: str, namespace: str, name: str, body: JsonObj) -> None: ...
@@ -102,11 +107,22 @@ class KubeEventSink:
         None or its error.  Safe to repeat: each event has a name of its own (AlreadyExists)."""
         return self.send_many(api, items).finish()
 
-    def send_many(self, api: str, items: list[tuple[str, JsonObj]]) -> Sent:
+    def send_many(self, api: str, items: list[tuple[str, JsonObj]], *, reserved: bool = False) -> Sent:
         paths = [(_events_path(api, namespace), body) for namespace, body in items]
         return _Replies(
-            self._client.send_many("create", _resource(api), "POST", paths, lanes=LANES, timeout=self.timeout)
+            self._client.send_many(
+                "create",
+                _resource(api),
+                "POST",
+                paths,
+                lanes=LANES,
+                timeout=self.timeout,
+                throttle=not reserved,
+            )
         )
+
+    def reserve(self) -> bool:
+        return self._client.limiter.try_acquire()
 
     def patch(self, api: str, namespace: str, name: str, body: JsonObj) -> None:
         path = f"{_events_path(api, namespace)}/{quote(name, safe='')}"

@@ -42,7 +42,7 @@ from netsched.kube.errors import AlreadyExists, ApiError, NotFound, is_transient
 from netsched.kube.events.inbox import Inbox
 from netsched.kube.events.recorder import MAX_FIELD, Occurrence, event_body
 from netsched.kube.events.series import EventSeries, SeriesCache
-from netsched.kube.events.sink import CORE_V1, EVENTS_V1, EventSink, Sent
+from netsched.kube.events.sink import CORE_V1, EVENTS_V1, EventSink, Sent, Written
 from netsched.retry import policy, retry_after_first
 
 log = logging.getLogger(__name__)
@@ -219,6 +219,17 @@ class _Batch:
     sent: Sent
 
 
+class DirectWrite:
+    """A create another thread is sending (Writer.send_now), as the writer finds it queued."""
+
+    __slots__ = ("batch", "occ", "ready")
+
+    def __init__(self, occ: Occurrence) -> None:
+        self.occ = occ
+        self.ready = threading.Event()  # set once `batch` is there
+        self.batch: _Batch | None = None
+
+
 class Writer:
     """One writer thread, its queue, and the series (correlator state) of the pods it owns."""
 
@@ -255,6 +266,11 @@ class Writer:
                     if isinstance(item, Occurrence):
                         occs.append(item)
                         continue
+                    self._take(occs)
+                    occs = []
+                    if isinstance(item, DirectWrite):
+                        self._guarded(self._adopt, item)
+                        continue
                     # A marker: everything queued before it is written (or given up) first.
                     self._take(occs)
                     occs = []
@@ -268,6 +284,44 @@ class Writer:
                 self._sweep_if_due()
         finally:
             self.queue.close()
+
+    def send_now(self, occ: Occurrence) -> bool:
+        """Create `occ` from the calling thread (a binding thread that has just bound its pod),
+        without waking the writer, when nothing of its pod is owed (queued, held or unanswered),
+        fewer than IN_FLIGHT batches are out, it repeats no series and its rate-limit token is
+        there now: the event leaves the process with the thread already running, instead of
+        after a hand-over to the writer. The writer reads the reply when it next wakes, and
+        retries a failure as any other. False: queue it."""
+        o = self.owner
+        if o._abandon.is_set():
+            return False
+        direct = DirectWrite(occ)
+        if not self.queue.claim(
+            occ.pod, IN_FLIGHT, lambda: self.series.repeat_of(occ) is None and o.sink.reserve(), direct
+        ):
+            return False
+        api, name = o.api, ""
+        try:
+            name = self._name(occ)
+            sent = o.sink.send_many(api, [(occ.namespace, o._body(api, name, occ))], reserved=True)
+        except Exception as e:  # the writer treats it as the create's failure
+            sent = Written([e])
+        direct.batch = _Batch(api, [(occ, name or self._name(occ))], sent)
+        direct.ready.set()
+        return True
+
+    def _adopt(self, direct: DirectWrite) -> None:
+        """A create another thread sent (send_now): read its reply like the writer's own."""
+        direct.ready.wait()
+        batch = direct.batch
+        assert batch is not None
+        with self._held:
+            self.in_flight += 1
+        self._busy.add(direct.occ.pod)
+        if batch.sent.filenos():
+            self._batches.append(batch)
+        else:
+            self._settle_batch(batch)
 
     def _sweep_if_due(self) -> None:
         if self.owner.clock.wall() - self.last_sweep >= self.owner.series_interval:
@@ -326,20 +380,22 @@ class Writer:
             ready, _, _ = select.select(fds, [], [], timeout) if fds and timeout else (fds, [], [])
             self._read(set(ready))
 
-    def _settle(self) -> None:
+    def _settle(self, occ: Occurrence) -> None:
+        self.queue.settled(occ.pod)
         with self._held:
             self.in_flight = max(0, self.in_flight - 1)
 
     def _written(self, occ: Occurrence) -> None:
-        self._settle()
+        self._settle(occ)
         self.owner._written(occ)
 
     def _failed(self, e: Exception, occ: Occurrence) -> None:
-        self._settle()
+        self._settle(occ)
         self.owner._failed(e, occ)
 
-    def _dropped(self) -> None:
+    def _dropped(self, occ: Occurrence) -> None:
         """Drop a held occurrence at shutdown, unless stop() has counted it already (write_off)."""
+        self.queue.settled(occ.pod)
         with self._held:
             if self.written_off:
                 return
@@ -391,7 +447,7 @@ class Writer:
         run: list[Occurrence] = []
         for occ in occs:
             if o._abandon.is_set():
-                self._dropped()
+                self._dropped(occ)
                 continue
             if occ.pod in self._busy:
                 self._waiting.append(occ)
@@ -408,7 +464,7 @@ class Writer:
         if series is None:
             self.series.remember(occ, self._create(occ))
             return
-        self._settle()  # merged into its series: the series' own write carries it
+        self._settle(occ)  # merged into its series: the series' own write carries it
         self.owner._count("deduplicated")
         if self.series.seen_again(occ, series):
             self._write_series(occ.key, series)
@@ -430,6 +486,7 @@ class Writer:
             for occ, _ in pending:
                 self._failed(e, occ)
             raise
+        self.queue.sending()
         batch = _Batch(api, pending, sent)
         if sent.filenos():
             self._batches.append(batch)
@@ -457,6 +514,7 @@ class Writer:
                     if members:
                         self._retry_together(api, members)
         finally:
+            self.queue.answered(len(settled))
             self._release([occ for b in settled for occ, _ in b.pending])
 
     def _release(self, occs: list[Occurrence]) -> None:
@@ -488,8 +546,8 @@ class Writer:
         except Exception:
             if not o._abandon.is_set():
                 raise
-            for _ in pending:  # only shutdown ends the retries of transient failures
-                self._dropped()
+            for occ, _ in pending:  # only shutdown ends the retries of transient failures
+                self._dropped(occ)
 
     def _try_many(
         self, api: str, pending: list[tuple[Occurrence, str]]
@@ -548,7 +606,7 @@ class Writer:
                 self._failed(e, occ)
                 return None
             except Abandoned:
-                self._dropped()
+                self._dropped(occ)
                 return None
             except Exception as e:
                 self._failed(e, occ)
