@@ -6,7 +6,8 @@
 The same harness as bench_e2e (the real SchedulerApp against the fake API
 server in a child process, HTTPS and realistic objects), run once with kube's
 default profile and once with deploy/'s load-aware one (NetworkTraffic,
-LoadAware, LoadThreshold) reading a real Prometheus (the Debian binary, as the
+LoadAware, LoadThreshold, TrafficAffinity with no traffic series) reading a real
+Prometheus (the Debian binary, as the
 integration fixture starts it) that scrapes netsched.testing's synthetic
 exporter with series for every node (varied network, CPU and memory load).
 Prometheus and the exporter run in a process of their own, and each scheduler
@@ -31,10 +32,14 @@ from benchmarks.bench_e2e import run as run_e2e
 from benchmarks.bench_inprocess import GBIT_BYTES, METRICS_PROFILE
 from benchmarks.common import isolated, out
 
-# bench_inprocess's (deploy/'s) load-aware plugins and weights, all on one `prometheus:` block.
+# deploy/configmap.yaml's load-aware profile: bench_inprocess's plugins and weights and
+# TrafficAffinity (weight 10, Istio preset, zone level), all on one `prometheus:` block. The
+# synthetic exporter has no Istio series: TrafficAffinity runs with an empty traffic graph.
 LOAD_AWARE = (
     METRICS_PROFILE
     + """\
+      - name: TrafficAffinity
+        weight: 10
   pluginConfig:
   - name: NetworkTraffic
     args:
@@ -47,6 +52,12 @@ LOAD_AWARE = (
       prometheus: *prom
   - name: LoadThreshold
     args:
+      prometheus: *prom
+  - name: TrafficAffinity
+    args:
+      traffic:
+        preset: istio
+      levels: [topology.kubernetes.io/zone]
       prometheus: *prom
 """
 )

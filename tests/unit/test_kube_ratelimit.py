@@ -64,3 +64,16 @@ def test_burst_below_one_still_admits_one() -> None:
     tb, ft = bucket(5, 0)
     assert tb.acquire() == 0.0
     assert tb.acquire() == pytest.approx(0.2)
+
+
+def test_try_acquire_takes_a_token_only_when_one_is_there_and_never_on_credit() -> None:
+    tb, ft = bucket(10, 2)
+    assert tb.try_acquire() and tb.try_acquire()
+    assert not tb.try_acquire()  # empty: no token taken on credit
+    assert tb.reserve() == pytest.approx(0.1)  # the next waiter is first in line, as if none asked
+    ft.t += 0.2
+    assert tb.try_acquire()
+    assert not tb.try_acquire()
+    assert ft.sleeps == []
+    off, _ = bucket(0, 1)
+    assert all(off.try_acquire() for _ in range(100))
