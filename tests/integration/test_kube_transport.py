@@ -131,6 +131,13 @@ def read_request(conn: socket.socket) -> bytes:
 OK = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"ok":true}'
 
 
+def keep_alive(conn: socket.socket, _n: int) -> None:
+    """A scripted server's handler: OK to every request, on one connection, until the client closes."""
+    while read_request(conn):
+        conn.sendall(OK)
+    conn.close()
+
+
 @pytest.fixture
 def scripted() -> Iterator[Callable[[Handler], Scripted]]:
     made: list[Scripted] = []
@@ -240,11 +247,6 @@ def test_a_connection_idle_too_long_is_not_reused(
 ) -> None:
     import netsched.kube.transport as transport_mod
 
-    def keep_alive(conn: socket.socket, _n: int) -> None:
-        while read_request(conn):
-            conn.sendall(OK)
-        conn.close()
-
     server = scripted(keep_alive)
     t = transport_to(server)
     t.request("GET", "/", {}, None, (5, 5))
@@ -263,11 +265,6 @@ def test_a_connection_used_a_moment_ago_is_reused_without_a_poll_or_a_timeout_ch
     import select
 
     import netsched.kube.transport as transport_mod
-
-    def keep_alive(conn: socket.socket, _n: int) -> None:
-        while read_request(conn):
-            conn.sendall(OK)
-        conn.close()
 
     server = scripted(keep_alive)
     t = transport_to(server)
