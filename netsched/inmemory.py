@@ -153,6 +153,8 @@ class InMemoryCluster:
         self.build_frameworks = parts.build_frameworks  # a hot reload: stage what it builds
         self.placements: dict[str, str] = {}
         self.on_bound: list[Callable[[PodInfo, str], None]] = []
+        # After every pod deletion (a controller's, an eviction, preemption's victims).
+        self.on_deleted: list[Callable[[PodInfo], None]] = []
         self._lock = threading.Lock()
 
     @property
@@ -200,6 +202,8 @@ class InMemoryCluster:
         raw.setdefault("metadata", {})
         raw["metadata"] = dict(raw["metadata"], uid=pod.uid)
         self.handlers.on_pod_event("DELETED", raw)
+        for fn in self.on_deleted:
+            fn(pod)
 
     def nodes(self) -> list[NodeInfo]:
         return self.cache.nodes()
