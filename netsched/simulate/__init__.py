@@ -11,19 +11,26 @@ with the least maximum load any placement could reach.
     report = Report(scenario, [run], ["config.yaml"], lower_bounds(scenario))
     print(report.text())
 
-Modules: units and compact (values and one-line forms), generators and
-background (scenario sections), scenario (the document), model (true load and
-the simulated Prometheus), engine (the time loop), report, chart, progress, cli.
+Modules: units and compact (values and one-line forms), generators,
+background, workloads (Deployments) and timeline (scenario sections),
+scenario (the document), history (the true state over time and its
+Prometheus windows), model (true load and the simulated Prometheus),
+controllers (the Deployment and ReplicaSet controllers), engine (the time
+loop), phases (a timeline's figures), report, chart, progress, cli.
 """
 
 from netsched.simulate.engine import Run, simulate
-from netsched.simulate.model import LoadModel, Loads
+from netsched.simulate.model import LoadModel, Loads, PodReading
+from netsched.simulate.phases import Phase
 from netsched.simulate.report import Report, Spread, lower_bound, lower_bounds, water_fill
 from netsched.simulate.scenario import Scenario, Timing, load_scenario
+from netsched.simulate.traffic import placement_traffic
 
 __all__ = [
     "LoadModel",
     "Loads",
+    "Phase",
+    "PodReading",
     "Report",
     "Run",
     "Scenario",
@@ -32,6 +39,7 @@ __all__ = [
     "load_scenario",
     "lower_bound",
     "lower_bounds",
+    "placement_traffic",
     "simulate",
     "water_fill",
 ]

@@ -13,12 +13,13 @@ node to that node.  Later layers override earlier ones per metric:
 
 Network is per direction (received = transmitted): `network` as a bit rate,
 `networkBytesPerSecond`, or `networkUtilization` as a fraction of the node's
-link speed.  `cpu` and `memory` are fractions (0.6 or "60%").
+link speed.  `cpu` and `memory` are fractions (0.6 or "60%").  A timeline
+`load` change takes the same forms (decode_changes), less `linkSpeed`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,7 +89,7 @@ def _spec(raw: Any, path: str, key: str, errs: ErrorList) -> Spec | None:
     return lambda _rng: const
 
 
-def _layer(f: Fields) -> dict[str, Spec]:
+def _layer(f: Fields, state: _Nodes) -> dict[str, Spec]:
     """The metric fields of one entry (default, a skew, a node)."""
     out: dict[str, Spec] = {}
     given = [k for k in NETWORK_KEYS if f.has(k)]
@@ -96,18 +97,23 @@ def _layer(f: Fields) -> dict[str, Spec]:
         f.errs.forbidden(join(f.path, given[1]), f"give one of {', '.join(NETWORK_KEYS)}, not {given[0]} too")
     for key in METRIC_KEYS:
         raw = f.any(key)
-        if raw is not None:
-            spec = _spec(raw, join(f.path, key), key, f.errs)
-            if spec is not None:
-                out[key] = spec
+        if raw is None:
+            continue
+        if key == "linkSpeed" and not state.link_speed:
+            f.errs.forbidden(join(f.path, key), "a link speed is constant: set it under metrics or nodes")
+            continue
+        spec = _spec(raw, join(f.path, key), key, f.errs)
+        if spec is not None:
+            out[key] = spec
     return out
 
 
 class _Nodes:
     """Per-node choices of each layer, resolved after all layers are read."""
 
-    def __init__(self, names: list[str]) -> None:
+    def __init__(self, names: list[str], *, link_speed: bool = True) -> None:
         self.names = names
+        self.link_speed = link_speed  # may a layer set it (not in a timeline change)
         self.index = {n: i for i, n in enumerate(names)}
         self.chosen: list[dict[str, Curve]] = [{} for _ in names]
 
@@ -130,25 +136,54 @@ def decode_background(
 ) -> tuple[dict[str, Background], dict[str, float]]:
     """(background per node, link speed in bytes/s per node)."""
     state = _Nodes(nodes)
+    _read(raw, "metrics", errs, rng, state)
+    return _resolve(state, link_speed_bits)
+
+
+def decode_changes(
+    raw: Any,
+    path: str,
+    errs: ErrorList,
+    rng: np.random.Generator,
+    nodes: list[str],
+    link_speed: Mapping[str, float],
+) -> dict[str, dict[str, Curve]]:
+    """A timeline `load` change, written as `metrics:` is (less linkSpeed): per node it names,
+    the metrics it changes, "network" (bytes/s each way), "cpu" and "memory" (fractions)."""
+    state = _Nodes(nodes, link_speed=False)
+    _read(raw, path, errs, rng, state)
+    out: dict[str, dict[str, Curve]] = {}
+    for name, got in zip(state.names, state.chosen, strict=True):
+        changed = {k: v for k, v in got.items() if k in ("cpu", "memory")}
+        network = got.get("network") or got.get("networkBytesPerSecond")
+        if network is None and "networkUtilization" in got:
+            network = got["networkUtilization"].scaled(link_speed[name])
+        if network is not None:
+            changed["network"] = network
+        if changed:
+            out[name] = changed
+    return out
+
+
+def _read(raw: Any, path: str, errs: ErrorList, rng: np.random.Generator, state: _Nodes) -> None:
     entries: list[tuple[str, Any]] = []
     if isinstance(raw, list):
-        entries = [(join("metrics", i), item) for i, item in enumerate(raw)]
+        entries = [(join(path, i), item) for i, item in enumerate(raw)]
     elif raw is not None:
-        entries = [("metrics", raw)]
-    for path, entry in entries:
+        entries = [(path, raw)]
+    for at, entry in entries:
         if isinstance(entry, str):
             try:
                 entry = compact.metrics_rule(entry)
             except ValueError as e:
-                errs.invalid(path, entry, str(e))
+                errs.invalid(at, entry, str(e))
                 continue
-        _decode_mapping(Fields(entry, path, errs), state, rng)
-    return _resolve(state, link_speed_bits)
+        _decode_mapping(Fields(entry, at, errs), state, rng)
 
 
 def _decode_mapping(f: Fields, state: _Nodes, rng: np.random.Generator) -> None:
     if f.has("default"):
-        state.apply(list(range(len(state.names))), _layer(_finished(f.sub("default"))), rng)
+        state.apply(list(range(len(state.names))), _layer(_finished(f.sub("default")), state), rng)
     skews = f.any("skew")
     if skews is not None:
         items = skews if isinstance(skews, list) else [skews]
@@ -165,7 +200,7 @@ def _decode_mapping(f: Fields, state: _Nodes, rng: np.random.Generator) -> None:
             f.errs.invalid(path, str(name), "no such node in nodes (or a typo of default / skew)")
             continue
         f.seen.add(name)
-        state.apply([row], _layer(_finished(f.sub(name))), rng)
+        state.apply([row], _layer(_finished(f.sub(name)), state), rng)
 
 
 def _finished(f: Fields) -> Fields:
@@ -183,7 +218,7 @@ def _decode_skew(f: Fields, state: _Nodes, rng: np.random.Generator) -> None:
         f.errs.invalid(join(f.path, "hot"), hot, f"more hot nodes than nodes ({n})")
         hot = n
     pick = f.str("pick", "random", choices=PICKS)
-    layer = _layer(f)
+    layer = _layer(f, state)
     f.finish()
     if pick == "first":
         rows = list(range(hot))

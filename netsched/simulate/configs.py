@@ -17,6 +17,7 @@ from importlib.resources.abc import Traversable
 
 from netsched.config import SchedulerConfig, load_config
 from netsched.config.resolve import Registry
+from netsched.framework import names
 
 EXAMPLE_SCENARIO = "scenario.yaml"
 EXAMPLE_CONFIG = "config.yaml"
@@ -44,3 +45,18 @@ def example_config(registry: Registry) -> SchedulerConfig:
 def default_profile(scheduler_name: str, registry: Registry) -> SchedulerConfig:
     """kube's default plugins only (no metrics plugins), as profile `scheduler_name`."""
     return load_config(DEFAULT_PROFILE.format(name=scheduler_name), registry)
+
+
+def configured_thresholds(cfg: SchedulerConfig, profile: str) -> dict[str, float]:
+    """Per resource, the utilisation (0..1) above which LoadThreshold filters a node out in
+    `profile` of `cfg`; empty when that profile does not filter with it."""
+    prof = next((p for p in cfg.profiles if p.scheduler_name == profile), None)
+    if prof is None or names.LOAD_THRESHOLD not in prof.names("filter"):
+        return {}
+    args = prof.args(names.LOAD_THRESHOLD)
+    encoded = args.encode() if args is not None else {}
+    # The plugin's args, read by their encoded names: the simulator imports no plugin.
+    fields = {"network": "networkUtilizationPercent", "cpu": "cpuUtilizationPercent"}
+    fields["memory"] = "memoryUtilizationPercent"
+    # 0 % disables a check: no limit to draw.
+    return {res: float(encoded[key]) / 100 for res, key in fields.items() if encoded.get(key, 0) > 0}

@@ -5,12 +5,15 @@ A generator entry (`{count: 50, cpu: "32", memory: "128Gi", linkSpeed:
 builders, so generated objects go through the scheduler's real parser like
 any other.  A resource may be a [lo, hi] range, drawn per object from the
 scenario's seeded generator.  Objects written out in full are checked with
-the same parser and their errors carry the scenario's field path.
+the same parser and their errors carry the scenario's field path.  A pod
+generator with `deployment: NAME` makes a Deployment's pods (workloads.py):
+one template for all of them, owned by its ReplicaSet.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,9 +26,10 @@ from netsched.framework.quantity import CPU, MEMORY, QuantityError, to_canonical
 from netsched.framework.selectors import label_key_errors
 from netsched.framework.types import LABEL_TOPOLOGY_ZONE
 from netsched.metrics.estimation import EGRESS_BANDWIDTH, INGRESS_BANDWIDTH
-from netsched.objects import make_node, make_pod
+from netsched.objects import PodBuilder, make_node, make_pod
 from netsched.simulate import compact
 from netsched.simulate.units import bandwidth_annotation, bits_per_second, is_range, shown
+from netsched.simulate.workloads import owned_pod, template_hash, template_of
 
 MAX_COUNT = 100_000
 DEFAULT_LINK_SPEED_BITS = 10e9
@@ -367,32 +371,77 @@ def _pod_generator(
         count = per_node * len(targets) if per_node else count
     else:
         count = f.int("count", 1, min=1, max=MAX_COUNT)
-    prefix = f.str("namePrefix", "existing" if existing else "pod")
+    deployment = f.str("deployment", "")
+    if deployment and not _DNS_LABEL.match(deployment):
+        f.errs.invalid(join(f.path, "deployment"), deployment, "must be a Deployment name (a DNS label)")
+        deployment = ""
+    prefix = f.str("namePrefix", "") or ("" if deployment else "existing" if existing else "pod")
     namespace = f.str("namespace", "default")
-    cpu = _amount(f, "cpu", _cpu)
-    memory = _amount(f, "memory", _memory)
-    both = _amount(f, "bandwidth", bits_per_second)
-    ingress = _amount(f, "ingressBandwidth", bits_per_second) or both
-    egress = _amount(f, "egressBandwidth", bits_per_second) or both
-    scheduler = f.str("schedulerName", "")
-    labels = _string_map(f, "labels")
-    annotations = _string_map(f, "annotations")
-    priority = f.int("priority", 0) if f.has("priority") else None
+    template = _PodTemplate(
+        cpu=_amount(f, "cpu", _cpu),
+        memory=_amount(f, "memory", _memory),
+        both=_amount(f, "bandwidth", bits_per_second),
+        ingress=_amount(f, "ingressBandwidth", bits_per_second),
+        egress=_amount(f, "egressBandwidth", bits_per_second),
+        scheduler=f.str("schedulerName", ""),
+        labels=_string_map(f, "labels"),
+        annotations=_string_map(f, "annotations"),
+        priority=f.int("priority", 0) if f.has("priority") else None,
+    )
     f.finish()
-    out = []
-    for i, name in enumerate(names.take(prefix, count)):
-        b = make_pod(name, namespace).uid(f"sim-{namespace}-{name}")
+    if deployment:
+        # One template for all the replicas (ranges drawn once), named after its ReplicaSet.
+        model = template.build(make_pod("template", namespace), rng).obj()
+        pod_hash = template_hash(template_of(model))
+        made = [
+            owned_pod(template_of(model), namespace, name, deployment, pod_hash)
+            for name in names.take(prefix or f"{deployment}-{pod_hash}", count)
+        ]
+    else:
+        made = [
+            template.build(make_pod(name, namespace).uid(f"sim-{namespace}-{name}"), rng).obj()
+            for name in names.take(prefix, count)
+        ]
+    for i, obj in enumerate(made):
+        if existing:
+            obj["spec"]["nodeName"] = targets[i % len(targets)]
+            obj.setdefault("status", {})["phase"] = "Running"
+        if not template.scheduler:
+            obj["spec"].pop("schedulerName", None)  # filled in with the simulated profile's name
+    return made
+
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True, slots=True)
+class _PodTemplate:
+    """A pod generator's fields, drawn per pod (ranges) by build()."""
+
+    cpu: Amount | None
+    memory: Amount | None
+    both: Amount | None  # `bandwidth`: ingress and egress together
+    ingress: Amount | None
+    egress: Amount | None
+    scheduler: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    priority: int | None
+
+    def build(self, b: PodBuilder, rng: np.random.Generator) -> PodBuilder:
         reqs = {}
-        if cpu is not None:
-            reqs["cpu"] = _cpu_text(cpu, rng)
-        if memory is not None:
-            reqs["memory"] = _memory_text(memory, rng)
+        if self.cpu is not None:
+            reqs["cpu"] = _cpu_text(self.cpu, rng)
+        if self.memory is not None:
+            reqs["memory"] = _memory_text(self.memory, rng)
         if reqs:
             b.req(**reqs)
-        for k, v in labels.items():
+        for k, v in self.labels.items():
             b.label(k, v)
-        for k, v in annotations.items():
+        for k, v in self.annotations.items():
             b.annotation(k, v)
+        ingress = self.ingress or self.both
+        egress = self.egress or self.both
         if ingress is not None:
             rx = ingress.draw(rng)
             # One draw for both directions when `bandwidth` set them together.
@@ -402,17 +451,11 @@ def _pod_generator(
                 b.annotation(EGRESS_BANDWIDTH, bandwidth_annotation(tx))
         elif egress is not None:
             b.annotation(EGRESS_BANDWIDTH, bandwidth_annotation(egress.draw(rng)))
-        if priority is not None:
-            b.priority(priority)
-        if existing:
-            b.node(targets[i % len(targets)])
-        if scheduler:
-            b.scheduler(scheduler)
-        obj = b.obj()
-        if not scheduler:
-            del obj["spec"]["schedulerName"]  # filled in with the simulated profile's name
-        out.append(obj)
-    return out
+        if self.priority is not None:
+            b.priority(self.priority)
+        if self.scheduler:
+            b.scheduler(self.scheduler)
+        return b
 
 
 def _target_nodes(f: Fields, nodes: list[str]) -> list[str]:

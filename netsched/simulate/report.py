@@ -24,18 +24,18 @@ from typing import Any
 
 import numpy as np
 
-from netsched.config import SchedulerConfig
-from netsched.framework import names
 from netsched.framework.parse import parse_pod
 from netsched.framework.quantity import CPU, MEMORY
 from netsched.framework.snapshot import FloatArray
 from netsched.metrics import pod_bandwidth
+from netsched.simulate.configs import configured_thresholds
 from netsched.simulate.engine import Run
 from netsched.simulate.gangs import GangResult, gang_outcomes
 from netsched.simulate.model import LoadModel, Loads
 from netsched.simulate.scenario import Scenario
 
 RESOURCES = ("network", "cpu", "memory")
+__all__ = ["Report", "Spread", "configured_thresholds", "lower_bound", "lower_bounds", "water_fill"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +102,7 @@ def lower_bounds(scenario: Scenario) -> dict[str, float]:
         pod = parse_pod(raw)
         r, t = pod_bandwidth(pod, 0.0)
         rx, tx = rx + r, tx + t
-        cpu += pod.requests.get(CPU, 0)
+        cpu += pod.requests.get(CPU, 0) * scenario.usage.cpu_of_requests
         mem += pod.requests.get(MEMORY, 0)
     # What is on each node before the pods come: background plus existing pods.
     fixed_cpu = np.nan_to_num(base.cpu) * model.alloc_cpu
@@ -115,21 +115,6 @@ def lower_bounds(scenario: Scenario) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------- the report
-
-
-def configured_thresholds(cfg: SchedulerConfig, profile: str) -> dict[str, float]:
-    """Per resource, the utilisation (0..1) above which LoadThreshold filters a node out in
-    `profile` of `cfg`; empty when that profile does not filter with it."""
-    prof = next((p for p in cfg.profiles if p.scheduler_name == profile), None)
-    if prof is None or names.LOAD_THRESHOLD not in prof.names("filter"):
-        return {}
-    args = prof.args(names.LOAD_THRESHOLD)
-    encoded = args.encode() if args is not None else {}
-    # The plugin's args, read by their encoded names: the simulator imports no plugin.
-    fields = {"network": "networkUtilizationPercent", "cpu": "cpuUtilizationPercent"}
-    fields["memory"] = "memoryUtilizationPercent"
-    # 0 % disables a check: no limit to draw.
-    return {res: float(encoded[key]) / 100 for res, key in fields.items() if encoded.get(key, 0) > 0}
 
 
 @dataclass
@@ -146,7 +131,8 @@ class Report:
         return {r: Spread.of(v) for r, v in run.after.by_resource().items()}
 
     def pods_per_node(self, run: Run) -> Counter[str]:
-        return Counter(run.placements.values())
+        """Pods on each node at the end (bound and not gone)."""
+        return Counter(run.live().values())
 
     def gangs(self, run: Run) -> list[GangResult]:
         """Each PodGroup's outcome in `run` (all placed or not, time to full placement)."""
@@ -167,6 +153,8 @@ class Report:
         parts += [self._nodes(), self._spread()]
         if self.scenario.traffic:
             parts.append(self._traffic())
+        if self.scenario.timeline:
+            parts.append(self._timeline())
         if placements:
             parts.append(self._placements())
         return "\n\n".join(parts) + "\n"
@@ -221,7 +209,13 @@ class Report:
         ]
         width = max(9, *(len(run.label) + 1 for run in self.runs))
         for run, cfg in zip(self.runs, self.configs, strict=True):
-            placed = f"{len(run.placements)}/{len(s.pods)} pods placed"
+            live = len(run.live())
+            placed = f"{live}/{live + len(run.unscheduled)} pods placed"
+            if run.deleted_at or run.created_at:
+                placed += (
+                    f" at {run.end:g} s ({len(run.deleted_at)} deleted, "
+                    f"{len(run.created_at)} created by controllers)"
+                )
             if run.metrics_sources:
                 per_poll = run.queries / run.polls if run.polls else 0.0
                 metrics = (
@@ -264,8 +258,8 @@ class Report:
             row.append("/".join(str(c[name]) for c in counts))
             rows.append(row)
         note = (
-            "Node utilisation (network: busier direction / link speed; cpu, memory: "
-            "background + requests / allocatable)"
+            "Node utilisation at the end (network: busier direction / link speed; cpu, memory: "
+            "background + requests / allocatable, cpu requests times usage.cpuOfRequests)"
         )
         return note + "\n" + table(head, rows)
 
@@ -307,6 +301,58 @@ class Report:
         )
         return note + "\n" + table(head, rows)
 
+    def _timeline(self) -> str:
+        levels = list(self.scenario.levels)
+        head = ["PROFILE", "PHASE", "DONE (s)", "PODS", "PENDING", "CROSS-NODE"]
+        head += [f"CROSS {lv.rsplit('/', 1)[-1]}" for lv in levels]
+        head += [
+            "MAX NIC",
+            "NICS OVER LIMIT",
+            "MAX CPU",
+            "ON HOT NODES (traffic)",
+            "DELETED (other)",
+            "CREATED",
+        ]
+        rows = []
+        hot: set[str] = set()
+        for r in self.runs:
+            for ph in r.phases:
+                f = ph.figures
+                hot.update(f.hot_nodes)
+                t = f.traffic
+                done = f"{ph.at:.1f}" + ("" if ph.complete else " (incomplete)")
+                over = "-" if f.over_limit is None or f.limit is None else f"{f.over_limit} > {_pct(f.limit)}"
+                rows.append(
+                    [
+                        r.label,
+                        ph.label,
+                        done,
+                        str(f.placed),
+                        str(ph.pending),
+                        _pct(t.cross_node) if t else "-",
+                        *(_pct(t.cross_level[lv]) if t else "-" for lv in levels),
+                        _pct(f.max_network),
+                        over,
+                        _pct(f.max_cpu),
+                        f"{f.on_hot} ({f.traffic_on_hot})",
+                        f"{ph.deleted} ({ph.deleted_other})",
+                        str(ph.created),
+                    ]
+                )
+            if r.cut:
+                rows.append(
+                    [r.label, "(run cut: still busy an hour after the last timeline entry)"]
+                    + [""] * (len(head) - 2)
+                )
+        note = (
+            "Timeline (each phase's placement when it is done: a rollout when every new pod is available "
+            "and no old one is left, another phase when the next starts or the run ends; true load with "
+            "every bound pod that is not gone counted in full, network the busier direction; hot nodes: "
+            f"background NIC >= 50 % ({', '.join(sorted(hot)) or 'none'}); traffic: pods of workloads in "
+            "traffic pairs; other deletions: not by a rollout or ReplicaSet)"
+        )
+        return note + "\n" + table(head, rows)
+
     # ------------------------------------------------------------ JSON
 
     def to_dict(self) -> dict[str, Any]:
@@ -323,6 +369,7 @@ class Report:
                 "arrivalRatePerSecond": s.timing.arrival_rate,
                 "durationSeconds": s.end,
                 "prometheusOutages": [[a, b] for a, b in s.outages],
+                "timeline": [e.describe() for e in s.timeline],
             },
             "lowerBounds": {k: _num(v) for k, v in self.bounds.items()},
             "runs": [self._run_dict(r, c) for r, c in zip(self.runs, self.configs, strict=True)],
@@ -337,7 +384,7 @@ class Report:
             "label": run.label,
             "config": config,
             "profile": run.profile,
-            "placed": len(run.placements),
+            "placed": len(run.live()),
             "placements": dict(run.placements),
             "unscheduled": dict(run.unscheduled),
             "polls": run.polls,
@@ -348,6 +395,10 @@ class Report:
             "spread": {k: v.to_dict() for k, v in self.spread(run).items()},
             "podGroups": [g.to_dict() for g in self.gangs(run)],
             "traffic": run.traffic.to_dict() if run.traffic is not None else None,
+            "endSeconds": run.end,
+            "timeline": [ph.to_dict() for ph in run.phases],
+            "deleted": dict(run.deleted_at),
+            "created": dict(run.created_at),
             "nodes": [
                 {
                     "name": name,

@@ -7,11 +7,13 @@
     existingPods: "1 pod per node of 1 cpu, 2Gi, 100 Mbit"
     pods: "300 pods of 500m cpu, 1Gi, 20-50 Mbit"
     metrics: "10 hot nodes at 60-80% network"
-    timing: {arrivalRatePerSecond: 20, pollIntervalSeconds: 15}
+    timing: {arrivalRatePerSecond: 20, pollIntervalSeconds: 15, scrapeIntervalSeconds: 15}
+    usage: {cpuOfRequests: 0.8}         # true CPU = 0.8 x requests (default 1)
     prometheus: {down: false, outages: [[30, 90]]}
     podGroups: [{count: 2, namePrefix: train, minMember: 4, pod: {cpu: "2"}}]   # gangs (gangs.py)
     volumes: {claimPerPod: {storageClass: fast, size: 10Gi}, storageClasses: [...]}
     traffic: {pairs: [{source: web, destination: db, rate: 40Mbit}]}          # traffic.py
+    timeline: [{at: 90, rollout: {workloads: all, strategy: Recreate}}]       # timeline.py
 
 Every section also takes the long forms (Kubernetes objects, generator
 mappings); netsched/simulate/README.md describes them all.  Decoding collects
@@ -29,18 +31,23 @@ import numpy as np
 
 from netsched.config import ConfigError, parse_yaml
 from netsched.framework.fields import ErrorList, Fields, join
+from netsched.framework.parse import PodParseError, parse_pod
+from netsched.framework.workload import workload_key
 from netsched.simulate.background import Background, decode_background
 from netsched.simulate.gangs import decode_pod_groups
 from netsched.simulate.generators import decode_nodes, decode_pods, node_names
+from netsched.simulate.timeline import Entry, Known, decode_timeline
 from netsched.simulate.traffic import Traffic, decode_traffic
 from netsched.simulate.units import shown
 from netsched.simulate.volumes import Volumes, decode_volumes, give_claims
+from netsched.simulate.workloads import Deployment, collect_deployments
 
 DEFAULT_ARRIVAL_RATE = 20.0
-# A pod's traffic shows in the metrics once it runs, and rate() over the
-# default 1m window needs that long to see all of it.
+# A pod's traffic shows in the metrics once it runs (and it is Ready then).
 DEFAULT_POD_START_SECONDS = 5.0
+# rate() windows: the configuration's prometheus.rateWindow, else this (Prometheus' usual 1m).
 DEFAULT_RATE_WINDOW_SECONDS = 60.0
+DEFAULT_SCRAPE_INTERVAL_SECONDS = 15.0  # kube-prometheus' node-exporter and cAdvisor jobs
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +55,26 @@ class Timing:
     arrival_rate: float = DEFAULT_ARRIVAL_RATE  # pods per simulated second, in list order
     poll_interval: float | None = None  # None: each metrics source's pollIntervalSeconds
     pod_start_seconds: float = DEFAULT_POD_START_SECONDS
-    rate_window_seconds: float = DEFAULT_RATE_WINDOW_SECONDS
+    # None: each query's own window (its plugin's prometheus.rateWindow); set: every rate().
+    rate_window_seconds: float | None = None
+    scrape_interval: float = DEFAULT_SCRAPE_INTERVAL_SECONDS  # samples at multiples of it
 
     def arrival(self, i: int) -> float:
         """Simulated second at which the i-th pod (from 0) is created."""
         return i / self.arrival_rate
+
+    def window(self, configured: float | None = None) -> float:
+        """The rate() window in seconds: `rateWindowSeconds`, else `configured`, else 60."""
+        if self.rate_window_seconds is not None:
+            return self.rate_window_seconds
+        return DEFAULT_RATE_WINDOW_SECONDS if configured is None else configured
+
+
+@dataclass(frozen=True, slots=True)
+class TrueUsage:
+    """How a pod's true usage follows its spec (its load otherwise: requests, bandwidth annotations)."""
+
+    cpu_of_requests: float = 1.0  # true CPU = this x the CPU request
 
 
 @dataclass
@@ -73,6 +95,9 @@ class Scenario:
     pod_groups: list[dict[str, Any]] = field(default_factory=list)  # PodGroup objects (gangs.py)
     levels: list[str] = field(default_factory=list)  # node topology labels generated, outer to inner
     traffic: Traffic = field(default_factory=Traffic)  # workload pairs and their rates (traffic.py)
+    deployments: list[Deployment] = field(default_factory=list)  # owners of pods (workloads.py)
+    timeline: tuple[Entry, ...] = ()  # changes at set times (timeline.py)
+    usage: TrueUsage = field(default_factory=TrueUsage)
 
     @property
     def node_names(self) -> list[str]:
@@ -83,7 +108,7 @@ class Scenario:
 
     @property
     def end(self) -> float:
-        """Arrival time of the last pod: the moment "after" figures describe."""
+        """Arrival time of the last pod."""
         return self.timing.arrival(max(0, len(self.pods) - 1))
 
 
@@ -110,6 +135,20 @@ def load_scenario(text: str, label: str = "<string>", *, seed: int | None = None
     outages = _prometheus(f.sub("prometheus"))
     volumes = decode_volumes(f.sub("volumes"))
     traffic = decode_traffic(f.sub("traffic"))
+    usage = _usage(f.sub("usage"))
+    deployments = collect_deployments([("existingPods", existing), ("pods", pods)], errs)
+    timeline = decode_timeline(
+        f.any("timeline"),
+        errs,
+        Known(
+            nodes=names,
+            link_speed=speeds,
+            deployments=[d.key for d in deployments],
+            workloads=_workloads(existing + pods, traffic.workload_label),
+            pods={_pod_key(p) for p in existing + pods},
+            rng=rng,
+        ),
+    )
     if volumes.claim_per_pod is not None:
         volumes.objects.setdefault("persistentvolumeclaims", []).extend(
             give_claims(pods, volumes.claim_per_pod)
@@ -142,16 +181,40 @@ def load_scenario(text: str, label: str = "<string>", *, seed: int | None = None
         volumes=volumes,
         levels=nodes.levels,
         traffic=traffic,
+        deployments=deployments,
+        timeline=timeline,
+        usage=usage,
     )
+
+
+def _pod_key(raw: dict[str, Any]) -> str:
+    return f"{raw['metadata']['namespace']}/{raw['metadata']['name']}"
+
+
+def _workloads(pods: list[dict[str, Any]], label: str) -> set[str]:
+    out = set()
+    for raw in pods:
+        try:
+            out.add(workload_key(parse_pod(raw), label))
+        except PodParseError:
+            continue  # reported where the pod was read
+    return out
+
+
+def _usage(f: Fields) -> TrueUsage:
+    cpu = f.float("cpuOfRequests", 1.0, min=0)
+    f.finish()
+    return TrueUsage(cpu)
 
 
 def _timing(f: Fields) -> Timing:
     rate = f.float("arrivalRatePerSecond", DEFAULT_ARRIVAL_RATE, min=1e-6)
     poll = f.float("pollIntervalSeconds", 0.0, min=1) if f.has("pollIntervalSeconds") else None
     start = f.float("podStartSeconds", DEFAULT_POD_START_SECONDS, min=0)
-    window = f.float("rateWindowSeconds", DEFAULT_RATE_WINDOW_SECONDS, min=0)
+    window = f.float("rateWindowSeconds", 0.0, min=0) if f.has("rateWindowSeconds") else None
+    scrape = f.float("scrapeIntervalSeconds", DEFAULT_SCRAPE_INTERVAL_SECONDS, min=0)
     f.finish()
-    return Timing(rate, poll or None, start, window)
+    return Timing(rate, poll or None, start, window, scrape)
 
 
 def _prometheus(f: Fields) -> tuple[tuple[float, float], ...]:

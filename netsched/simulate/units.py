@@ -15,12 +15,13 @@ from dataclasses import dataclass
 
 from netsched.framework.quantity import QuantityError, parse_quantity
 
-_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKMGT]?)(bit|bps|b/s)?\s*$")
+_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKMGT]?)(bit|bps|b/s|B/s)?\s*$")
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
 def bits_per_second(value: object) -> float:
-    """ "10Gbit", "50 Mbit", "1.5Gbps", "50M" (a Kubernetes quantity) or a number, in bits/s."""
+    """ "10Gbit", "50 Mbit", "1.5Gbps", "20MB/s" (bytes: x 8), "50M" (a Kubernetes quantity) or a
+    number, in bits/s."""
     if isinstance(value, bool):
         raise ValueError("must be a bit rate such as 10Gbit or 50Mbit")
     if isinstance(value, int | float):
@@ -28,7 +29,7 @@ def bits_per_second(value: object) -> float:
     elif isinstance(value, str):
         m = _RATE.match(value)
         if m:
-            bits = float(m.group(1)) * _PREFIX[m.group(2)]
+            bits = float(m.group(1)) * _PREFIX[m.group(2)] * (8 if m.group(3) == "B/s" else 1)
         else:
             try:
                 bits = float(parse_quantity(value.strip()))
@@ -102,6 +103,27 @@ class Curve:
 
     def scaled(self, k: float) -> Curve:
         return Curve(tuple((t, v * k) for t, v in self.points))
+
+    def shifted(self, dt: float) -> Curve:
+        """The same curve `dt` seconds later (a timeline change's series counts from its `at`)."""
+        return Curve(tuple((t + dt, v) for t, v in self.points))
+
+    def integral(self, a: float, b: float) -> float:
+        """Exact integral over [a, b] (flat before the first point and after the last; a step
+        where two points share a time)."""
+        if b <= a:
+            return 0.0
+        pts = self.points
+        (first, v_first), (last, v_last) = pts[0], pts[-1]
+        total = v_first * (min(b, first) - a) if a < first else 0.0
+        if b > last:
+            total += v_last * (b - max(a, last))
+        for (t0, v0), (t1, v1) in zip(pts, pts[1:], strict=False):
+            lo, hi = max(a, t0), min(b, t1)
+            if hi > lo:
+                slope = (v1 - v0) / (t1 - t0)
+                total += (v0 + slope * ((lo + hi) / 2 - t0)) * (hi - lo)  # a line's mean is its midpoint
+        return total
 
 
 def is_series(value: object) -> bool:

@@ -66,14 +66,16 @@ def test_true_load_is_background_plus_pods() -> None:
 
 
 def test_measured_load_lags_pod_start_and_ramps_over_the_rate_window() -> None:
+    # test_simulate_window.py has the table; here the shape: nothing before the pod starts, a
+    # share of it while the window fills, all of it after.
     model = LoadModel(load_scenario(TWO_NODES))
     model.place(heavy_pod(), "node-00", 0.0)  # type: ignore[arg-type]
     assert model.loads(4.0, measured=True).network[0] == pytest.approx(0.1)  # not started yet
-    half = model.loads(35.0, measured=True)  # started at 5 s, half of the 60 s window
-    assert half.network[0] == pytest.approx(0.15)
-    assert half.cpu[0] == pytest.approx(0.5 + 0.125)
+    half = model.loads(35.0, measured=True)  # scraped at 30: started at 5, 25 s of the 60 s window
+    assert half.network[0] == pytest.approx(0.1 + 0.1 * 25 / 60)
+    assert half.cpu[0] == pytest.approx(0.5 + 0.25 * 25 / 60)
     assert half.memory[0] == pytest.approx(0.125)  # a gauge: all of it once running
-    assert model.loads(65.0, measured=True).network[0] == pytest.approx(0.2)
+    assert model.loads(75.0, measured=True).network[0] == pytest.approx(0.2)
 
 
 def test_existing_pods_are_load_from_the_start() -> None:
@@ -86,7 +88,9 @@ def test_existing_pods_are_load_from_the_start() -> None:
 def test_simulated_prometheus_answers_with_the_mapping_label() -> None:
     model = LoadModel(load_scenario(TWO_NODES))
     clock = FakeClock()
-    prom = SimulatedPrometheus(model, conn(NodeMappingArgs()), clock, lambda: 0.0, {"q-rx": NETWORK_RX}.get)
+    prom = SimulatedPrometheus(
+        model, conn(NodeMappingArgs()), clock, lambda: 0.0, {"q-rx": (NETWORK_RX, 60.0)}.get
+    )
     got = prom.query("q-rx", 5.0)
     assert got == [
         {"metric": {"node": "node-00"}, "value": [clock.wall(), repr(0.1 * GBIT_BYTES)]},
@@ -94,7 +98,7 @@ def test_simulated_prometheus_answers_with_the_mapping_label() -> None:
     ]
     assert prom.query("custom_plugin_query", 5.0) == []
     by_instance = SimulatedPrometheus(
-        model, conn(NodeMappingArgs(by="instance")), clock, lambda: 0.0, {"q": LINK_SPEED}.get
+        model, conn(NodeMappingArgs(by="instance")), clock, lambda: 0.0, {"q": (LINK_SPEED, 60.0)}.get
     )
     assert [s["metric"] for s in by_instance.query("q", 5.0)] == [
         {"instance": "node-00:9100"},
@@ -106,7 +110,9 @@ def test_simulated_prometheus_answers_with_the_mapping_label() -> None:
 def test_simulated_outage_is_an_unreachable_prometheus() -> None:
     model = LoadModel(load_scenario(TWO_NODES + "prometheus: {outages: [[10, 20]]}\n"))
     t = [15.0]
-    prom = SimulatedPrometheus(model, conn(NodeMappingArgs()), FakeClock(), lambda: t[0], {"q": CPU}.get)
+    prom = SimulatedPrometheus(
+        model, conn(NodeMappingArgs()), FakeClock(), lambda: t[0], {"q": (CPU, 60.0)}.get
+    )
     with pytest.raises(QueryError) as e:
         prom.query("q", 5.0)
     assert e.value.reason == "unreachable" and e.value.transient

@@ -1,11 +1,13 @@
 """The traffic model of `netsched simulate` and issue 30's targets on the shipped example.
 
 Placements go through the real scheduler and metrics pipeline; the figures are
-traffic shares and link utilisations, never time.  The targets: on
-traffic-scenario.yaml, TrafficAffinity's cross-node traffic <= 0.5x kube's
-default profile's and <= 0.6x the load-aware profile's, cross-rack <= 0.5x the
-default's, highest link <= 80 % and <= the load-aware profile's + 5 points; with
-no edges known, placements identical with and without TrafficAffinity.
+traffic shares and link utilisations, never time.  The targets, on
+traffic-scenario.yaml's initial placement (before its rollout): TrafficAffinity's
+cross-node traffic <= 0.5x kube's default profile's and <= 0.6x the load-aware
+profile's, cross-rack <= 0.5x the default's, highest link <= 80 % and <= the
+load-aware profile's + 5 points; with no edges known, placements identical
+with and without TrafficAffinity, rollout included.  The placement after the
+rollout is issue 39's to improve: its figures are printed, not asserted.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import pytest
 from netsched.app import build_registry
 from netsched.config import ConfigError, SchedulerConfig, load_config
 from netsched.framework.parse import parse_pod
-from netsched.simulate import Run, Spread, load_scenario, simulate
+from netsched.simulate import Run, load_scenario, simulate
 from netsched.simulate.configs import default_profile, example_config, example_text
-from netsched.simulate.traffic import Pair, Traffic, counts, nic_load, shares
+from netsched.simulate.phases import Figures
+from netsched.simulate.traffic import Pair, Traffic, counts, nic_loads, shares
 
 REGISTRY = build_registry()
 RACK = "example.com/rack"
@@ -31,9 +34,10 @@ def traffic_config() -> SchedulerConfig:
     return load_config(example_text("traffic-config.yaml"), REGISTRY, default_scheduler_name="netsched")
 
 
-def max_network(run: Run) -> float:
-    assert run.after is not None
-    return Spread.of(run.after.network).max
+def initial(run: Run) -> Figures:
+    """The placement before the example's rollout."""
+    assert run.phases[0].label == "initial placement"
+    return run.phases[0].figures
 
 
 @pytest.fixture(scope="module")
@@ -48,23 +52,25 @@ def runs() -> dict[str, Run]:
 
 
 def test_example_meets_the_traffic_targets(runs: dict[str, Run]) -> None:
-    ours, default, current = runs["ours"].traffic, runs["default"].traffic, runs["load-aware"].traffic
+    first = {k: initial(r) for k, r in runs.items()}
+    ours, default, current = (first[k].traffic for k in ("ours", "default", "load-aware"))
     assert ours is not None and default is not None and current is not None
-    figures = {
-        k: (r.traffic.cross_node, r.traffic.cross_level[RACK], max_network(r))
-        for k, r in runs.items()
-        if r.traffic
-    }
-    print("cross-node, cross-rack, highest link:", figures)
-    assert all(len(r.placements) == 27 for r in runs.values())
+    for when, pick in (("initial", 0), ("after the rollout", -1)):
+        figures = {
+            k: (t.cross_node, t.cross_level[RACK], f.max_network)
+            for k, r in runs.items()
+            if (t := (f := r.phases[pick].figures).traffic) is not None
+        }
+        print(f"{when}: cross-node, cross-rack, highest link:", figures)
+    assert all(f.placed == 27 for f in first.values())
     # With weight 5 it was 0.517x once estimates lasted a whole rate window (node-08 stops taking
-    # pods at LoadThreshold's CPU limit sooner): the shipped weight is 10 (0.46x here; 0.46-0.50x
-    # over seeds 2, 3 and 7), with the same highest CPU as weight 5.
+    # pods at LoadThreshold's CPU limit sooner): the shipped weight is 10 (0.47x here), with the
+    # same highest CPU as weight 5.
     assert ours.cross_node <= 0.5 * default.cross_node
     assert ours.cross_node <= 0.6 * current.cross_node
     assert ours.cross_level[RACK] <= 0.5 * default.cross_level[RACK]
-    assert max_network(runs["ours"]) <= 0.80
-    assert max_network(runs["ours"]) <= max_network(runs["load-aware"]) + 0.05
+    assert first["ours"].max_network <= 0.80
+    assert first["ours"].max_network <= first["load-aware"].max_network + 0.05
     assert runs["ours"].queries_while_scheduling == 0
 
 
@@ -74,34 +80,45 @@ def test_example_keeps_the_busiest_node_near_the_cpu_limit(runs: dict[str, Run])
     # pods use all of it, and the ledger takes a pod's load to begin at its reservation while
     # the simulated one begins podStartSeconds (5 s) later, so a reading taken during a pod's
     # ramp holds 5 s less of it than the ledger thinks: the pods' share of the node may reach
-    # 15 % + 0.85 x 5/60 over the limit, never more.
+    # 15 % + 0.85 x 5/60 over the limit, never more.  On the initial placement (before the rollout).
     ours = runs["ours"]
-    after = ours.after
-    assert after is not None
-    node = f"node-{int(np.argmax(after.cpu)):02d}"
     scenario = load_scenario(example_text("traffic-scenario.yaml"))
-    cpu = {f"default/{p['metadata']['name']}": parse_pod(p).requests.get("cpu", 0) for p in scenario.pods}
-    share = sum(cpu[k] for k, n in ours.placements.items() if n == node) / 16_000
-    assert Spread.of(after.cpu).max <= 0.65 + (0.15 + 0.85 * 5 / 60) * share + 1e-9
+    cpu = {parse_pod(p).key: parse_pod(p).requests.get("cpu", 0) for p in scenario.pods}
+    first = {k: n for k, n in ours.placements.items() if k in cpu}
+    used = {}
+    for node in set(first.values()):
+        share = sum(cpu[k] for k, n in first.items() if n == node) / 16_000
+        used[node] = (scenario.background[node].cpu.at(0) + share, share)
+    busiest, share = max(used.values())
+    assert initial(ours).max_cpu == pytest.approx(busiest)
+    assert busiest <= 0.65 + (0.15 + 0.85 * 5 / 60) * share + 1e-9
+
+
+def test_example_rolls_every_pod_out(runs: dict[str, Run]) -> None:
+    for run in runs.values():
+        rollout = run.phases[-1]
+        assert rollout.complete and rollout.deleted == rollout.created == 27 and not run.unscheduled
+        assert len(run.live()) == 27 and set(run.live()) == set(run.created_at)
 
 
 def test_no_edges_known_places_exactly_as_without_the_plugin() -> None:
     s = load_scenario(example_text("traffic-scenario.yaml"))
     s.traffic = Traffic()  # no pair is measured...
-    for pod in s.pods:
-        pod["metadata"].pop("annotations", None)  # ...and none is declared
-    assert not s.traffic and not any("netsched.io/traffic-peers" in str(p) for p in s.pods)
+    for obj in [*s.pods, *(d.template for d in s.deployments)]:
+        obj["metadata"].pop("annotations", None)  # ...and none is declared (nor by the rollout's pods)
+    assert not s.traffic and "netsched.io/traffic-peers" not in str([s.pods, s.deployments])
     with_plugin = simulate(s, traffic_config(), REGISTRY)
     without = simulate(s, example_config(REGISTRY), REGISTRY)
-    assert len(with_plugin.placements) == 27
+    assert len(with_plugin.placements) == 54  # 27, then 27 more in the rollout
     assert with_plugin.placements == without.placements  # 100 % agreement
 
 
-def test_flows_cross_the_nics_of_both_ends_half_each_way() -> None:
-    t = Traffic((Pair("default/a", "default/b", 100.0),))
+def test_a_rate_crosses_the_nics_of_both_ends_half_each_way() -> None:
+    t = Traffic((Pair.both_ways("default/a", "default/b", 100.0),))
     # a on node 0, b on nodes 0 and 1: half of the pair's traffic stays on node 0.
     c = counts(["default/a", "default/b", "default/b"], [0, 0, 1], np.ones(3), 3)
-    assert nic_load(t, c, 3).tolist() == [25.0, 25.0, 0.0]
+    rx, tx = nic_loads(t, c, 3)
+    assert rx.tolist() == tx.tolist() == [25.0, 25.0, 0.0]
     got = shares(t, c, 3, {RACK: ["r0", "r0", "r1"]})
     assert got.cross_node == 0.5 and got.cross_level[RACK] == 0.0
     assert math.isnan(shares(t, counts([], [], np.ones(0), 3), 3, {}).cross_node)
@@ -126,16 +143,19 @@ def test_traffic_section_errors_name_the_field(pairs: list[object], path: str) -
 
 def test_explain_shows_the_pods_edges_peers_and_costs() -> None:
     s = load_scenario(example_text("traffic-scenario.yaml"))
-    run = simulate(s, traffic_config(), REGISTRY, explain_pod="default/api-02")
+    api = next(d for d in s.deployments if d.name == "api")
+    run = simulate(s, traffic_config(), REGISTRY, explain_pod=api.pods[2])
     ex = run.explanation
     assert ex is not None
     note = ex.notes["TrafficAffinity"].to_dict()
     assert note["workload"] == "default/api" and note["origin"] == "measured"
     edges = note["edges"]
     assert isinstance(edges, list) and edges[0]["peer"] == "default/frontend"  # the heaviest first
-    assert edges[0]["bytesPerSecond"] == 40e6 and edges[0]["peerNodes"]
+    # api's third pod arrives at 44 s; the poll before it (30 s) reads the mesh's rate over [-30, 30]:
+    # 40 MB/s since frontend's and api's first pods both ran (9 s), 21 s of the 60.
+    assert edges[0]["bytesPerSecond"] == pytest.approx(40e6 * 21 / 60) and edges[0]["peerNodes"]
     cheapest = note["cheapestNodes"]
     assert isinstance(cheapest, list) and cheapest[0]["cost"] <= cheapest[-1]["cost"]
     text = ex.table()
     assert "traffic of workload default/api (measured edges):" in text
-    assert "default/frontend: 40 MB/s with pods on" in text
+    assert "default/frontend: 14 MB/s with pods on" in text
