@@ -24,14 +24,16 @@ would, at the moment of each poll:
   default; `instance=<InternalIP>:9100` in instance mode);
 - the traffic graph's query is answered with one series per pair and
   direction (pair_key(a, b, REQUEST / RESPONSE)) while its window average is
-  above 0;
+  above 0, and the per-pod usage query (cAdvisor's series, `perPodUsage`)
+  with `pod_readings`: per pod that ran within the window its CPU, received
+  and transmitted bytes (rate()s) and its memory at the scrape;
 - during an outage every query raises QueryError("unreachable"), as a
   connection refused would.
 
 Network utilisation is the busier direction over the link speed, the
 definition NetworkTraffic and LoadThreshold use (links are full duplex).
 `pod_readings` answers per pod what cAdvisor's series would give, windowed
-the same way (a hook for per-pod queries).
+the same way.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from netsched.metrics import (
 from netsched.metrics import CPU as CPU_METRIC
 from netsched.metrics import MEMORY as MEMORY_METRIC
 from netsched.metrics.args import BY_INSTANCE, ConnectionKey, duration_seconds
+from netsched.metrics.queries import POD_CPU, POD_LABEL, POD_MEMORY, POD_NETWORK_RX, POD_NETWORK_TX, POD_USAGE
 from netsched.metrics.traffic import PAIR_LABEL, REQUEST, RESPONSE, TRAFFIC_PAIRS, pair_key
 from netsched.simulate.history import PodHistory, PodLoad, Track, Window
 from netsched.simulate.scenario import Scenario
@@ -455,6 +458,18 @@ class SimulatedPrometheus:
                 {"metric": {PAIR_LABEL: key}, "value": [wall, repr(float(rate))]}
                 for key, rate in self.model.pairs(t, length)
             ]
+        if metric == POD_USAGE:
+            return [
+                {"metric": {POD_LABEL: f"{key}/{kind}"}, "value": [wall, repr(value)]}
+                for key, r in self.model.pod_readings(t, length).items()
+                for kind, value in (
+                    (POD_CPU, r.cpu),
+                    (POD_MEMORY, r.memory),
+                    (POD_NETWORK_RX, r.rx),
+                    (POD_NETWORK_TX, r.tx),
+                )
+                if value == value  # NaN: the pod's gauge has no series
+            ]
         values = self.model.series(metric, t, length)
         mapping = self.conn.node_mapping
         by_instance = mapping.by == BY_INSTANCE
@@ -481,7 +496,7 @@ def promql_index(hub: MetricsHub) -> QueryIndex:
         if promql not in known:
             for src in hub.sources:
                 window = duration_seconds(src.args.rate_window)
-                for metric in (*BUILTIN_METRICS, TRAFFIC_PAIRS):
+                for metric in (*BUILTIN_METRICS, TRAFFIC_PAIRS, POD_USAGE):
                     try:
                         known[src.query(metric)] = (metric, window)
                     except KeyError:

@@ -15,13 +15,17 @@ import pytest
 from netsched.config import ConfigError
 from netsched.framework.parse import parse_pod
 from netsched.framework.types import PodInfo
+from netsched.metrics.args import ConnectionKey, NodeMappingArgs
+from netsched.metrics.queries import POD_LABEL, POD_USAGE
 from netsched.metrics.traffic import REQUEST, RESPONSE, pair_key
 from netsched.simulate import LoadModel, load_scenario
 from netsched.simulate.history import Track, Window
+from netsched.simulate.model import SimulatedPrometheus
 from netsched.simulate.traffic import Traffic, flows, placement_traffic
 from netsched.simulate.units import Curve
 from netsched.simulate.workloads import template_hash
 from netsched.testing.builders import make_pod
+from netsched.testing.clock import FakeClock
 
 GBIT = 125e6  # bytes/s
 TX = 12.5e6  # the pod's egress annotation: 100 Mbit/s
@@ -241,3 +245,31 @@ def test_timing_and_usage_fields() -> None:
     assert any(g.startswith("usage.cpuOfRequests: Invalid value: -1") for g in got)
     assert any(g.startswith("usage.memory: Unknown field") for g in got)
     assert any(g.startswith("timing.scrapeIntervalSeconds: Invalid value: -5") for g in got)
+
+
+def test_the_per_pod_usage_query_is_answered_with_the_pod_readings() -> None:
+    model = LoadModel(load_scenario(ONE_NODE.format(scrape=15, window=60)))
+    model.place(busy_pod(), "node-00", 0.0)
+    model.place(busy_pod("gone"), "node-01", 0.0)
+    model.remove("default/gone", 20.0)
+    t = [35.0]
+    prom = SimulatedPrometheus(
+        model,
+        ConnectionKey("http://prom:9090", "", "", False, 5.0, 15.0, NodeMappingArgs()),
+        FakeClock(),
+        lambda: t[0],
+        {"q": (POD_USAGE, 60.0)}.get,
+    )
+    got = {s["metric"][POD_LABEL]: float(s["value"][1]) for s in prom.query("q", 5.0)}
+    # s = 30: busy ran 25 s of the window, gone 15 s (5..20) and has no memory series any more
+    assert got == {
+        "default/busy/cpu": pytest.approx(0.8 * 25 / 60),
+        "default/busy/memory": 2 * 2**30,
+        "default/busy/network_rx": 0.0,
+        "default/busy/network_tx": pytest.approx(TX * 25 / 60),
+        "default/gone/cpu": pytest.approx(0.8 * 15 / 60),
+        "default/gone/network_rx": 0.0,
+        "default/gone/network_tx": pytest.approx(TX * 15 / 60),
+    }
+    t[0] = 90.0  # [30, 90]: gone is out of the window
+    assert {s["metric"][POD_LABEL].rsplit("/", 1)[0] for s in prom.query("q", 5.0)} == {"default/busy"}
