@@ -199,18 +199,7 @@ def simulate(
     run.created_at = controllers.created
     cluster.on_bound.append(bound)
     cluster.on_deleted.append(gone)
-    for group in scenario.pod_groups:
-        cluster.add_object(PODGROUPS_KEY, copy.deepcopy(group))
-    cluster.add_nodes(copy.deepcopy(scenario.nodes))
-    if scenario.volumes:
-        labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in scenario.nodes}
-        SimulatedPVController(cluster.objects, labels)
-        for key, objs in scenario.volumes.objects.items():
-            for obj in copy.deepcopy(objs):
-                cluster.add_object(key, obj)
-    cluster.add_pods(copy.deepcopy(scenario.existing_pods))
-    for raw in scenario.existing_pods:
-        controllers.existing(raw)
+    _populate(cluster, scenario, controllers)
     run.before = model.loads(0.0)
 
     loop = _Loop(scenario, cfg, cluster, run, model, controllers, _Polls(hub, scenario.timing.poll_interval))
@@ -233,6 +222,22 @@ def simulate(
     return run
 
 
+def _populate(cluster: InMemoryCluster, scenario: Scenario, controllers: Controllers) -> None:
+    """The scenario's cluster before the first arrival: PodGroups, nodes, storage, existing pods."""
+    for group in scenario.pod_groups:
+        cluster.add_object(PODGROUPS_KEY, copy.deepcopy(group))
+    cluster.add_nodes(copy.deepcopy(scenario.nodes))
+    if scenario.volumes:
+        labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in scenario.nodes}
+        SimulatedPVController(cluster.objects, labels)
+        for key, objs in scenario.volumes.objects.items():
+            for obj in copy.deepcopy(objs):
+                cluster.add_object(key, obj)
+    cluster.add_pods(copy.deepcopy(scenario.existing_pods))
+    for raw in scenario.existing_pods:
+        controllers.existing(raw)
+
+
 class _Loop:
     """The event loop of one run (see the module docstring)."""
 
@@ -248,7 +253,7 @@ class _Loop:
     ) -> None:
         self.scenario = scenario
         self.cluster = cluster
-        self.run_ = run
+        self.result = run
         self.model = model
         self.controllers = controllers
         self.polls = polls
@@ -269,7 +274,7 @@ class _Loop:
         pods: list[dict[str, Any]],
         progress: Progress | None,
     ) -> None:
-        s, run = self.scenario, self.run_
+        s, run = self.scenario, self.result
         arrivals = [(s.timing.arrival(i), raw) for i, raw in enumerate(pods)]
         timeline = s.timeline
         cut_at = timeline[-1].at + MAX_SECONDS_AFTER_TIMELINE if timeline else math.inf
@@ -321,7 +326,7 @@ class _Loop:
         """Controllers and scheduler, again while either changes anything at t."""
         for _ in range(1000):
             changed = self.controllers.sync(t)
-            attempts = _schedule(self.cluster, self.run_, self.model)
+            attempts = _schedule(self.cluster, self.result, self.model)
             if not changed and not attempts:
                 return
         log.warning("Simulated controllers did not settle t=%s", t)
@@ -353,7 +358,7 @@ class _Loop:
     def _close(self, phase: tuple[str, float, int], t: float, *, complete: bool) -> None:
         self.phases.remove(phase)
         label, started, _ = phase
-        run = self.run_
+        run = self.result
         during = [k for k, at in run.deleted_at.items() if started <= at <= t]
         run.phases.append(
             Phase(

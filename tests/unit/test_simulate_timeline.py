@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import yaml
 
 from netsched.app import build_registry
 from netsched.config import ConfigError
 from netsched.framework.parse import parse_pod
 from netsched.framework.workload import workload_key
 from netsched.inmemory import InMemoryCluster
-from netsched.simulate import Run, load_scenario, simulate
+from netsched.simulate import Report, Run, load_scenario, lower_bounds, simulate
 from netsched.simulate.configs import default_profile, example_text
 from netsched.simulate.controllers import REPLICASETS_KEY, Controllers
 from netsched.simulate.engine import retarget
@@ -385,8 +386,6 @@ def rollout_runs() -> dict[str, Run]:
 
 def test_the_rolling_variant_differs_only_in_its_timeline() -> None:
     def body(name: str) -> dict[str, Any]:
-        import yaml
-
         doc = yaml.safe_load(example_text(name))
         return {k: v for k, v in doc.items() if k not in ("name", "description", "timeline")}
 
@@ -402,3 +401,27 @@ def test_issue_39s_scenario_replaces_every_service_pod(rollout_runs: dict[str, R
         assert initial.figures.hot_nodes == ("node-03", "node-07", "node-11")
         t = rollout.figures.traffic
         assert t is not None and t.total == pytest.approx(173e6)
+
+
+def test_the_report_has_a_timeline_table_and_json(rollout_runs: dict[str, Run]) -> None:
+    s = load_scenario(example_text("rollout-scenario.yaml"))
+    run = rollout_runs["rollout-scenario.yaml"]
+    report = Report(s, [run], ["kube's default plugins"], lower_bounds(s))
+    text = report.text()
+    assert "Timeline (each phase's placement when it is done" in text
+    assert "90 s: rollout Recreate of 10 Deployments" in text
+    assert "36/36 pods placed at" in text and "(20 deleted, 20 created by controllers)" in text
+    doc = report.to_dict()
+    assert doc["scenario"]["timeline"] == ["90 s: rollout Recreate of 10 Deployments"]
+    (ours,) = doc["runs"]
+    initial, rollout = ours["timeline"]
+    assert (initial["phase"], rollout["complete"], rollout["deleted"], rollout["created"]) == (
+        "initial placement",
+        True,
+        20,
+        20,
+    )
+    assert rollout["traffic"]["totalBytesPerSecond"] == pytest.approx(173e6)
+    assert rollout["hotNodes"] == ["node-03", "node-07", "node-11"] and rollout["networkLimit"] is None
+    assert len(ours["deleted"]) == 20 and ours["placed"] == 36
+    json.dumps(doc)  # serialisable
