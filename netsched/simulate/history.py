@@ -12,6 +12,11 @@ extrapolates to its edges; with samples every scrape interval that is this
 average to within one interval at the window's edges.  netsched/simulate/README.md
 says so.)
 
+This is the overlap the scheduler's ledger corrects readings by
+(netsched.metrics.ledger.held), written here on its own and over arrays: the
+simulator is the reference the ledger's corrections are checked against, so it
+must not borrow them (tests/unit/test_simulate_window.py keeps the two equal).
+
 The true state is kept so that those averages are exact: each placed pod is
 an interval [its start, its deletion) on a node, cut into rows of constant
 load where its load changes (`podLoad` in the timeline); a node's background

@@ -16,6 +16,7 @@ from netsched.config import ConfigError
 from netsched.framework.parse import parse_pod
 from netsched.framework.types import PodInfo
 from netsched.metrics.args import ConnectionKey, NodeMappingArgs
+from netsched.metrics.ledger import held
 from netsched.metrics.queries import POD_LABEL, POD_USAGE
 from netsched.metrics.traffic import REQUEST, RESPONSE, pair_key
 from netsched.simulate import LoadModel, load_scenario
@@ -273,3 +274,15 @@ def test_the_per_pod_usage_query_is_answered_with_the_pod_readings() -> None:
     }
     t[0] = 90.0  # [30, 90]: gone is out of the window
     assert {s["metric"][POD_LABEL].rsplit("/", 1)[0] for s in prom.query("q", 5.0)} == {"default/busy"}
+
+
+@pytest.mark.parametrize(("bound", "deleted", "scrape", "window", "t", "share", "runs"), CASES)
+def test_the_window_share_is_the_ledgers_held(
+    bound: float, deleted: float | None, scrape: int, window: int, t: float, share: float, runs: bool
+) -> None:
+    # One definition of what a reading holds of a pod, in the simulator and in the scheduler's ledger.
+    w = Window.at(t, scrape, window)
+    start, end = bound + 5, math.inf if deleted is None else deleted
+    got = w.share(np.array([start]), np.array([end]))[0]
+    assert got == pytest.approx(held(start, end, w.end, window)) == pytest.approx(share)
+    assert bool(w.holds(np.array([start]), np.array([end]))[0]) == (held(start, end, w.end, 0) == 1.0) == runs
