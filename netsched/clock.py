@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime
 from typing import Protocol
 
 
@@ -36,6 +37,16 @@ class Clock(Protocol):
         is the one that moves a manual clock (a poll loop in a single-threaded simulation),
         where wait() is for a thread that another one steps."""
         ...
+
+
+def rfc3339(wall: float) -> str:
+    """A wall time as the API writes a metav1.Time: seconds precision, UTC."""
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def microtime(wall: float) -> str:
+    """A wall time as the API writes a metav1.MicroTime: microsecond precision, UTC."""
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class SystemClock:

@@ -40,8 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from netsched.clock import Clock, SystemClock
-from netsched.kube.api import microtime
+from netsched.clock import Clock, SystemClock, microtime
 from netsched.kube.errors import ApiError, Conflict
 from netsched.kube.lease import Lease, LeaseClient, LeaseRecord
 

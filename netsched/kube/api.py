@@ -24,11 +24,10 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from netsched.clock import Clock, SystemClock
+from netsched.clock import Clock, SystemClock, rfc3339
 from netsched.framework.types import PodInfo
 from netsched.kube.client import JSON, JsonObj, KubeClient
 from netsched.kube.errors import Conflict, Gone, NotFound
@@ -47,16 +46,6 @@ log = logging.getLogger(__name__)
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _WATCH_READ_SLACK = 30  # seconds a watch read may stay silent beyond its timeoutSeconds
-
-
-def rfc3339(wall: float) -> str:
-    """metav1.Time: seconds precision, UTC."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def microtime(wall: float) -> str:
-    """metav1.MicroTime: microsecond precision, UTC."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class RawWatch:
@@ -321,6 +310,4 @@ def _same_condition(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 __all__ = [
     "KubeAPI",
     "RawWatch",
-    "microtime",
-    "rfc3339",
 ]

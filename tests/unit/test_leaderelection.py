@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from netsched.kube.api import microtime
+from netsched.clock import microtime
 from netsched.kube.errors import AlreadyExists, Conflict, ServerError
 from netsched.kube.lease import Lease, LeaseRecord
 from netsched.leaderelection import WATCHDOG_GRACE, ElectorConfig, LeaderElector

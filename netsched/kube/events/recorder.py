@@ -13,9 +13,8 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-from netsched.clock import Clock
+from netsched.clock import Clock, microtime, rfc3339
 from netsched.framework.types import ObjectRef, PodInfo
-from netsched.kube.api import microtime, rfc3339
 from netsched.kube.client import JsonObj
 from netsched.kube.events.sink import CORE_V1, EVENTS_V1
 

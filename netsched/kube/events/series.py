@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from netsched.kube.api import microtime, rfc3339
+from netsched.clock import microtime, rfc3339
 from netsched.kube.client import JsonObj
 from netsched.kube.events.recorder import Occurrence
 from netsched.kube.events.sink import EVENTS_V1
