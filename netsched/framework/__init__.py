@@ -15,6 +15,8 @@ The modules behind it:
 - extension_points: PluginArgs, the Plugin base, one base class per extension point
 - seams: the Handle and what it serves (ClusterAPI, EventRecorder, MetricsProvider, ...)
 - diagnosis: the filters' Rejections and the Diagnosis of a pod that fits nowhere
+- disruption: PodDisruptionBudgets as kube keeps them, and what an eviction (ClusterAPI.evict)
+  comes to (EvictionOutcome)
 - cluster_events: the events and queueing hints a plugin registers; errors: the faults
 - status, cycle_state, types (PodInfo/NodeInfo), selectors, quantity, parse
 - snapshot: the NumPy node table a cycle sees (IntArray rows, BoolArray masks);
@@ -47,6 +49,7 @@ from netsched.framework.cluster_events import (
 )
 from netsched.framework.cycle_state import CycleState, Explainable
 from netsched.framework.diagnosis import Diagnosis, Rejection
+from netsched.framework.disruption import Budget, BudgetPod, EvictionOutcome, EvictionResult
 from netsched.framework.errors import FrameworkBuildError, PluginArgsError, PluginError, PluginFault
 from netsched.framework.extension_points import (
     EXTENSION_POINTS,
@@ -155,10 +158,14 @@ __all__ = [
     "Code",
     "Conflict",
     "CycleState",
+    "Budget",
+    "BudgetPod",
     "Diagnosis",
     "EPHEMERAL_STORAGE",
     "EXTENSION_POINTS",
     "ErrorList",
+    "EvictionOutcome",
+    "EvictionResult",
     "EventRecorder",
     "FieldError",
     "Fields",

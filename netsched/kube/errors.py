@@ -82,10 +82,32 @@ class TooManyRequests(ApiError):
     transient = True
 
 
+class DisruptionBudgetRefusal(TooManyRequests):
+    """429 with a DisruptionBudget cause: an eviction a PodDisruptionBudget does not allow now.
+
+    Not transient: repeating the request at once cannot change the budget; the caller tries
+    again later (a later rebalancing round), as kubectl drain does. `causes` holds the
+    budget's own words ("The disruption budget web needs 9 healthy pods and has 9 currently").
+    """
+
+    transient = False
+
+    @property
+    def causes(self) -> tuple[str, ...]:
+        return tuple(str(c.get("message") or "") for c in _causes(self.details, DISRUPTION_BUDGET_CAUSE))
+
+
 class ServerError(ApiError):
     """5xx: the server (or something in front of it) failed; usually worth repeating."""
 
     transient = True
+
+
+class MultipleDisruptionBudgets(ServerError):
+    """The 500 kube's eviction handler answers for a pod that more than one PodDisruptionBudget
+    selects: a configuration fault no repeat cures (kube recognises it only by its message)."""
+
+    transient = False
 
 
 class Transient(ApiError):
@@ -93,6 +115,13 @@ class Transient(ApiError):
 
     transient = True
 
+
+# policy/v1 DisruptionBudgetCause: the StatusCause type of an eviction a budget refused.
+DISRUPTION_BUDGET_CAUSE = "DisruptionBudget"
+# kube's pods/eviction handler, for a pod several budgets select (a 500 without a reason).
+MULTIPLE_BUDGETS_MESSAGE = (
+    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+)
 
 _BY_STATUS: dict[int, type[ApiError]] = {
     401: Unauthorized,
@@ -117,6 +146,10 @@ def error_for_status(
     cls: type[ApiError]
     if status == 409 and reason == "AlreadyExists":
         cls = AlreadyExists
+    elif status == 429 and _causes(details, DISRUPTION_BUDGET_CAUSE):
+        cls = DisruptionBudgetRefusal
+    elif status == 500 and message == MULTIPLE_BUDGETS_MESSAGE:
+        cls = MultipleDisruptionBudgets
     elif status in _BY_STATUS:
         cls = _BY_STATUS[status]
     elif 500 <= status <= 599 and status != 501:
@@ -124,6 +157,14 @@ def error_for_status(
     else:
         cls = ApiError
     return cls(status, reason, message, retry_after=retry_after, details=details)
+
+
+def _causes(details: Mapping[str, object] | None, cause_type: str) -> list[Mapping[str, object]]:
+    """The metav1.StatusCause entries of `details` of one type."""
+    causes = (details or {}).get("causes")
+    if not isinstance(causes, list):
+        return []
+    return [c for c in causes if isinstance(c, Mapping) and c.get("type") == cause_type]
 
 
 def from_status(status_obj: Mapping[str, object], default_code: int = 0) -> ApiError:
@@ -253,10 +294,14 @@ def _float(value: object) -> float:
 __all__ = [
     "AlreadyExists",
     "ApiError",
+    "DISRUPTION_BUDGET_CAUSE",
+    "MULTIPLE_BUDGETS_MESSAGE",
     "Conflict",
+    "DisruptionBudgetRefusal",
     "Forbidden",
     "Gone",
     "Invalid",
+    "MultipleDisruptionBudgets",
     "NotFound",
     "ServerError",
     "TooManyRequests",
