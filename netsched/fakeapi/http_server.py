@@ -102,6 +102,8 @@ class Backend(Protocol):
     log_requests: bool
 
     def record(self, request: RecordedRequest) -> None: ...
+    def forbidden(self, request: RecordedRequest, name: str, authorization: str) -> StatusError | None: ...
+    def evict(self, namespace: str, name: str, body: JsonObj, dry_run: str) -> None: ...
     def review_token(self, body: JsonObj) -> JsonObj: ...
     def review_access(self, body: JsonObj) -> JsonObj: ...
     def request_token(self, namespace: str, name: str, body: JsonObj) -> JsonObj: ...
@@ -254,18 +256,25 @@ class Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(split.query).items()}
         route = parse_route(split.path)
         verb = rbac_verb(method, route, query) if route else ""
+        recorded = None
         if route is not None:
-            backend.record(
-                RecordedRequest(verb, route.group, route.resource, route.subresource, route.namespace or "")
+            recorded = RecordedRequest(
+                verb, route.group, route.resource, route.subresource, route.namespace or ""
             )
+            backend.record(recorded)
         if backend.held():  # an outage: this request is never answered
             self.close_connection = True
             return
         fault = backend.take_fault(method, self.path)
         if fault is not None and self._inject(fault):
             return
-        if route is not None and not backend.authenticated(self.headers.get("Authorization", "")):
+        authorization = self.headers.get("Authorization", "")
+        if route is not None and not backend.authenticated(authorization):
             self._send_error(StatusError(401, "Unauthorized", "Unauthorized"))
+            return
+        refused = backend.forbidden(recorded, route.name or "", authorization) if route and recorded else None
+        if refused is not None:
+            self._send_error(refused)
             return
         try:
             if route is None:
@@ -313,6 +322,9 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _send_error(self, error: StatusError, headers: list[tuple[str, str]] | None = None) -> None:
+        retry = (error.details or {}).get("retryAfterSeconds")
+        if isinstance(retry, int) and retry > 0 and headers is None:
+            headers = [("Retry-After", str(retry))]  # as kube's response writer adds it
         self._send(error.code, _dumps(error.status()), headers)
 
     def _serve_non_resource(self, path: str) -> None:
@@ -348,7 +360,7 @@ class Handler(BaseHTTPRequestHandler):
         if rt is None or (route.namespace is not None and not rt.namespaced):
             raise StatusError(404, "NotFound", "the server could not find the requested resource")
         if route.subresource:
-            self._serve_subresource(rt, route, verb, raw)
+            self._serve_subresource(rt, route, verb, query, raw)
         elif route.name is None:
             self._serve_collection(rt, route, verb, query, raw)
         else:
@@ -401,7 +413,9 @@ class Handler(BaseHTTPRequestHandler):
             raise StatusError(405, "MethodNotAllowed", f"{verb} is not supported on {rt.qualified}")
         self._send(200, _dumps(obj))
 
-    def _serve_subresource(self, rt: ResourceType, route: Route, verb: str, raw: bytes) -> None:
+    def _serve_subresource(
+        self, rt: ResourceType, route: Route, verb: str, query: dict[str, str], raw: bytes
+    ) -> None:
         name = route.name or ""
         if rt is PODS and route.subresource == "binding" and verb == "create":
             self._bind(route.namespace or "default", name, _parse_json(raw))
@@ -409,6 +423,14 @@ class Handler(BaseHTTPRequestHandler):
         if rt.plural == "serviceaccounts" and route.subresource == "token" and verb == "create":
             answer = self.server.backend.request_token(route.namespace or "default", name, _parse_json(raw))
             self._send(201, _dumps(answer))
+            return
+        if rt is PODS and route.subresource == "eviction":
+            if verb != "create":
+                raise StatusError(405, "MethodNotAllowed", f"{verb} is not supported on pods/eviction")
+            self.server.backend.evict(
+                route.namespace or "default", name, _parse_json(raw), query.get("dryRun", "")
+            )
+            self._send(201, _dumps(_success(201)))
             return
         if route.subresource != "status" or not rt.has_status:
             raise StatusError(404, "NotFound", "the server could not find the requested resource")

@@ -22,6 +22,9 @@ class ResourceType:
     kind: str
     namespaced: bool
     has_status: bool = False
+    # metadata.generation starts at 1 and counts spec changes (kinds whose status reports the
+    # observedGeneration a controller last acted on).
+    generation: bool = False
 
     @property
     def key(self) -> str:
@@ -45,7 +48,13 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("events.k8s.io", "v1", "events", "Event", namespaced=True),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True),
     ResourceType(
-        "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True, has_status=True
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        namespaced=True,
+        has_status=True,
+        generation=True,
     ),
     ResourceType(
         "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True, has_status=True
@@ -77,9 +86,14 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("monitoring.coreos.com", "v1", "servicemonitors", "ServiceMonitor", namespaced=True),
     ResourceType("monitoring.coreos.com", "v1", "podmonitors", "PodMonitor", namespaced=True),
     ResourceType("monitoring.coreos.com", "v1", "prometheusrules", "PrometheusRule", namespaced=True),
+    ResourceType(
+        "apps", "v1", "replicasets", "ReplicaSet", namespaced=True, has_status=True, generation=True
+    ),
 )
 NAMESPACES = RESOURCES[0]
 PODS = RESOURCES[2]
+PDBS = next(rt for rt in RESOURCES if rt.key == "policy/poddisruptionbudgets")
+REPLICASETS = next(rt for rt in RESOURCES if rt.key == "apps/replicasets")
 
 
 def resource_of(api_version: str, kind: str) -> ResourceType | None:

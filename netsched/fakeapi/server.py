@@ -5,15 +5,39 @@ that netsched's raw-JSON calls, watches and retries work on the wire. This fake
 speaks the same HTTP as kube-apiserver for the resources a scheduler touches:
 one global resourceVersion, list + watch (bookmarks, 410 after compaction,
 selector transitions), pods/binding, pods/status, events in both API groups,
-leases with 409 on stale writes, and poddisruptionbudgets; and the two review
-APIs a delegating server calls (TokenReview, SubjectAccessReview) answered
-from hooks: add_token(token, user, groups) and allow(user, path, verb), and
-from what was stored: the RBAC roles and bindings (netsched.fakeapi.rbac, as
-kube's authorizer) and the tokens serviceaccounts/token minted (what `kubectl
-create token` asks for). It also stores the other kinds deploy/ applies
-(service accounts, secrets, config maps, services, deployments, the Prometheus
+leases with 409 on stale writes, poddisruptionbudgets and replicasets (their
+metadata.generation counts spec changes); and the two review APIs a delegating
+server calls (TokenReview, SubjectAccessReview) answered from hooks:
+add_token(token, user, groups) and allow(user, path, verb), and from what was
+stored: the RBAC roles and bindings (netsched.fakeapi.rbac, as kube's
+authorizer) and the tokens serviceaccounts/token minted (what `kubectl create
+token` asks for). It also stores the other kinds deploy/ applies (service
+accounts, secrets, config maps, services, deployments, the Prometheus
 Operator's monitors), so tests apply the manifests as written
 (netsched.testing.kubectl).
+
+Evictions: POST pods/NAME/eviction (policy/v1 Eviction, `create` on
+pods/eviction) as kube's eviction handler answers it (disruption.py): the one
+PodDisruptionBudget that guards the pod is charged (status.disruptionsAllowed
+decremented, the pod recorded in status.disruptedPods with the time) and the
+pod deleted (at once, as every delete here, after the DisruptionTarget
+condition is set); 429 TooManyRequests with a DisruptionBudget cause when the
+budget allows none ("The disruption budget web needs 3 healthy pods and has 3
+currently"), 500 when two budgets guard the pod, 404 for a missing pod, 409 when
+deleteOptions.preconditions (uid, resourceVersion) do not match; pending,
+terminal and terminating pods go without a budget, unready ones under kube's
+unhealthyPodEvictionPolicy rules; dryRun=All checks and changes nothing.
+Budgets keep the status a test writes, unless FakeAPIServer(disruption_controller=True)
+keeps it as kube's disruption controller does, synchronously on every write
+(currentHealthy, desiredHealthy, expectedPods from ReplicaSets' spec.replicas,
+disruptionsAllowed, disruptedPods, observedGeneration, the DisruptionAllowed
+condition). Nothing makes pods Ready or recreates them: netsched.testing.workloads
+has a kubelet and a ReplicaSet controller for that.
+
+RBAC: off by default (every request allowed); enforce_rbac(rules) answers 403
+Forbidden, with kube's message, to every resource request no (group,
+resource[/subresource], verb) rule allows (netsched.testing.rbac's
+rules_from_deploy gives deploy/'s).
 
 Tests drive it over HTTP through the official client or netsched.kube, and reach
 into it through plain thread-safe hooks: create/get/list/update/patch/delete/bind
@@ -45,18 +69,21 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
+from netsched.clock import Clock, SystemClock
 from netsched.fakeapi import rbac
+from netsched.fakeapi.disruption import DisruptionController
+from netsched.fakeapi.disruption import evict as evict_pod
 from netsched.fakeapi.http_server import Fault, HTTPServer, RecordedRequest
 from netsched.fakeapi.patch import strategic_merge_patch
 from netsched.fakeapi.realistic import enrich
 from netsched.fakeapi.resources import ResourceType, resolve_resource
 from netsched.fakeapi.selection import selector_matcher
-from netsched.fakeapi.store import JsonObj, Store, deep_copy
+from netsched.fakeapi.store import JsonObj, StatusError, Store, deep_copy
 from netsched.observability.tls import ServingCert, serving_cert
 
 T = TypeVar("T")
@@ -76,6 +103,8 @@ class FakeAPIServer:
         log_requests: bool = False,
         tls: bool = False,
         realistic: bool = False,
+        disruption_controller: bool = False,
+        clock: Clock | None = None,
     ) -> None:
         """`watch_timeout` applies to watches sent without timeoutSeconds; `history_size`
         bounds the replayable watch history (at least that many events are kept).
@@ -84,8 +113,13 @@ class FakeAPIServer:
         written carries it as the CA, so clients verify it). `realistic`: pods and nodes
         are stored padded as a real cluster's (managedFields, status, conditions; see
         realistic.py), so every list, get and watch event carries a real object's size.
+        `disruption_controller`: keep PodDisruptionBudgets' status as kube's controller does
+        (see the module docstring). `clock`: the wall time of evictions and budget status
+        (a ManualClock lets a test pass kube's 2-minute DeletionTimeout).
         """
         self.store = Store(history_size)
+        self.clock: Clock = clock or SystemClock()
+        self.disruption = DisruptionController(self.store, self.clock.wall) if disruption_controller else None
         self.tls = tls
         self.realistic = realistic
         self._cert: ServingCert | None = None
@@ -106,6 +140,7 @@ class FakeAPIServer:
         self._tokens: dict[str, JsonObj] = {}
         self._authenticate = False  # require_authentication()
         self._grants: set[tuple[str, str, str]] = set()  # (user or "group:NAME", path, verb)
+        self._rbac: frozenset[tuple[str, str, str]] | None = None  # enforce_rbac(): (group, resource, verb)
         self._hanging = False  # a "hang" outage: requests are held, unanswered
         self._refusing = False  # a "refuse" outage: a request that slips in is closed unanswered
         self._release = threading.Event()  # set to close the connections of held requests
@@ -325,6 +360,20 @@ class FakeAPIServer:
         """Bind a pod as POST pods/binding does; 409 StatusError if already bound."""
         return copy.deepcopy(self.store.bind(namespace, name, node))
 
+    def evict(self, namespace: str, name: str, body: JsonObj | None = None, dry_run: str = "") -> None:
+        """Evict a pod as POST pods/NAME/eviction with `body` (default: a bare policy/v1 Eviction)
+        and the dryRun parameter `dry_run`; StatusError (429, 500, 404, 409, ...) as kube refuses."""
+        eviction = body if body is not None else {"metadata": {"name": name, "namespace": namespace}}
+        evict_pod(
+            self.store,
+            namespace,
+            name,
+            eviction,
+            dry_run=dry_run,
+            now=self.clock.wall(),
+            controller=self.disruption,
+        )
+
     def compact(self) -> None:
         """Drop the watch history: watches from any older resourceVersion now get 410 Expired."""
         self.store.compact()
@@ -376,6 +425,32 @@ class FakeAPIServer:
         `path`, `verb`) are allowed from now on; a path ending in "*" is a prefix, as in RBAC."""
         with self._lock:
             self._grants.add((f"group:{user}" if group else user, path, verb))
+
+    def enforce_rbac(self, rules: Iterable[tuple[str, str, str]] | None) -> None:
+        """From now on a resource request is answered 403 Forbidden unless one of `rules`,
+        (api group, resource or "resource/subresource", verb) as RBAC names them, allows it;
+        None allows every request again (the default).  Namespaces and resource names are not
+        checked, and every caller has the same rules."""
+        with self._lock:
+            self._rbac = None if rules is None else frozenset(rules)
+
+    def forbidden(self, request: RecordedRequest, name: str, authorization: str) -> StatusError | None:
+        """Called by the handler for every resource request: the 403 RBAC would answer, or None."""
+        resource = f"{request.resource}/{request.subresource}" if request.subresource else request.resource
+        with self._lock:
+            if self._rbac is None or (request.api_group, resource, request.verb) in self._rbac:
+                return None
+            token = authorization.partition(" ")[2].strip()
+            user = str((self._tokens.get(token) or {}).get("username") or "system:anonymous")
+        scope = f'in the namespace "{request.namespace}"' if request.namespace else "at the cluster scope"
+        why = (
+            f'User "{user}" cannot {request.verb} resource "{resource}" in API group '
+            f'"{request.api_group}" {scope}'
+        )
+        qualified = f"{request.resource}.{request.api_group}" if request.api_group else request.resource
+        what = f'{qualified} "{name}"' if name else qualified
+        details = {"name": name, "group": request.api_group, "kind": request.resource}
+        return StatusError(403, "Forbidden", f"{what} is forbidden: {why}", details)
 
     def review_token(self, body: JsonObj) -> JsonObj:
         token = str(((body.get("spec") or {}).get("token")) or "")

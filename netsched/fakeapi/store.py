@@ -7,11 +7,17 @@ compacted, selector transitions in watches) can be read in one place.
 Stored objects are never mutated after they are stored: every write builds a new
 top-level dict and a new metadata dict. That lets the HTTP layer serialise
 objects and write them to sockets after releasing the lock.
+
+The lock is reentrant: `atomic()` holds it across several reads and writes (an
+eviction reads a pod and its budgets, charges a budget and deletes the pod as
+one step), and reactors (`on_commit`) run under it after each write, writing
+through the same methods (the disruption controller keeps budgets' status).
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import copy
 import itertools
 import json
@@ -19,7 +25,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,7 +148,7 @@ class Store:
     """Thread-safe object store with a global resourceVersion and a bounded watch history."""
 
     def __init__(self, history_size: int = 100_000) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._objects: dict[str, dict[tuple[str, str], JsonObj]] = {rt.key: {} for rt in RESOURCES}
         self._watchers: dict[str, set[Watcher]] = {rt.key: set() for rt in RESOURCES}
         self._rv = 0
@@ -151,11 +157,25 @@ class Store:
         # Every event with rv > _floor is still in _history; older resourceVersions get 410.
         self._floor = 0
         self._names = itertools.count(1)
+        self._reactors: list[Callable[[WatchEvent], None]] = []
+        self._reacting = False
 
     @property
     def resource_version(self) -> int:
         with self._lock:
             return self._rv
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Hold the lock across several calls: nothing else reads or writes meanwhile."""
+        with self._lock:
+            yield
+
+    def on_commit(self, reactor: Callable[[WatchEvent], None]) -> None:
+        """Call `reactor(event)` after every write, under the lock, before the writer returns;
+        the writes a reactor makes do not call reactors again."""
+        with self._lock:
+            self._reactors.append(reactor)
 
     # --- reads ---------------------------------------------------------------
 
@@ -199,6 +219,8 @@ class Store:
         meta.pop("resourceVersion", None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
+        if rt.generation:
+            meta["generation"] = 1
         obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
         _apply_defaults(rt, obj)
         with self._lock:
@@ -239,6 +261,9 @@ class Store:
             for kept in ("name", "namespace", "uid", "creationTimestamp"):
                 if kept in old_meta:
                     meta[kept] = old_meta[kept]
+            if rt.generation:
+                spec_changed = obj.get("spec") != current.get("spec")
+                meta["generation"] = int(old_meta.get("generation") or 1) + (1 if spec_changed else 0)
             obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
             self._commit(rt, MODIFIED, obj, current)
         return obj
@@ -339,6 +364,13 @@ class Store:
             del self._history[:drop]
         for watcher in self._watchers[rt.key]:
             watcher.queue.put(event)
+        if self._reactors and not self._reacting:
+            self._reacting = True
+            try:
+                for react in self._reactors:
+                    react(event)
+            finally:
+                self._reacting = False
 
     # --- watches -------------------------------------------------------------
 

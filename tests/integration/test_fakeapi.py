@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -615,3 +616,108 @@ def test_health_version_and_kubeconfig(server: FakeAPIServer, api_client: client
             assert resp.read() == b"ok"
     assert client.VersionApi(api_client).get_code().major == "1"
     assert api_client.configuration.host == server.url
+
+
+# --- pods/eviction (kube's eviction handler; the budget rules are tested in
+# tests/unit/test_disruption_budgets.py, KubeAPI.evict in test_eviction_http.py) ----------------
+
+
+def eviction(name: str, **delete_options: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": NS},
+        "deleteOptions": delete_options,
+    }
+
+
+def post(server: FakeAPIServer, path: str, body: object) -> tuple[int, dict[str, str], dict[str, Any]]:
+    request = urllib.request.Request(
+        server.url + path, json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as resp:
+            return resp.status, dict(resp.headers), json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), json.loads(e.read())
+
+
+def test_the_official_client_evicts(server: FakeAPIServer, core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod(NS, pod("p", node="n1"))
+    resp = core.create_namespaced_pod_eviction(
+        "p",
+        NS,
+        client.V1Eviction(metadata=client.V1ObjectMeta(name="p", namespace=NS)),
+        _preload_content=False,
+    )
+    assert resp.status == 201
+    assert json.loads(resp.data) == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": 201,
+    }
+    assert server.list("pods") == []
+    assert RecordedRequest("create", "", "pods", "eviction", NS) in server.requests
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "message"),
+    [
+        (
+            "/api/v1/namespaces/default/pods/p/eviction",
+            eviction("q"),
+            "name in URL does not match name in Eviction object",
+        ),
+        (
+            "/api/v1/namespaces/default/pods/p/eviction",
+            {"kind": "Pod", "metadata": {"name": "p"}},
+            "not a Eviction object",
+        ),
+        (
+            "/api/v1/namespaces/default/pods/p/eviction?dryRun=All",
+            eviction("p", dryRun=["Bogus"]),
+            "Non-matching dry-run options in request and content: ['All'] and ['Bogus']",
+        ),
+        (
+            "/api/v1/namespaces/default/pods/p/eviction",
+            eviction("p", dryRun=["Bogus"]),
+            "Invalid dry run value",
+        ),
+    ],
+)
+def test_a_malformed_eviction_is_a_400(server: FakeAPIServer, path: str, body: object, message: str) -> None:
+    server.create("pods", pod("p", node="n1"))
+    code, _, status = post(server, path, body)
+    assert (code, status["reason"]) == (400, "BadRequest")
+    assert message in status["message"]
+    assert len(server.list("pods")) == 1
+
+
+def test_a_budgets_retry_after_travels_as_a_header(server: FakeAPIServer) -> None:
+    server.create("pods", {**pod("p", {"app": "web"}, node="n1"), "status": {"phase": "Running"}})
+    budget = {
+        "metadata": {"name": "web"},
+        "spec": {"minAvailable": 0, "selector": {"matchLabels": {"app": "web"}}},
+    }
+    server.create("poddisruptionbudgets", budget)  # generation 1, never observed: no status
+    code, headers, status = post(server, "/api/v1/namespaces/default/pods/p/eviction", eviction("p"))
+    assert (code, headers.get("Retry-After"), status["details"]["retryAfterSeconds"]) == (429, "10", 10)
+    server.patch(
+        "poddisruptionbudgets", "web", {"status": {"observedGeneration": 1, "disruptionsAllowed": 0}}
+    )
+    code, headers, status = post(server, "/api/v1/namespaces/default/pods/p/eviction", eviction("p"))
+    assert (code, "Retry-After" in headers, "retryAfterSeconds" in status["details"]) == (429, False, False)
+    with pytest.raises(StatusError) as refused:
+        server.evict(NS, "p")  # the hook answers as the request does
+    assert refused.value.code == 429
+    code, _, status = post(server, "/api/v1/namespaces/default/pods/p/eviction?dryRun=All", eviction("p"))
+    assert code == 429
+
+
+def test_only_create_is_served_on_eviction(server: FakeAPIServer) -> None:
+    server.create("pods", pod("p"))
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(server.url + "/api/v1/namespaces/default/pods/p/eviction", timeout=5)
+    assert e.value.code == 405
