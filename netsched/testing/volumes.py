@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from netsched.fakeapi import FakeAPIServer
 from netsched.framework.types import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE
+from netsched.testing.controllers import StoreController
 
 PVS = "persistentvolumes"
 PVCS = "persistentvolumeclaims"
@@ -231,7 +233,7 @@ def provision(claim: Obj, name: str, node_labels: Mapping[str, str], *, key: str
     return out
 
 
-class FakePVController:
+class FakePVController(StoreController):
     """The PV controller and an external provisioner, for a FakeAPIServer (nothing else runs them).
 
     It watches claims and volumes through the server's store (no HTTP): a claim
@@ -241,50 +243,18 @@ class FakePVController:
     PreBind's timeout).  Use as a context manager.
     """
 
-    def __init__(self, server: Any, *, provision: bool = True, bind: bool = True) -> None:
-        from netsched.fakeapi.resources import resolve_resource
-        from netsched.fakeapi.selection import match_all
-
-        self.server = server
+    def __init__(self, server: FakeAPIServer, *, provision: bool = True, bind: bool = True) -> None:
+        super().__init__(server, (PVCS, PVS), "fake-pv-controller")
         self.provision, self.bind = provision, bind
         self.provisioned: list[str] = []
-        self._watchers = [
-            server.store.watch(resolve_resource(key), None, match_all, None) for key in (PVCS, PVS)
-        ]
-        self._stop = False
-        self._threads: list[Any] = []
 
-    def __enter__(self) -> FakePVController:
-        import threading
-
-        for w in self._watchers:
-            t = threading.Thread(target=self._run, args=(w,), name="fake-pv-controller", daemon=True)
-            t.start()
-            self._threads.append(t)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop = True
-        for w in self._watchers:
-            self.server.store.unwatch(w)
-            w.queue.put(None)
-        for t in self._threads:
-            t.join(timeout=5)
-
-    def _run(self, watcher: Any) -> None:
-        while not self._stop:
-            event = watcher.queue.get()
-            if event is None:
-                return
-            if event.type == "DELETED":
-                continue
-            try:
-                if event.key == PVCS:
-                    self._on_claim(event.obj)
-                else:
-                    self._on_volume(event.obj)
-            except Exception:  # the object changed under us: the next event retries
-                continue
+    def handle(self, key: str, event_type: str, obj: Obj) -> None:
+        if event_type == "DELETED":
+            return
+        if key == PVCS:
+            self._on_claim(obj)
+        else:
+            self._on_volume(obj)
 
     def _on_claim(self, claim: Obj) -> None:
         meta, spec = claim["metadata"], claim.get("spec") or {}
