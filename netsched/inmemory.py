@@ -22,15 +22,29 @@ from netsched.cache import ObjectStore
 from netsched.clock import Clock, ManualClock
 from netsched.config import SchedulerConfig
 from netsched.fakeapi.patch import merge_patch
+from netsched.framework.disruption import (
+    Budget,
+    BudgetPod,
+    EvictionOutcome,
+    budget_status,
+    controller_of,
+    plan_eviction,
+    precondition_refusal,
+    replica_set_scale,
+)
 from netsched.framework.extension_points import PluginFactory
+from netsched.framework.handle import PDBS_KEY
 from netsched.framework.runtime import Framework
 from netsched.framework.types import NodeInfo, ObjectRef, PodInfo
-from netsched.kube.errors import NotFound
+from netsched.kube.errors import ApiError, NotFound, from_status
+from netsched.kube.eviction import accepted, outcome_of
 from netsched.kube.resources import Resource
 from netsched.observability.metrics import SchedulerMetrics
 
 if TYPE_CHECKING:
     from netsched.metrics import MetricsHub
+
+REPLICASETS_KEY = "apps/replicasets"  # the controllers whose scale budgets read (add_object)
 
 
 @dataclass
@@ -50,7 +64,7 @@ class MemoryAPI:
     synchronous: bool = False
     fail_bind: BaseException | None = None
     record: bool = True
-    calls: list[tuple[str, str, str]] = field(default_factory=list)  # (bind|delete|nominate, pod, node)
+    calls: list[tuple[str, str, str]] = field(default_factory=list)  # (bind|delete|evict|nominate, pod, node)
     conditions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (pod, condition)
     annotations: list[tuple[str, dict[str, str | None]]] = field(default_factory=list)
     patches: list[tuple[str, str, str, dict[str, Any]]] = field(
@@ -69,6 +83,22 @@ class MemoryAPI:
             self.calls.append(("delete", pod.key, ""))
         if self.cluster is not None:
             self.cluster.delete_pod(pod)
+
+    def evict(self, pod: PodInfo, *, dry_run: bool = False) -> EvictionOutcome:
+        """Recorded as ("evict", pod, "dryRun" or ""); with a cluster, evicted there as the API
+        server would (InMemoryCluster.evict), else accepted."""
+        if self.record:
+            self.calls.append(("evict", pod.key, "dryRun" if dry_run else ""))
+        if self.cluster is None:
+            return accepted(dry_run)
+        try:
+            self.cluster.evict(pod, dry_run=dry_run)
+        except ApiError as e:
+            outcome = outcome_of(e)
+            if outcome is None:
+                raise
+            return outcome
+        return accepted(dry_run)
 
     def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:
         if self.record:
@@ -205,6 +235,41 @@ class InMemoryCluster:
         for fn in self.on_deleted:
             fn(pod)
 
+    def evict(self, pod: PodInfo, *, dry_run: bool = False) -> None:
+        """Evict `pod` (this very one: its uid) as the API server's pods/eviction would, raising
+        the same errors (a budget's 429, 404, 409, ...), with netsched.framework.disruption's
+        rules.  In memory there is no kubelet and no controller lag: a bound pod is Running and
+        Ready, and budgets' status is computed afresh from the pods (expectedPods from the
+        "apps/replicasets" objects added with add_object) before the eviction is decided; the
+        budget charged keeps that status, decremented, until the next eviction recomputes it."""
+        current = self.handlers.pods_in_namespace(pod.namespace)
+        found = next((p for p in current if p.name == pod.name), None)
+        if found is None:
+            raise NotFound(
+                404, "NotFound", f'pods "{pod.name}" not found', details={"name": pod.name, "kind": "pods"}
+            )
+        pods = [_budget_pod(p) for p in current]
+        target = _budget_pod(found)
+        now = self.clock.wall()
+        refusal = precondition_refusal(target, {"uid": pod.uid} if pod.uid else {})
+        plan = None
+        if refusal is None:
+            scale = replica_set_scale(lambda ns, name: self.objects.get(REPLICASETS_KEY, ns, name))
+            budgets = []
+            for raw in self.objects.list(PDBS_KEY, pod.namespace):
+                budget = Budget.from_raw(raw)
+                status = budget_status(budget, pods, scale, now)
+                budgets.append(Budget.from_raw({**raw, "status": status}))
+            plan = plan_eviction(target, budgets, now)
+            refusal = plan.refusal
+        if refusal is not None:
+            raise from_status(refusal.status())
+        if dry_run or plan is None:
+            return
+        if plan.budget is not None and plan.status is not None:
+            self.objects.apply(PDBS_KEY, "MODIFIED", {**plan.budget.raw, "status": plan.status})
+        self.delete_pod(found)
+
     def nodes(self) -> list[NodeInfo]:
         return self.cache.nodes()
 
@@ -236,3 +301,20 @@ class InMemoryCluster:
 
     def pending(self) -> dict[str, int]:
         return self.queue.counts()
+
+
+def _budget_pod(pod: PodInfo) -> BudgetPod:
+    """What the budget rules read of a pod in memory, where binding is running: a bound pod is
+    Running and Ready (unless it is terminal or being deleted), an unbound one Pending."""
+    terminal = pod.phase in ("Succeeded", "Failed")
+    return BudgetPod(
+        namespace=pod.namespace,
+        name=pod.name,
+        uid=pod.uid,
+        resource_version=pod.resource_version,
+        labels=pod.labels,
+        phase=pod.phase if terminal or not pod.node_name else "Running",
+        ready=bool(pod.node_name) and not terminal and not pod.deleting,
+        deleting=pod.deleting,
+        controller=controller_of(pod.raw),
+    )

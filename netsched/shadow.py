@@ -8,7 +8,7 @@ scheduler binds the pod, the two choices are compared and counted
 (netsched_shadow_placements_total{agrees="true"|"false"}).
 
 Every write the framework would make goes through DryRunAPI, which sends
-nothing: no binding, no preemption deletes, no status or events.  The
+nothing: no binding, no preemption deletes, no evictions, no status or events.  The
 predicted pod stays assumed on its node until the real binding is seen, so
 the next decisions account for it, as they would in production.
 """
@@ -20,6 +20,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from netsched.framework.disruption import EvictionOutcome, EvictionResult
 from netsched.framework.seams import ClusterAPI
 from netsched.framework.types import ObjectRef, PodInfo
 from netsched.kube.resources import Resource
@@ -55,6 +56,7 @@ class DryRunAPI:
         self.agreed = 0
         self.disagreed = 0
         self.would_delete: list[str] = []
+        self.would_evict: list[str] = []
         self.would_patch: list[tuple[str, str, dict[str, Any]]] = []
 
     def bind(self, pod: PodInfo, node_name: str) -> None:
@@ -72,6 +74,14 @@ class DryRunAPI:
         with self._lock:
             self.would_delete.append(pod.key)
         log.info("Shadow: would preempt (delete) pod pod=%s", pod.key)
+
+    def evict(self, pod: PodInfo, *, dry_run: bool = False) -> EvictionOutcome:
+        """Recorded, never sent: a shadow scheduler moves none of the other scheduler's pods. The
+        outcome is WOULD_EVICT (no budget is asked: that would be a request)."""
+        with self._lock:
+            self.would_evict.append(pod.key)
+        log.info("Shadow: would evict pod pod=%s", pod.key)
+        return EvictionOutcome(EvictionResult.WOULD_EVICT)
 
     def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:
         return None

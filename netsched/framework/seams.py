@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from netsched.clock import Clock
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.diagnosis import Diagnosis
+from netsched.framework.disruption import EvictionOutcome
 from netsched.framework.shared import ServiceKey
 from netsched.framework.snapshot import IntArray, Snapshot
 from netsched.framework.status import Status
@@ -138,6 +139,14 @@ class ClusterAPI(Protocol):
 
     def delete_pod(self, pod: PodInfo, grace_period_seconds: int | None = None) -> None:
         """Delete the pod (preemption); already gone, or replaced by a namesake, counts as done."""
+        ...
+
+    def evict(self, pod: PodInfo, *, dry_run: bool = False) -> EvictionOutcome:
+        """Evict the pod through the Eviction API (policy/v1, pods/eviction), never a delete: its
+        PodDisruptionBudget decides. Only this very pod (its uid) is evicted. The outcome says
+        EVICTED, REFUSED by a budget (retry in a later round; never forced), GONE or CONFLICT
+        (another pod has the name now); `dry_run` evicts nothing (WOULD_EVICT when it would
+        go ahead). Other failures raise netsched.kube.errors.ApiError subclasses."""
         ...
 
     def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:

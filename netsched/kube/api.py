@@ -1,4 +1,4 @@
-"""The scheduler's requests to the API server: bind, delete, status patches, list and watch.
+"""The scheduler's requests to the API server: bind, delete, evict, status patches, list and watch.
 
 `KubeAPI` implements framework.seams.ClusterAPI (what plugins may ask
 for) plus the writes the scheduler itself makes and the list/watch its
@@ -28,9 +28,11 @@ from typing import Any
 from urllib.parse import quote
 
 from netsched.clock import Clock, SystemClock, rfc3339
+from netsched.framework.disruption import EvictionOutcome
 from netsched.framework.types import PodInfo
 from netsched.kube.client import JSON, JsonObj, KubeClient
-from netsched.kube.errors import Conflict, Gone, NotFound
+from netsched.kube.errors import ApiError, Conflict, Gone, NotFound
+from netsched.kube.eviction import accepted, eviction_body, outcome_of
 from netsched.kube.reflector import (
     EventHandler,
     ExponentialBackoff,
@@ -143,6 +145,32 @@ class KubeAPI:
             log.debug("Pod to delete is already gone pod=%s", pod.key)
         except Conflict:
             log.debug("Pod to delete was replaced by a namesake pod=%s uid=%s", pod.key, pod.uid)
+
+    def evict(self, pod: PodInfo, *, dry_run: bool = False) -> EvictionOutcome:
+        """POST a policy/v1 Eviction to pods/NAME/eviction (RBAC: create on pods/eviction) with
+        the pod's uid as a precondition; `dry_run` asks the server to check it and change nothing.
+
+        A PodDisruptionBudget's refusal (429) comes back as REFUSED and is not repeated here:
+        the caller tries again later. Transient failures (a 429 without a budget cause, 5xx,
+        timeouts) are retried as every request is; a retry that finds the pod gone after an
+        unanswered first attempt reports GONE, though that attempt may have been the eviction.
+        Other errors are raised (Forbidden when RBAC does not allow evictions).
+        """
+        path = _pod_path(pod.namespace, pod.name, "eviction")
+        try:
+            self._client.request(
+                "create", "pods/eviction", "POST", path, body=eviction_body(pod, dry_run=dry_run)
+            )
+        except ApiError as e:
+            outcome = outcome_of(e)
+            if outcome is None:
+                raise
+            log.debug(
+                "Eviction not done pod=%s result=%s message=%s", pod.key, outcome.result.value, e.message
+            )
+            return outcome
+        log.debug("Evicted pod pod=%s dryRun=%s", pod.key, dry_run)
+        return accepted(dry_run)
 
     def set_nominated_node_name(self, pod: PodInfo, node_name: str) -> None:
         """Merge-patch status.nominatedNodeName; "" clears it."""

@@ -3,8 +3,8 @@
 The scheduler runs against the fake API server through a scenario that
 exercises every path that talks to the API (list/watch, binding, events and
 their series, status patches, preemption, PDBs, leader election, the core/v1
-events fallback, and gang scheduling: PodGroups listed and watched, their status
-patched, events about them) while the server records each request as an RBAC
+events fallback, gang scheduling: PodGroups listed and watched, their status
+patched, events about them, and an eviction) while the server records each request as an RBAC
 (group, resource, verb).  The recorded set must be granted by deploy/ plus the
 optional Coscheduling component, and every grant must be used, except a short
 list of rare paths named below with the code that needs them.  Without the
@@ -23,6 +23,8 @@ import pytest
 
 from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
+from netsched.framework import EvictionResult
+from netsched.framework.parse import parse_pod
 from netsched.kube import KubeAPI, build_api_client
 from netsched.serve import start_election, start_secure_server
 from netsched.testing.builders import make_node, make_pod
@@ -87,10 +89,11 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
     registry = build_registry()
     cfg = load_config(CONFIG, registry)
     client = build_api_client(str(kubeconfig), qps=500, burst=1000, pool_size=24)
+    api = KubeAPI(client)
     app = SchedulerApp(
         cfg,
         registry,
-        KubeAPI(client),
+        api,
         options=AppOptions(
             watch_timeout=5,
             secure=delegating_serving(kubeconfig, tmp_path / "certs"),
@@ -198,6 +201,10 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
                 timeout=20,
                 what="volume pods bound",
             )
+        # An eviction (create on pods/eviction), through the app's own KubeAPI.evict: called
+        # here until the rebalancer, its production caller, runs in this scenario.
+        evicted = api.evict(parse_pod(server.get("pods", "uses-static")))
+        assert evicted.result is EvictionResult.EVICTED
         # Let a renewal happen.
         time.sleep(1.2)
     finally:

@@ -39,6 +39,7 @@ EXPECTED_CLUSTER_RULES = {
     ("", "pods", "watch"),
     ("", "pods", "delete"),
     ("", "pods/binding", "create"),
+    ("", "pods/eviction", "create"),
     ("", "pods/status", "patch"),
     ("", "events", "create"),
     ("", "events", "patch"),
