@@ -10,6 +10,20 @@ but synchronously: a store reactor recomputes the budgets a write concerns (a po
 deleted, relabelled or become Ready; a budget or ReplicaSet written) before the write
 returns, so a test never waits for it. It is on with FakeAPIServer(disruption_controller=True);
 without it, budgets keep the status a test writes, and evictions read and charge that.
+
+Where this differs from kube, on purpose:
+- No lag: kube's controller catches up within a second or so, this one before the write
+  returns (and before an eviction is decided, for the DeletionTimeout to pass with the clock).
+  It recomputes every budget a pod write concerns, before and after a relabelling (kube only
+  the first budget of the pod's new labels), and every budget of the namespace when a
+  ReplicaSet changes (kube does not watch them and sees a new scale at the next pod event).
+- expectedPods counts ReplicaSets' spec.replicas only (the one controller kind served): a pod
+  whose controller is a Deployment's ReplicaSet counts with the ReplicaSet, a StatefulSet's or
+  any other kind's fails the sync (SyncFailed, no disruption allowed), as a kind kube cannot
+  find does.  No Events (NoPods, UnmanagedPods, NotDeleted) are written.
+- deleteOptions.preconditions are checked before the budget is charged (kube charges it, then
+  fails the delete and leaves the charge until its DeletionTimeout).
+- The pod is deleted at once, as every delete in the fake (no graceful termination).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Everything netsched says to the Kubernetes API server, and the only code importing `kubernetes`.
 
     client = build_api_client(kubeconfig="~/.kube/config", qps=50, burst=100)
-    api = KubeAPI(client)                         # ClusterAPI: bind, delete_pod, status patches
+    api = KubeAPI(client)                         # ClusterAPI: bind, delete_pod, evict, status patches
     pods = api.reflector(PODS, on_event).start()  # raw-JSON list + watch in a daemon thread
     events = new_event_broadcaster(client)        # its own client, rate budget and writers, shared by all profiles
     recorder = events.new_recorder("netsched")    # a KubeEventRecorder: the framework's EventRecorder

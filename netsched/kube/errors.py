@@ -3,7 +3,9 @@
 The official client raises ApiException subclasses with the HTTP status and the
 raw body; the transport raises urllib3 and socket errors. Callers care about a
 few meanings instead: the object is gone (NotFound), someone else won
-(Conflict), the request may succeed if repeated (is_transient). `from_exception`
+(Conflict), the request may succeed if repeated (is_transient), a
+PodDisruptionBudget refused an eviction (DisruptionBudgetRefusal: a 429 that no
+repeat cures now, unlike throttling). `from_exception`
 turns any of those low-level errors into one of the classes below; use it as
 `raise from_exception(e) from e` so the original stays attached.
 """
