@@ -128,8 +128,10 @@ def evict(
             plan = plan_eviction(pod, budgets, now)
             refusal = plan.refusal
         if refusal is not None:
-            status = refusal.status()
-            raise StatusError(status["code"], status["reason"], status["message"], status.get("details"))
+            details = refusal.status().get("details")
+            raise StatusError(
+                refusal.code, refusal.reason, refusal.message, details if isinstance(details, dict) else None
+            )
         if dry:
             return
         if plan.budget is not None and plan.status is not None:

@@ -31,6 +31,7 @@ from typing import Any
 
 from netsched.fakeapi.resources import NAMESPACES, PODS, RESOURCES, ResourceType
 from netsched.fakeapi.selection import Matcher, match_all
+from netsched.kube.errors import failure_status
 
 JsonObj = dict[str, Any]
 
@@ -47,19 +48,8 @@ class StatusError(Exception):
         self.message = message
         self.details = details
 
-    def status(self) -> JsonObj:
-        body: JsonObj = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
-        if self.details is not None:
-            body["details"] = self.details
-        return body
+    def status(self) -> dict[str, object]:
+        return failure_status(self.code, self.reason, self.message, self.details)
 
 
 def not_found(rt: ResourceType, name: str) -> StatusError:

@@ -36,7 +36,7 @@ from typing import Any
 from netsched.clock import rfc3339
 from netsched.framework.parse import PodParseError, parse_label_selector
 from netsched.framework.selectors import LabelSelector
-from netsched.kube.errors import DISRUPTION_BUDGET_CAUSE, MULTIPLE_BUDGETS_MESSAGE
+from netsched.kube.errors import DISRUPTION_BUDGET_CAUSE, MULTIPLE_BUDGETS_MESSAGE, failure_status
 
 JsonObj = Mapping[str, Any]
 
@@ -367,24 +367,13 @@ class Refusal:
     retry_after: int = 0
     details: Mapping[str, Any] = field(default_factory=dict)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> dict[str, object]:
         details: dict[str, Any] = dict(self.details)
         if self.causes:
             details["causes"] = [{"type": DISRUPTION_BUDGET_CAUSE, "message": m} for m in self.causes]
         if self.retry_after:
             details["retryAfterSeconds"] = self.retry_after
-        out: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
-        if details:
-            out["details"] = details
-        return out
+        return failure_status(self.code, self.reason, self.message, details or None)
 
 
 @dataclass(frozen=True, slots=True)

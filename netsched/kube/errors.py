@@ -161,6 +161,25 @@ def error_for_status(
     return cls(status, reason, message, retry_after=retry_after, details=details)
 
 
+def failure_status(
+    code: int, reason: str, message: str, details: Mapping[str, object] | None = None
+) -> dict[str, object]:
+    """The metav1.Status body of a failed request, as the API server writes it (`from_status`
+    reads it back)."""
+    body: dict[str, object] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details is not None:
+        body["details"] = dict(details)
+    return body
+
+
 def _causes(details: Mapping[str, object] | None, cause_type: str) -> list[Mapping[str, object]]:
     """The metav1.StatusCause entries of `details` of one type."""
     causes = (details or {}).get("causes")
@@ -310,6 +329,7 @@ __all__ = [
     "Transient",
     "Unauthorized",
     "error_for_status",
+    "failure_status",
     "from_exception",
     "from_response",
     "from_status",

@@ -273,11 +273,13 @@ def test_an_evicted_pod_comes_back_and_its_budget_with_it(
     it, and the budget is back at 1 once the kubelet reports it Ready, not before."""
     for i in range(3):
         server.create("nodes", make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods="20").obj())
+    # The kubelet makes every pod Ready until the test holds back the pods made after the
+    # first three were Ready (the replacement), by uid: the hold is decided before any of them exists.
     original: set[str] = set()
-    kubelet_ready = {"all": False}
+    hold = {"new": False}
 
     def ready(pod: dict[str, Any]) -> bool:
-        return kubelet_ready["all"] or pod["metadata"]["name"] in original
+        return not hold["new"] or pod["metadata"]["uid"] in original
 
     template = make_pod("t").scheduler("netsched").label("app", "web").req(cpu="100m").obj()
     rs = replica_set("web", template, replicas=3)
@@ -287,8 +289,9 @@ def test_an_evicted_pod_comes_back_and_its_budget_with_it(
         server.create("apps/replicasets", rs)
         server.create(PDB, pod_disruption_budget("web", {"app": "web"}, max_unavailable=1))
         wait_until(lambda: len(controller.created) == 3, what="three pods created")
-        original.update(key.split("/")[1] for key in controller.created)
         wait_until(lambda: status(server)["disruptionsAllowed"] == 1, what="three pods Ready")
+        original.update(p["metadata"]["uid"] for p in server.list("pods"))
+        hold["new"] = True
         victim, other = (parse_pod(p) for p in server.list("pods")[:2])
 
         assert api.evict(victim).result is EvictionResult.EVICTED
@@ -300,7 +303,7 @@ def test_an_evicted_pod_comes_back_and_its_budget_with_it(
             e.obj for e in drain(pod_events) if e.type == "ADDED" and e.obj["metadata"]["name"] == name
         )
         rs_now = server.get("apps/replicasets", rs["metadata"]["name"])
-        assert name.startswith(f"{rs['metadata']['name']}-") and name not in original
+        assert name.startswith(f"{rs['metadata']['name']}-") and made["metadata"]["uid"] not in original
         assert made["metadata"]["ownerReferences"] == [
             {
                 "apiVersion": "apps/v1",
@@ -322,7 +325,7 @@ def test_an_evicted_pod_comes_back_and_its_budget_with_it(
         assert (status(server)["disruptionsAllowed"], status(server)["currentHealthy"]) == (0, 2)
         assert api.evict(other).result is EvictionResult.REFUSED
 
-        kubelet_ready["all"] = True
+        hold["new"] = False
         kubelet.resync()
         wait_until(lambda: status(server)["disruptionsAllowed"] == 1, what="the budget restored")
         assert status(server)["currentHealthy"] == 3

@@ -35,6 +35,7 @@ from netsched.kube.errors import (
     from_status,
     is_transient,
 )
+from netsched.testing.workloads import pod_disruption_budget
 
 NOW = 1_700_000_000.0
 FOO_BAR = {"foo": "bar"}
@@ -43,26 +44,27 @@ RS = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-ui
 
 def budget(
     *,
-    min_available: object = None,
-    max_unavailable: object = None,
+    min_available: Any = None,
+    max_unavailable: Any = None,
     selector: object = None,
     status: dict[str, Any] | None = None,
     policy: str | None = None,
     generation: int = 1,
     name: str = "foobar",
 ) -> Budget:
-    spec: dict[str, Any] = {"selector": {"matchLabels": FOO_BAR} if selector is None else selector}
-    if min_available is not None:
-        spec["minAvailable"] = min_available
-    if max_unavailable is not None:
-        spec["maxUnavailable"] = max_unavailable
-    if policy is not None:
-        spec["unhealthyPodEvictionPolicy"] = policy
-    raw = {
-        "metadata": {"name": name, "namespace": "default", "generation": generation},
-        "spec": spec,
-        "status": {"observedGeneration": 1, **(status or {})},
-    }
+    """The kit's budget over foo=bar (or `selector` as the raw spec.selector), stored at
+    `generation` with a status observed at generation 1."""
+    raw = pod_disruption_budget(
+        name,
+        FOO_BAR,
+        min_available=min_available,
+        max_unavailable=max_unavailable,
+        unhealthy_pod_eviction_policy=policy,
+        status=status or {},
+    )
+    raw["metadata"]["generation"] = generation
+    if selector is not None:
+        raw["spec"]["selector"] = selector
     return Budget.from_raw(raw)
 
 
