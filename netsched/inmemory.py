@@ -44,8 +44,6 @@ from netsched.observability.metrics import SchedulerMetrics
 if TYPE_CHECKING:
     from netsched.metrics import MetricsHub
 
-REPLICASETS_KEY = "apps/replicasets"  # the controllers whose scale budgets read (add_object)
-
 
 @dataclass
 class MemoryAPI:
@@ -240,7 +238,7 @@ class InMemoryCluster:
         the same errors (a budget's 429, 404, 409, ...), with netsched.framework.disruption's
         rules.  In memory there is no kubelet and no controller lag: a bound pod is Running and
         Ready, and budgets' status is computed afresh from the pods (expectedPods from the
-        "apps/replicasets" objects added with add_object) before the eviction is decided; the
+        "apps/replicasets" and "apps/deployments" objects added with add_object) before the eviction is decided; the
         budget charged keeps that status, decremented, until the next eviction recomputes it."""
         current = self.handlers.pods_in_namespace(pod.namespace)
         found = next((p for p in current if p.name == pod.name), None)
@@ -254,7 +252,7 @@ class InMemoryCluster:
         refusal = precondition_refusal(target, {"uid": pod.uid} if pod.uid else {})
         plan = None
         if refusal is None:
-            scale = replica_set_scale(lambda ns, name: self.objects.get(REPLICASETS_KEY, ns, name))
+            scale = replica_set_scale(self.objects.get)
             budgets = []
             for raw in self.objects.list(PDBS_KEY, pod.namespace):
                 budget = Budget.from_raw(raw)

@@ -17,10 +17,10 @@ Where this differs from kube, on purpose:
   It recomputes every budget a pod write concerns, before and after a relabelling (kube only
   the first budget of the pod's new labels), and every budget of the namespace when a
   ReplicaSet changes (kube does not watch them and sees a new scale at the next pod event).
-- expectedPods counts ReplicaSets' spec.replicas only (the one controller kind served): a pod
-  whose controller is a Deployment's ReplicaSet counts with the ReplicaSet, a StatefulSet's or
-  any other kind's fails the sync (SyncFailed, no disruption allowed), as a kind kube cannot
-  find does.  No Events (NoPods, UnmanagedPods, NotDeleted) are written.
+- expectedPods reads ReplicaSets and Deployments only: a ReplicaSet a stored Deployment
+  controls counts with the Deployment's spec.replicas, as kube; one whose Deployment is not
+  stored counts with its own (kube fails the sync); a StatefulSet's pod or any other kind's
+  fails the sync (SyncFailed, no disruption allowed), as a kind kube cannot find does.  No Events (NoPods, UnmanagedPods, NotDeleted) are written.
 - deleteOptions.preconditions are checked before the budget is charged (kube charges it, then
   fails the delete and leaves the charge until its DeletionTimeout).
 - The pod is deleted at once, as every delete in the fake (no graceful termination).
@@ -32,9 +32,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from netsched.clock import rfc3339
-from netsched.fakeapi.resources import PDBS, PODS, REPLICASETS
+from netsched.fakeapi.resources import PDBS, PODS, REPLICASETS, resolve_resource
 from netsched.fakeapi.store import DELETED, JsonObj, StatusError, Store, WatchEvent
 from netsched.framework.disruption import (
+    DEPLOYMENTS_KEY,
     Budget,
     BudgetPod,
     budget_status,
@@ -59,12 +60,12 @@ class DisruptionController:
     def __init__(self, store: Store, wall: Callable[[], float]) -> None:
         self.store = store
         self.wall = wall
-        self._scale = replica_set_scale(self._replica_set)
+        self._scale = replica_set_scale(self._object)
         store.on_commit(self._react)
 
-    def _replica_set(self, namespace: str, name: str) -> JsonObj | None:
+    def _object(self, key: str, namespace: str, name: str) -> JsonObj | None:
         try:
-            return self.store.get(REPLICASETS, namespace, name)
+            return self.store.get(resolve_resource(key), namespace, name)
         except StatusError:
             return None
 
@@ -75,7 +76,7 @@ class DisruptionController:
             budgets = [b for b in self._budgets(namespace) if any(b.selects(p) for p in pods)]
         elif event.key == PDBS.key and event.type != DELETED:
             budgets = [Budget.from_raw(event.obj)]
-        elif event.key == REPLICASETS.key:
+        elif event.key in (REPLICASETS.key, DEPLOYMENTS_KEY):
             budgets = self._budgets(namespace)
         else:
             return

@@ -29,7 +29,7 @@ terminal and terminating pods go without a budget, unready ones under kube's
 unhealthyPodEvictionPolicy rules; dryRun=All checks and changes nothing.
 Budgets keep the status a test writes, unless FakeAPIServer(disruption_controller=True)
 keeps it as kube's disruption controller does, synchronously on every write
-(currentHealthy, desiredHealthy, expectedPods from ReplicaSets' spec.replicas,
+(currentHealthy, desiredHealthy, expectedPods from ReplicaSets' and Deployments' replicas,
 disruptionsAllowed, disruptedPods, observedGeneration, the DisruptionAllowed
 condition). Nothing makes pods Ready or recreates them: netsched.testing.workloads
 has a kubelet and a ReplicaSet controller for that.

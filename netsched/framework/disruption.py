@@ -218,25 +218,45 @@ def scaled_value(value: object, total: int, *, round_up: bool) -> int:
     return -(-share // 100) if round_up else share // 100
 
 
-# (the pod's controller ownerReference, namespace) -> that controller's spec.replicas, or None
-# when no such controller exists (kube's podControllerFinder).
-ScaleFinder = Callable[[JsonObj, str], int | None]
+# (the pod's controller ownerReference, namespace) -> (the uid of the controller whose scale
+# counts, its spec.replicas), or None when no such controller exists (kube's podControllerFinder).
+ScaleFinder = Callable[[JsonObj, str], tuple[str, int] | None]
+# (resource key, namespace, name) -> the object, or None.
+ObjectGetter = Callable[[str, str, str], JsonObj | None]
+REPLICASETS_KEY, DEPLOYMENTS_KEY = "apps/replicasets", "apps/deployments"
 
 
-def replica_set_scale(get: Callable[[str, str], JsonObj | None]) -> ScaleFinder:
-    """A ScaleFinder over ReplicaSets, `get(namespace, name)` reading one (None: none): the
-    only controller kind netsched's fake cluster and simulations keep.  A ReplicaSet counts with
-    its own spec.replicas (kube reads a Deployment's instead when one owns the ReplicaSet)."""
+def _owned(get: ObjectGetter, key: str, ref: JsonObj, namespace: str, kind: str) -> JsonObj | None:
+    """The object `ref` names when it is of `kind` (group apps or extensions) and its uid matches."""
+    group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+    if ref.get("kind") != kind or group not in ("apps", "extensions"):
+        return None
+    obj = get(key, namespace, str(ref.get("name") or ""))
+    if obj is None or (obj.get("metadata") or {}).get("uid") != ref.get("uid"):
+        return None
+    return obj
 
-    def find(ref: JsonObj, namespace: str) -> int | None:
-        group = str(ref.get("apiVersion") or "").rpartition("/")[0]
-        if ref.get("kind") != "ReplicaSet" or group not in ("apps", "extensions"):
+
+def _replicas(obj: JsonObj) -> int:
+    replicas = (obj.get("spec") or {}).get("replicas", 1)
+    return replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 1
+
+
+def replica_set_scale(get: ObjectGetter) -> ScaleFinder:
+    """A ScaleFinder over ReplicaSets and the Deployments that own them, `get` reading either
+    (the kinds netsched's fake cluster and simulations keep): as kube, a ReplicaSet a stored
+    Deployment controls counts with the Deployment's spec.replicas (once for all its
+    ReplicaSets), another with its own.  Unlike kube, a ReplicaSet whose Deployment is not
+    stored counts with its own too (kube finds no controller: the sync fails)."""
+
+    def find(ref: JsonObj, namespace: str) -> tuple[str, int] | None:
+        rs = _owned(get, REPLICASETS_KEY, ref, namespace, "ReplicaSet")
+        if rs is None:
             return None
-        rs = get(namespace, str(ref.get("name") or ""))
-        if rs is None or (rs.get("metadata") or {}).get("uid") != ref.get("uid"):
-            return None
-        replicas = (rs.get("spec") or {}).get("replicas", 1)
-        return replicas if isinstance(replicas, int) else 1
+        owner = controller_of(rs)
+        deployment = _owned(get, DEPLOYMENTS_KEY, owner, namespace, "Deployment") if owner else None
+        chosen = deployment if deployment is not None else rs
+        return str(chosen["metadata"]["uid"]), _replicas(chosen)
 
     return find
 
@@ -244,19 +264,19 @@ def replica_set_scale(get: Callable[[str, str], JsonObj | None]) -> ScaleFinder:
 def _expected_scale(pods: Sequence[BudgetPod], find_scale: ScaleFinder) -> int:
     """The sum of the scales of the pods' controllers, each counted once; pods without a
     controller are left out (kube's unmanaged pods); a controller not found fails the sync."""
-    scales: dict[str, int] = {}
+    found: dict[str, tuple[str, int]] = {}  # by the pods' controller uid
     for pod in pods:
         ref = pod.controller
         if ref is None:
             continue
         uid = str(ref.get("uid") or "")
-        if uid in scales:
+        if uid in found:
             continue
         scale = find_scale(ref, pod.namespace)
         if scale is None:
             raise BudgetError(f'found no controllers for pod "{pod.name}"')
-        scales[uid] = scale
-    return sum(scales.values())
+        found[uid] = scale
+    return sum(dict(found.values()).values())
 
 
 def expected_counts(budget: Budget, pods: Sequence[BudgetPod], find_scale: ScaleFinder) -> tuple[int, int]:
@@ -481,6 +501,8 @@ __all__ = [
     "plan_eviction",
     "pod_ready",
     "precondition_refusal",
+    "REPLICASETS_KEY",
+    "DEPLOYMENTS_KEY",
     "replica_set_scale",
     "scaled_value",
 ]

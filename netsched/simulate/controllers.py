@@ -34,12 +34,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from netsched.framework.disruption import REPLICASETS_KEY
 from netsched.framework.parse import parse_pod
 from netsched.inmemory import InMemoryCluster
 from netsched.simulate.timeline import RECREATE, Rollout
 from netsched.simulate.workloads import RESTARTED_AT, Deployment, owned_pod, template_hash
-
-REPLICASETS_KEY = "apps/replicasets"  # netsched.kube.resources' key form: group/plural
 
 
 @dataclass

@@ -51,7 +51,7 @@ def replica_set(
     e.g. make_pod("t").scheduler("netsched").req(cpu="100m").obj(); its name is not used):
     named "<deployment>-<hash>", selecting the template's labels (app=<deployment> when it has
     none) plus pod-template-hash, the hash of the template's spec unless `template_hash` is given.
-    It has no ownerReference: the fake serves no Deployments, and a budget counts its replicas."""
+    It has no ownerReference (no Deployment controller runs here): a budget counts its replicas."""
     meta = template.get("metadata") or {}
     spec = dict(template.get("spec") or {})
     spec.pop("nodeName", None)

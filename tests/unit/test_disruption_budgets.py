@@ -90,10 +90,11 @@ def pod(
 
 
 def scale_of(replicas: int | None) -> Any:
+    """A ScaleFinder that knows one ReplicaSet, uid rs-uid, of `replicas` (None: none)."""
     return replica_set_scale(
-        lambda ns, name: (
+        lambda key, ns, name: (
             None
-            if replicas is None
+            if replicas is None or key != "apps/replicasets"
             else {"metadata": {"name": name, "uid": "rs-uid"}, "spec": {"replicas": replicas}}
         )
     )
@@ -494,3 +495,42 @@ def test_preconditions(preconditions: dict[str, str], refused: str | None) -> No
         assert refusal is not None and refusal.code == 409
         assert refusal.message.startswith('Operation cannot be fulfilled on Pod "p": ')
         assert refused in refusal.message
+
+
+def test_a_deployments_replica_sets_count_with_the_deployments_scale() -> None:
+    """kube's getPodDeployment: in a rollout, the pods of the old and the new ReplicaSet count
+    the Deployment's replicas once; a ReplicaSet whose Deployment is not stored counts its own."""
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "web",
+        "uid": "d-uid",
+        "controller": True,
+    }
+    objects = {
+        ("apps/deployments", "web"): {"metadata": {"name": "web", "uid": "d-uid"}, "spec": {"replicas": 4}},
+        ("apps/replicasets", "old"): {
+            "metadata": {"uid": "old", "ownerReferences": [deployment]},
+            "spec": {"replicas": 3},
+        },
+        ("apps/replicasets", "new"): {
+            "metadata": {"uid": "new", "ownerReferences": [deployment]},
+            "spec": {"replicas": 2},
+        },
+        ("apps/replicasets", "solo"): {"metadata": {"uid": "solo"}, "spec": {"replicas": 5}},
+    }
+    find = replica_set_scale(lambda key, ns, name: objects.get((key, name)))
+
+    def owned_by(rs: str) -> dict[str, Any]:
+        return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": rs, "controller": True}
+
+    rollout = [
+        pod("a", owner=owned_by("old")),
+        pod("b", owner=owned_by("new")),
+        pod("c", owner=owned_by("new")),
+    ]
+    assert counts(budget_status(budget(max_unavailable=1), rollout, find, NOW)) == (0, 3, 3, 4)
+    del objects[("apps/deployments", "web")]
+    assert counts(budget_status(budget(max_unavailable=1), rollout, find, NOW)) == (0, 3, 4, 5)
+    alone = [pod(n, owner=owned_by("solo")) for n in "abcde"]
+    assert counts(budget_status(budget(max_unavailable="20%"), alone, find, NOW)) == (1, 5, 4, 5)

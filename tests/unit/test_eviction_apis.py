@@ -17,8 +17,9 @@ from netsched.app import build_registry
 from netsched.clock import ManualClock
 from netsched.config import load_config
 from netsched.framework import EvictionOutcome, EvictionResult, PodInfo
+from netsched.framework.disruption import REPLICASETS_KEY
 from netsched.framework.handle import PDBS_KEY
-from netsched.inmemory import REPLICASETS_KEY, InMemoryCluster, MemoryAPI
+from netsched.inmemory import InMemoryCluster, MemoryAPI
 from netsched.kube.errors import MultipleDisruptionBudgets
 from netsched.observability.metrics import SchedulerMetrics
 from netsched.shadow import DryRunAPI
