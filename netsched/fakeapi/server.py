@@ -34,10 +34,10 @@ disruptionsAllowed, disruptedPods, observedGeneration, the DisruptionAllowed
 condition). Nothing makes pods Ready or recreates them: netsched.testing.workloads
 has a kubelet and a ReplicaSet controller for that.
 
-RBAC: off by default (every request allowed); enforce_rbac(rules) answers 403
-Forbidden, with kube's message, to every resource request no (group,
-resource[/subresource], verb) rule allows (netsched.testing.rbac's
-rules_from_deploy gives deploy/'s).
+RBAC: off by default (every request allowed); authorize_requests() authorizes
+every resource request from the stored roles and bindings, as kube's RBAC
+authorizer (netsched.fakeapi.rbac), for the user of its bearer token, and
+answers 403 Forbidden with kube's message when nothing grants it.
 
 Tests drive it over HTTP through the official client or netsched.kube, and reach
 into it through plain thread-safe hooks: create/get/list/update/patch/delete/bind
@@ -69,7 +69,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -140,7 +140,7 @@ class FakeAPIServer:
         self._tokens: dict[str, JsonObj] = {}
         self._authenticate = False  # require_authentication()
         self._grants: set[tuple[str, str, str]] = set()  # (user or "group:NAME", path, verb)
-        self._rbac: frozenset[tuple[str, str, str]] | None = None  # enforce_rbac(): (group, resource, verb)
+        self._authorize = False  # authorize_requests(): RBAC from the stored roles and bindings
         self._hanging = False  # a "hang" outage: requests are held, unanswered
         self._refusing = False  # a "refuse" outage: a request that slips in is closed unanswered
         self._release = threading.Event()  # set to close the connections of held requests
@@ -282,9 +282,10 @@ class FakeAPIServer:
             raise RuntimeError("FakeAPIServer is not serving HTTPS")
         return Path(self._cert.cert_file).read_bytes()
 
-    def write_kubeconfig(self, path: str | Path) -> Path:
-        """Write a kubeconfig (no auth) that kubernetes.config.load_kube_config accepts; over
-        HTTPS it carries the server's certificate as certificate-authority-data.
+    def write_kubeconfig(self, path: str | Path, *, token: str = "") -> Path:
+        """Write a kubeconfig that kubernetes.config.load_kube_config accepts, with no auth or
+        with bearer `token`; over HTTPS it carries the server's certificate as
+        certificate-authority-data.
 
         JSON is valid YAML, so no YAML library is needed to write it.
         """
@@ -295,7 +296,7 @@ class FakeAPIServer:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "fake", "cluster": cluster}],
-            "users": [{"name": "fake", "user": {}}],
+            "users": [{"name": "fake", "user": {"token": token} if token else {}}],
             "contexts": [
                 {"name": "fake", "context": {"cluster": "fake", "user": "fake", "namespace": "default"}}
             ],
@@ -426,22 +427,39 @@ class FakeAPIServer:
         with self._lock:
             self._grants.add((f"group:{user}" if group else user, path, verb))
 
-    def enforce_rbac(self, rules: Iterable[tuple[str, str, str]] | None) -> None:
-        """From now on a resource request is answered 403 Forbidden unless one of `rules`,
-        (api group, resource or "resource/subresource", verb) as RBAC names them, allows it;
-        None allows every request again (the default).  Namespaces and resource names are not
-        checked, and every caller has the same rules."""
+    def authorize_requests(self, on: bool = True) -> None:
+        """From now on every resource request is authorized as kube's RBAC authorizer would,
+        from the roles and bindings stored here (netsched.fakeapi.rbac; apply deploy/ with
+        netsched.testing.kubectl), for the user its bearer token authenticates (add_token, or a
+        token serviceaccounts/token minted; system:anonymous without one): 403 Forbidden, with
+        kube's message, when nothing grants it.  Off by default (every request allowed).  The
+        built-in system: roles are not stored, so a binding to one grants nothing."""
         with self._lock:
-            self._rbac = None if rules is None else frozenset(rules)
+            self._authorize = on
 
     def forbidden(self, request: RecordedRequest, name: str, authorization: str) -> StatusError | None:
         """Called by the handler for every resource request: the 403 RBAC would answer, or None."""
-        resource = f"{request.resource}/{request.subresource}" if request.subresource else request.resource
+        token = authorization.partition(" ")[2].strip()
         with self._lock:
-            if self._rbac is None or (request.api_group, resource, request.verb) in self._rbac:
+            if not self._authorize:
                 return None
-            token = authorization.partition(" ")[2].strip()
-            user = str((self._tokens.get(token) or {}).get("username") or "system:anonymous")
+            known = self._tokens.get(token) or {
+                "username": "system:anonymous",
+                "groups": ["system:unauthenticated"],
+            }
+        user = str(known.get("username") or "")
+        attributes = {
+            "verb": request.verb,
+            "group": request.api_group,
+            "resource": request.resource,
+            "subresource": request.subresource,
+            "namespace": request.namespace,
+            "name": name,
+        }
+        spec = {"user": user, "groups": list(known.get("groups") or ()), "resourceAttributes": attributes}
+        if rbac.review(self.store, spec):
+            return None
+        resource = f"{request.resource}/{request.subresource}" if request.subresource else request.resource
         scope = f'in the namespace "{request.namespace}"' if request.namespace else "at the cluster scope"
         why = (
             f'User "{user}" cannot {request.verb} resource "{resource}" in API group '

@@ -22,7 +22,9 @@ from netsched.kube import Forbidden, KubeAPI, KubeClient, RetrySettings, build_a
 from netsched.kube.errors import MultipleDisruptionBudgets
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.fakeapi import FakeAPIServer, RecordedRequest
-from netsched.testing.rbac import rules_from_deploy
+from netsched.testing.kubectl import apply as kubectl_apply
+from netsched.testing.kubectl import create_token
+from netsched.testing.kustomize import load_kustomization
 from netsched.testing.wait import wait_until
 from netsched.testing.workloads import (
     FakeKubelet,
@@ -205,24 +207,39 @@ def test_a_dry_run_changes_nothing(server: FakeAPIServer, api: KubeAPI) -> None:
     assert api.evict(pods[1], dry_run=True).result is EvictionResult.REFUSED
 
 
-def test_rbac_create_on_pods_eviction_is_what_allows_an_eviction(server: FakeAPIServer, api: KubeAPI) -> None:
-    pods = [running(server, f"web-{i}") for i in range(2)]
-    granted = rules_from_deploy(DEPLOY)
-    assert ("", "pods/eviction", "create") in granted
-    server.enforce_rbac(granted - {("", "pods/eviction", "create")})
-    with pytest.raises(Forbidden) as e:
-        api.evict(pods[0])
-    assert e.value.message == (
-        'pods "web-0" is forbidden: User "system:anonymous" cannot create resource "pods/eviction" '
-        'in API group "" in the namespace "default"'
-    )
-    assert len(server.list("pods")) == 2
-    server.enforce_rbac(granted)
-    assert api.evict(pods[0]).result is EvictionResult.EVICTED
-    # A DELETE is not what evicts: deploy/ grants it for preemption, not for evictions.
-    server.enforce_rbac({("", "pods/eviction", "create")})
-    with pytest.raises(Forbidden):
-        api.get_pod("default", "web-1")
+def test_rbac_create_on_pods_eviction_is_what_allows_an_eviction(
+    server: FakeAPIServer, api: KubeAPI, client: KubeClient, tmp_path: Path
+) -> None:
+    """deploy/ applied as written, requests authorized by the fake as kube's RBAC would: netsched's
+    service account evicts through its ClusterRole's pods/eviction rule, and without that rule
+    it may not (its pods delete grant is not what evicts); an anonymous caller may not either."""
+    pods = [running(server, f"web-{i}") for i in range(3)]
+    for obj in load_kustomization(DEPLOY):
+        kubectl_apply(client, obj)
+    token = create_token(client, "netsched-system", "netsched")
+    server.authorize_requests()
+    kubeconfig = server.write_kubeconfig(tmp_path / "netsched-kubeconfig", token=token)
+    netsched = build_api_client(str(kubeconfig), retry=FAST_RETRY)
+    try:
+        as_netsched = KubeAPI(netsched)
+        assert as_netsched.evict(pods[0]).result is EvictionResult.EVICTED
+        role = server.get("rbac.authorization.k8s.io/clusterroles", "netsched")
+        rules = [r for r in role["rules"] if r.get("resources") != ["pods/eviction"]]
+        assert len(rules) == len(role["rules"]) - 1
+        server.update("rbac.authorization.k8s.io/clusterroles", {**role, "rules": rules})
+        with pytest.raises(Forbidden) as e:
+            as_netsched.evict(pods[1])
+        assert e.value.message == (
+            'pods "web-1" is forbidden: User "system:serviceaccount:netsched-system:netsched" cannot create '
+            'resource "pods/eviction" in API group "" in the namespace "default"'
+        )
+        as_netsched.delete_pod(pods[2])  # still allowed: the delete preemption uses
+    finally:
+        netsched.close()
+    with pytest.raises(Forbidden) as anonymous:
+        api.evict(pods[1])
+    assert 'User "system:anonymous" cannot create resource "pods/eviction"' in anonymous.value.message
+    assert [p["metadata"]["name"] for p in server.list("pods")] == ["web-1"]
 
 
 def test_a_budget_the_controller_has_not_processed_says_come_back_in_ten_seconds(tmp_path: Path) -> None:
