@@ -125,6 +125,7 @@ class SchedulerApp:
                 explain_annotations=self.options.explain_annotations,
                 queueing_hints=self.options.queueing_hints,
                 bind_thread_init=None if self.options.dry_run else self.broadcaster.write_from_this_thread,
+                leading=lambda: self.leading,
             ),
         )
         self.cache = parts.cache

@@ -29,6 +29,7 @@ from netsched.framework.periodic import PeriodicTasks
 from netsched.framework.runtime import Framework
 from netsched.framework.seams import ClusterAPI, EventRecorder
 from netsched.framework.shared import SharedServices
+from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
 from netsched.framework.waiting import WaitingPodImpl, WaitingPods
@@ -61,6 +62,8 @@ class Edges:
     queueing_hints: bool = True  # False: every cluster event moves every parked pod (hints ignored)
     # Run first in each binding thread (the real scheduler: its Scheduled events go out from it).
     bind_thread_init: Callable[[], None] | None = None
+    # Whether this replica schedules (holds the lease); None: always (no election, in memory).
+    leading: Callable[[], bool] | None = None
     # Set: bind on the calling thread (no pool) and call this instead of
     # Scheduler.binding_succeeded, which the callee calls itself when it is done.
     bound_inline: Callable[[BindRequest], None] | None = None
@@ -144,7 +147,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
     def activate(pending: Iterable[PodInfo]) -> int:
         return queue.activate(pending)
 
-    family = _Family(SharedServices(), PeriodicTasks(edges.clock), _PodIndexes())
+    family = _Family(SharedServices(), PeriodicTasks(edges.clock), _PodIndexes(), _WhatIf(edges.leading))
     pods = family.indexes.pods_in_namespace
 
     def build_frameworks(new: SchedulerConfig) -> dict[str, Framework]:
@@ -205,7 +208,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
         unscheduled_pod_events=unscheduled_pod_events,
     )
     family.indexes.serve_from(handlers)
-    scheduler = Scheduler(
+    scheduler = family.what_if.scheduler = Scheduler(
         profiles=profiles,
         queue=queue,
         cache=cache,
@@ -245,6 +248,25 @@ class _Family:
     shared: SharedServices
     periodic: PeriodicTasks
     indexes: _PodIndexes
+    what_if: _WhatIf
+
+
+class _WhatIf:
+    """Handle.what_if: snapshot copies from the cache and a profile's choice on one, from the
+    scheduler's Planner; answers nothing (an empty cluster) until the scheduler exists."""
+
+    def __init__(self, leading: Callable[[], bool] | None) -> None:
+        self.scheduler: Scheduler | None = None
+        self._leading = leading
+
+    def snapshot_copy(self) -> Snapshot:
+        return self.scheduler.cache.snapshot_copy() if self.scheduler is not None else Snapshot()
+
+    def place(self, pod: PodInfo, snapshot: Snapshot, prefer: str = "") -> str | None:
+        return self.scheduler.planner.place(pod, snapshot, prefer) if self.scheduler is not None else None
+
+    def leading(self) -> bool:
+        return self._leading() if self._leading is not None else True
 
 
 class _PodIndexes:
@@ -312,6 +334,7 @@ def _frameworks(
             shared=family.shared,
             periodic=family.periodic,
             pod_indexes=family.indexes,
+            what_if=family.what_if,
         )
         out[profile.scheduler_name] = Framework(profile, registry, services)
     return out

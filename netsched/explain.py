@@ -26,7 +26,7 @@ from netsched.framework.cycle_state import Explainable
 from netsched.framework.errors import PluginFault
 from netsched.framework.extension_points import PluginScores
 from netsched.framework.runtime import Framework
-from netsched.framework.search import prioritize
+from netsched.framework.search import choose_node, prioritize
 from netsched.framework.snapshot import Snapshot
 from netsched.framework.status import Status
 from netsched.framework.types import PodInfo
@@ -191,6 +191,37 @@ def _verdict(st: Status) -> str:
     return "passed" if st.ok else st.message() or st.code.name
 
 
+class _Replicas:
+    """A framework replica per profile (plugins of its own), made when first asked for, for
+    work that must never touch the scheduling thread's frameworks; one caller at a time."""
+
+    def __init__(self, frameworks: Mapping[str, Framework]) -> None:
+        self._profiles = dict(frameworks)
+        self._replicas: dict[str, Framework] = {}
+        self.lock = threading.Lock()
+
+    def of(self, profile: str) -> Framework:
+        """The replica of `profile` (the first profile for a name none answers; hold `lock`)."""
+        got = self._replicas.get(profile)
+        if got is None:
+            source = self._profiles.get(profile) or next(iter(self._profiles.values()))
+            got = self._replicas[profile] = source.replica()
+        return got
+
+
+class Planner:
+    """What a profile would do with a pod on a snapshot of the caller's: the what-if questions
+    a rebalancing plan asks (netsched.framework.seams.WhatIf.place), on framework replicas of
+    its own, so they may be asked from any thread while the scheduling thread goes on."""
+
+    def __init__(self, frameworks: Mapping[str, Framework]) -> None:
+        self._replicas = _Replicas(frameworks)
+
+    def place(self, pod: PodInfo, snapshot: Snapshot, prefer: str = "") -> str | None:
+        with self._replicas.lock:
+            return choose_node(self._replicas.of(pod.scheduler_name), pod, snapshot, prefer)
+
+
 class Explainer:
     """Explanations that never touch the scheduling thread's state.
 
@@ -202,10 +233,8 @@ class Explainer:
     """
 
     def __init__(self, frameworks: Mapping[str, Framework], snapshot: Callable[[], Snapshot]) -> None:
-        self._profiles = dict(frameworks)
         self._snapshot = snapshot
-        self._replicas: dict[str, Framework] = {}
-        self._lock = threading.Lock()
+        self._replicas = _Replicas(frameworks)
 
     def explain(self, pod: PodInfo, snapshot: Snapshot | None = None) -> Explanation:
         """Explain pod as if it were pending: a pod already on a node is taken off it first.
@@ -220,12 +249,5 @@ class Explainer:
                 node.remove_pod(pod)
                 snap.set_node(row, node)
             pod = dataclasses.replace(pod, node_name="")
-        with self._lock:
-            return explain(self._replica(pod.scheduler_name), pod, snap)
-
-    def _replica(self, profile: str) -> Framework:
-        got = self._replicas.get(profile)
-        if got is None:
-            source = self._profiles.get(profile) or next(iter(self._profiles.values()))
-            got = self._replicas[profile] = source.replica()
-        return got
+        with self._replicas.lock:
+            return explain(self._replicas.of(pod.scheduler_name), pod, snap)

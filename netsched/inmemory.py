@@ -113,6 +113,12 @@ class MemoryAPI:
         if self.record:
             self.annotations.append((pod.key, dict(annotations)))
 
+    def get_object(self, resource: Resource, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The cluster's stored object (None without a cluster or such an object)."""
+        if self.cluster is None:
+            return None
+        return self.cluster.objects.get(resource.key, namespace, name)
+
     def patch_object(
         self,
         resource: Resource,
@@ -275,10 +281,14 @@ class InMemoryCluster:
 
     def _bound(self, req: BindRequest) -> None:
         pod, node = req.pod, req.node
-        # Confirm at once, as the watch would.
+        # Confirm at once, as the watch would, the pod running and ready as a kubelet would
+        # report it (what a disruption budget and the Rebalancer read).
         raw = dict(pod.raw)
         raw["spec"] = dict(raw.get("spec") or {}, nodeName=node)
         raw["metadata"] = dict(raw.get("metadata") or {}, uid=pod.uid)
+        raw["status"] = dict(
+            raw.get("status") or {}, phase="Running", conditions=[{"type": "Ready", "status": "True"}]
+        )
         self.handlers.on_pod_event("MODIFIED", raw)
         self.placements[pod.key] = node
         self.scheduler.binding_succeeded(req)

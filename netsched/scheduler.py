@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from netsched.binder import Binder, BindRequest
 from netsched.cache import ClusterCache, PodInCache
 from netsched.clock import Clock
-from netsched.explain import Explainer
+from netsched.explain import Explainer, Planner
 from netsched.framework.cluster_events import ASSIGNED_POD_DELETE, ClusterEvent
 from netsched.framework.cycle_state import CycleState
 from netsched.framework.errors import PluginFault
@@ -89,6 +89,8 @@ class Scheduler:
         self.explain_annotations = explain_annotations
         # /debug/explain and the opt-in annotation: replicas and snapshot copies of its own.
         self.explainer = Explainer(profiles.current, cache.snapshot_copy)
+        # What-if questions (a rebalancer's plan): replicas of their own too.
+        self.planner = Planner(profiles.current)
         self.binder = Binder(
             cache, self.binding_succeeded, self.binding_failed, parallelism, thread_init=bind_thread_init
         )
@@ -123,6 +125,7 @@ class Scheduler:
                 search.next_start_node_index = old.next_start_node_index
         self.searches = searches
         self.explainer = Explainer(new, self.cache.snapshot_copy)
+        self.planner = Planner(new)
         # What the replaced plugins kept in the snapshot's cache (e.g. a LoadView's per-row
         # results keyed by plugin, recomputed on every reservation) goes with them.
         self.snapshot.cache.clear()

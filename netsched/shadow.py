@@ -59,6 +59,10 @@ class DryRunAPI:
         self.would_evict: list[str] = []
         self.would_patch: list[tuple[str, str, dict[str, Any]]] = []
 
+    def get_object(self, resource: Resource, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """Read from the cluster when a real API is at hand (--shadow-annotate), else nothing."""
+        return self._annotator.get_object(resource, namespace, name) if self._annotator is not None else None
+
     def bind(self, pod: PodInfo, node_name: str) -> None:
         with self._lock:
             self.predictions[pod.uid] = node_name

@@ -27,6 +27,7 @@ def in_tree_plugins() -> list[PluginFactory]:
     from .noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
     from .pod_topology_spread import PodTopologySpread
     from .priority_sort import PrioritySort
+    from .rebalancer import Rebalancer
     from .scheduling_gates import SchedulingGates
     from .taint_toleration import TaintToleration
     from .traffic_affinity import TrafficAffinity
@@ -58,6 +59,7 @@ def in_tree_plugins() -> list[PluginFactory]:
         LoadAware,
         LoadThreshold,
         TrafficAffinity,  # co-locates workloads that talk (the measured traffic graph)
+        Rebalancer,  # moves running pods off hot nodes and next to their peers (evictions)
         # Gang scheduling over PodGroups (scheduler-plugins' Coscheduling).
         Coscheduling,
         GangTopology,

@@ -49,7 +49,7 @@ from netsched.framework.cluster_events import (
 )
 from netsched.framework.cycle_state import CycleState, Explainable
 from netsched.framework.diagnosis import Diagnosis, Rejection
-from netsched.framework.disruption import Budget, BudgetPod, EvictionOutcome, EvictionResult
+from netsched.framework.disruption import Budget, BudgetPod, EvictionOutcome, EvictionResult, pod_ready
 from netsched.framework.errors import FrameworkBuildError, PluginArgsError, PluginError, PluginFault
 from netsched.framework.extension_points import (
     EXTENSION_POINTS,
@@ -135,7 +135,7 @@ from netsched.framework.workload import workload_key, workload_name
 
 # What handle.api raises, and the keys of the kinds a plugin patches through it.
 from netsched.kube.errors import ApiError, Conflict, NotFound
-from netsched.kube.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODGROUPS, Resource
+from netsched.kube.resources import CONFIGMAPS, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODGROUPS, Resource
 
 # The one retry policy (netsched.retry), for a plugin's own writes off the scheduling cycle.
 from netsched.retry import policy as retry_policy
@@ -150,6 +150,7 @@ __all__ = [
     "ApiError",
     "BindPlugin",
     "BoolArray",
+    "CONFIGMAPS",
     "CPU",
     "Clock",
     "ClusterAPI",
@@ -245,6 +246,7 @@ __all__ = [
     "join",
     "label_codes",
     "names",
+    "pod_ready",
     "parse_label_selector",
     "parse_node_selector",
     "parse_quantity",

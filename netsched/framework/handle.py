@@ -29,6 +29,7 @@ from netsched.framework.seams import (
     PodIndexer,
     RuntimeMetrics,
     WaitingPod,
+    WhatIf,
 )
 from netsched.framework.shared import ServiceKey, SharedServices
 from netsched.framework.snapshot import Snapshot
@@ -85,6 +86,9 @@ class Services:
     periodic: PeriodicTasks | None = None
     plugin_metrics: PluginMetrics | None = None
     pod_indexes: PodIndexer = field(default_factory=lambda: _NoPodIndexes())
+    # What-if questions off the cycle (a rebalancer's plan); the process sets it once its
+    # scheduler exists.
+    what_if: WhatIf = field(default_factory=lambda: _NoWhatIf())
 
 
 class FrameworkHandle:
@@ -145,6 +149,10 @@ class FrameworkHandle:
     def snapshot(self) -> Snapshot:
         return self._snapshot
 
+    @property
+    def what_if(self) -> WhatIf:
+        return self._services.what_if
+
     def set_snapshot(self, snapshot: Snapshot) -> None:
         self._snapshot = snapshot
 
@@ -194,6 +202,19 @@ class FrameworkHandle:
         """The namespace's labels, None when it is not known (InterPodAffinity's namespaceSelector)."""
         ns = self._services.objects.get(NAMESPACES_KEY, "", namespace)
         return None if ns is None else (ns.get("metadata") or {}).get("labels") or {}
+
+
+class _NoWhatIf:
+    """No scheduler to ask: an empty cluster, where nothing fits; always leading."""
+
+    def snapshot_copy(self) -> Snapshot:
+        return Snapshot()
+
+    def place(self, pod: PodInfo, snapshot: Snapshot, prefer: str = "") -> str | None:
+        return None
+
+    def leading(self) -> bool:
+        return True
 
 
 class _NoPodIndexes:

@@ -44,6 +44,9 @@ GANG_TOPOLOGY: Final = "GangTopology"
 # Co-location of workloads that talk to each other (the measured traffic graph).
 TRAFFIC_AFFINITY: Final = "TrafficAffinity"
 
+# Moves running pods off hot nodes and next to their peers, planned with the profile itself.
+REBALANCER: Final = "Rebalancer"
+
 # The seed articles' plugins.
 CHECK_POD_COUNT_LIMIT: Final = "CheckPodCountLimit"
 CHECK_POD_LIMIT_RESOURCES: Final = "CheckPodLimitResources"

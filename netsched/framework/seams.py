@@ -165,6 +165,10 @@ class ClusterAPI(Protocol):
         """Merge-patch metadata.annotations; a None value removes that annotation."""
         ...
 
+    def get_object(self, resource: Resource, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """One object of any kind as stored (a GET); None when there is none (404)."""
+        ...
+
     def patch_object(
         self,
         resource: Resource,
@@ -247,6 +251,12 @@ class Handle(Protocol):
         """The snapshot of the cycle in progress (stable for the whole cycle)."""
         ...
 
+    @property
+    def what_if(self) -> WhatIf:
+        """What-if questions off the scheduling cycle (snapshot copies, a profile's choice on
+        one, leadership): netsched.framework.seams.WhatIf."""
+        ...
+
     def shutting_down(self, wait: float = 0.0) -> bool:
         """True once the scheduler is shutting down, waiting up to `wait` seconds (on the clock)
         for it: a plugin that waits in the binding cycle (PreBind) polls with this and gives
@@ -292,6 +302,26 @@ class Handle(Protocol):
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """The namespace's labels, or None when it is unknown (namespaceSelector)."""
+        ...
+
+
+class WhatIf(Protocol):
+    """Questions about the cluster asked off the scheduling cycle, on copies of its own: what a
+    rebalancing plan asks before it moves a pod (netsched.explain.Planner serves them)."""
+
+    def snapshot_copy(self) -> Snapshot:
+        """A snapshot of the cluster as the cache holds it now, the caller's own to change."""
+        ...
+
+    def place(self, pod: PodInfo, snapshot: Snapshot, prefer: str = "") -> str | None:
+        """The node the pod's profile would choose for `pod` (pending: no node) on `snapshot`,
+        running its PreFilter, Filter, PreScore and Score plugins on a replica of its own over
+        every node; ties go to `prefer` when it is among the best; None when no node fits.
+        Never runs PostFilter (no preemption) and reserves nothing."""
+        ...
+
+    def leading(self) -> bool:
+        """Whether this replica schedules (holds the lease, or runs without election)."""
         ...
 
 

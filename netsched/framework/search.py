@@ -97,6 +97,33 @@ def prioritize(
     return fwk.run_score_plugins(state, pod, snapshot, feasible, breakdown)
 
 
+def choose_node(fwk: Framework, pod: PodInfo, snapshot: Snapshot, prefer: str = "") -> str | None:
+    """The node `fwk`'s plugins choose for `pod` on `snapshot`, every node filtered and every
+    feasible one scored (no percentageOfNodesToScore: a what-if compares against all of them,
+    not a sample), ties going to `prefer` when it is among the best, else to the first row;
+    None when no node fits.  No PostFilter (preemption), nothing reserved: a plan's question
+    (netsched.explain.Planner)."""
+    fwk.set_snapshot(snapshot)
+    if not len(snapshot):
+        return None
+    state = fwk.new_cycle_state()
+    allowed, diagnosis, st = pre_filter_rows(fwk, state, pod, snapshot)
+    if not st.ok:
+        return None
+    rows = snapshot.all_rows if allowed is None else allowed
+    feasible = fwk.run_filter_nodes(state, pod, snapshot, rows, diagnosis)
+    if not len(feasible):
+        return None
+    if len(feasible) == 1:
+        return snapshot.nodes[int(feasible[0])].name
+    totals = prioritize(fwk, state, pod, snapshot, feasible)
+    best = feasible[totals == totals.max()]
+    row = snapshot.index.get(prefer) if prefer else None
+    if row is not None and row in best:
+        return prefer
+    return snapshot.nodes[int(best[0])].name
+
+
 class NodeSearch:
     """schedulePod for one profile: keeps where the next search starts, and breaks ties."""
 

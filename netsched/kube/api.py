@@ -239,6 +239,16 @@ class KubeAPI:
 
     # --- reads ---------------------------------------------------------------
 
+    def get_object(self, resource: Resource, namespace: str, name: str) -> JsonObj | None:
+        """GET one object of any kind; None on 404."""
+        where = resource.where(namespace=namespace) if resource.namespaced else resource
+        try:
+            return self._client.request(
+                "get", resource.plural, "GET", f"{where.path}/{quote(name, safe='')}"
+            ).body
+        except NotFound:
+            return None
+
     def get_node(self, name: str) -> JsonObj:
         return self._client.request("get", "nodes", "GET", f"/api/v1/nodes/{quote(name, safe='')}").body
 

@@ -90,6 +90,9 @@ PODS = Resource("pods", namespaced=True, field_selector=ACTIVE_PODS_SELECTOR, ki
 PODDISRUPTIONBUDGETS = Resource(
     "poddisruptionbudgets", group="policy", namespaced=True, optional=True, kind="PodDisruptionBudget"
 )
+# Read and written one object at a time, never watched (the Rebalancer's state: its
+# cooldowns and moves in flight, so that a new leader honours the old one's).
+CONFIGMAPS = Resource("configmaps", namespaced=True, kind="ConfigMap")
 # Labels for InterPodAffinity's namespaceSelector; optional like PDBs.
 NAMESPACES = Resource("namespaces", optional=True, kind="Namespace")
 # Coscheduling's gangs (scheduler-plugins' CRD); watched only when a profile enables it.
@@ -152,6 +155,7 @@ RESOURCES: tuple[Resource, ...] = (NODES, PODS, *OBJECT_KINDS)
 
 __all__ = [
     "ACTIVE_PODS_SELECTOR",
+    "CONFIGMAPS",
     "CSIDRIVERS",
     "CSINODES",
     "CSISTORAGECAPACITIES",

@@ -225,6 +225,16 @@ class Ledger:
                 carried = with_measured(carried, self._unramped(measured, start, node), own)
             self._enter(_Entry(pod.uid, pod.key, node, start, at, carried, _ALL_OPEN, at, own))
 
+    def hold(self, uid: str, key: str, node: str, load: FloatArray, at: float) -> None:
+        """Count `load` running on `node` from `at` under `uid`, as a reservation is counted: a
+        place a plan keeps for a pod not created yet (the Rebalancer's replacement), released
+        with remove(uid) once the pod itself is reserved, or with the entry's lifetime."""
+        with self._lock:
+            old = self._pods.get(uid)
+            if old is not None:
+                self._drop(old)
+            self._enter(_Entry(uid, key, node, at, _NEVER, load, _ALL_OPEN, at, True))
+
     def remove(self, uid: str) -> None:
         """Unreserve: the pod was never bound; forget it entirely."""
         with self._lock:

@@ -54,7 +54,16 @@ from netsched.metrics.scoring import (
     SourceReservation,
 )
 from netsched.metrics.source import MetricSource
-from netsched.metrics.traffic import PAIR_LABEL, TRAFFIC_PAIRS, TrafficArgs, TrafficGraph
+from netsched.metrics.traffic import (
+    PAIR_LABEL,
+    TRAFFIC_PAIRS,
+    PodFlows,
+    TrafficArgs,
+    TrafficGraph,
+    leaving,
+    leaving_rows,
+    pod_flows,
+)
 from netsched.metrics.utilisation import (
     METRICS_EVENTS,
     cold_link_int_scores,
@@ -88,6 +97,7 @@ __all__ = [
     "MetricScorePlugin",
     "MetricSource",
     "PAIR_LABEL",
+    "PodFlows",
     "TRAFFIC_PAIRS",
     "TrafficArgs",
     "TrafficGraph",
@@ -101,7 +111,10 @@ __all__ = [
     "cold_link_int_scores",
     "cold_link_scores",
     "fill_stale",
+    "leaving",
+    "leaving_rows",
     "network_load",
+    "pod_flows",
     "pod_load",
     "ratio",
     "resource_usage",

@@ -34,9 +34,10 @@ from netsched.metrics.estimation import (
     RX_COL,
     TX_COL,
     Estimates,
+    annotated,
     pod_bandwidth,
 )
-from netsched.metrics.ledger import Ledger
+from netsched.metrics.ledger import Ledger, with_measured
 from netsched.metrics.mapping import NodeResolver, align
 from netsched.metrics.poller import Poller
 from netsched.metrics.queries import (
@@ -211,13 +212,17 @@ class MetricSource:
             v = snapshot.cache[self._view_key] = LoadView(self, snapshot, table, measured, ledger)
         return v
 
-    def what_if(self, snapshot: Snapshot) -> Ledger:
+    def what_if(self, snapshot: Snapshot, ledger: Ledger | None = None) -> Ledger:
         """A fork of the ledger that `snapshot` (a what-if copy, never the cycle's) reads from now
         on: every plugin on this source sees, on that snapshot, the moves a plan records on the
         fork (`depart`, `add`), and the live ledger never does.  Returns the fork (the same one
-        if `snapshot` already has it)."""
+        if `snapshot` already has it; `ledger`: this one instead, e.g. a fork of a fork for a
+        trial move)."""
         got: Ledger | None = snapshot.cache.get(self._ledger_key)
-        if got is None:
+        if ledger is not None and got is not ledger:
+            got = snapshot.cache[self._ledger_key] = ledger
+            snapshot.cache.pop(self._view_key, None)
+        elif got is None:
             got = snapshot.cache[self._ledger_key] = self.ledger.fork()
             snapshot.cache.pop(self._view_key, None)
         return got
@@ -263,13 +268,30 @@ class MetricSource:
     def unreserve(self, pod: PodInfo) -> None:
         self.ledger.remove(pod.uid)
 
-    def depart(self, pod: PodInfo) -> None:
-        """`pod` stopped loading its node now (deleted, terminating, finished): the ledger takes
-        out what the readings still hold of it, by its measured usage where the per-pod series
-        have it, else its reservation's or estimated load (network from a departure hint)."""
+    def depart(self, pod: PodInfo, ledger: Ledger | None = None) -> None:
+        """`pod` stopped loading its node now (deleted, terminating, finished): the ledger
+        (`ledger`: a what-if's fork instead) takes out what the readings still hold of it, by
+        its measured usage where the per-pod series have it, else its reservation's or
+        estimated load (network from a departure hint)."""
         if not pod.node_name:
             return
-        self.ledger.depart(pod, self.wall(), self._departure_network(pod), self.measured_usage(pod.key))
+        book = self.ledger if ledger is None else ledger
+        book.depart(pod, self.wall(), self._departure_network(pod), self.measured_usage(pod.key))
+
+    def pod_usage(self, pod: PodInfo) -> FloatArray:
+        """What `pod` loads its node with now, as the ledger would take it out if it left
+        ([cpu millicores, memory bytes, rx, tx bytes/s]): its measured per-pod usage where the
+        series have it, else its estimate, with the network a plugin knows it carries across
+        its node's link (a departure hint) when it is not annotated.  What a plan moves."""
+        load = self.ledger.load(pod).copy()
+        own = annotated(pod) or pod.host_network
+        if not own:
+            net = self._departure_network(pod)
+            if net is not None:
+                load[RX_COL], load[TX_COL] = net
+                own = True
+        measured = self.measured_usage(pod.key)
+        return with_measured(load, measured, own) if measured is not None else load
 
     def set_departure_hint(self, owner: str, hint: DepartureHint | None) -> None:
         """Register (None: remove) what `owner` (e.g. a profile's TrafficAffinity) knows of a

@@ -15,7 +15,7 @@ nodes and the cheapest candidates.
 Reserve/Unreserve are not needed: the peers are read from the snapshot, which
 holds assumed pods.  Link headroom stays with LoadThreshold and NetworkTraffic; this
 plugin tells them how much of a pod's traffic crosses its node's link, each way
-(leaving.py): PreFilter leaves a bandwidth hint in the pod's cycle state
+(netsched.metrics.traffic: a pod's share of its workload's traffic): PreFilter leaves a bandwidth hint in the pod's cycle state
 (BANDWIDTH_HINT), which LoadThreshold reads for every candidate (a node whose link
 would pass its limit with the pod is rejected, however much the pod's peers pull)
 and the load-aware plugins' Reserve hands to the ledger; and the source's ledger
@@ -58,8 +58,12 @@ from netsched.metrics.plugin_api import (
     BANDWIDTH_HINT,
     PAIR_LABEL,
     TRAFFIC_PAIRS,
+    PodFlows,
     RowScores,
     TrafficGraph,
+    leaving,
+    leaving_rows,
+    pod_flows,
     source_for,
     traffic_graph,
 )
@@ -69,7 +73,6 @@ from .args import TrafficAffinityArgs
 from .cost import invert, traffic_costs
 from .declared import Declared, declared_edges
 from .explain import TrafficNote
-from .leaving import PodFlows, leaving, leaving_rows, pod_flows
 from .placed import Peers, WorkloadIndex, peers_of
 from .shares import NODE_LEVEL, CrossShares, cross_shares
 

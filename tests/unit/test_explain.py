@@ -73,7 +73,7 @@ def test_explainer_never_touches_the_scheduling_framework() -> None:
     ex = cluster.scheduler.explainer.explain(pod)
     assert ex.winner in ("a", "b") and len(ex.nodes) == 2
     assert live.snapshot() is live_snapshot  # the live handle still serves the scheduler's snapshot
-    replica = cluster.scheduler.explainer._replica("netsched")
+    replica = cluster.scheduler.explainer._replicas.of("netsched")
     assert replica is not live
     pairs = list(
         zip(

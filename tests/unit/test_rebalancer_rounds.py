@@ -1,0 +1,264 @@
+"""Rebalancer rounds in memory: the real profile, metrics pipeline (a fake Prometheus) and
+evictions of the in-memory cluster.  Hysteresis, a plan checked with the profile, the
+replacement steered to the plan's target, dry run, stale samples, a node nothing can leave,
+cooldowns kept in the state ConfigMap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from netsched.app import build_registry
+from netsched.clock import ManualClock
+from netsched.config import load_config
+from netsched.framework import CONFIGMAPS
+from netsched.inmemory import InMemoryCluster
+from netsched.metrics import CPU, LINK_SPEED, MEMORY, NETWORK_RX, NETWORK_TX
+from netsched.plugins.rebalancer import Rebalancer
+from netsched.plugins.rebalancer.plugin import LEFT, RoundReport
+from netsched.plugins.rebalancer.state import KEY, State
+from netsched.testing.builders import make_node, make_pod
+from netsched.testing.framework import plugin_of
+from netsched.testing.prometheus import fake_hub
+
+GBIT = 125_000_000.0
+NODES = [f"n{i}" for i in range(4)]
+
+CONFIG = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: netsched
+  plugins:
+    multiPoint:
+      enabled:
+      - {{name: NetworkTraffic, weight: 3}}
+      - {{name: LoadThreshold}}
+      - {{name: Rebalancer}}
+  pluginConfig:
+  - name: NetworkTraffic
+    args: {{prometheus: &prom {{pollIntervalSeconds: 15, perPodUsage: false}}}}
+  - name: LoadThreshold
+    args: {{prometheus: *prom}}
+  - name: Rebalancer
+    args:
+      dryRun: {dry_run}
+      consecutiveRounds: 2
+      intervalSeconds: 30
+      prometheus: *prom
+"""
+
+
+class World:
+    def __init__(self, dry_run: bool = False, state: bool = True) -> None:
+        registry = build_registry()
+        self.clock = ManualClock()
+        self.hub, self.fake = fake_hub(self.clock)
+        cfg = load_config(CONFIG.format(dry_run=str(dry_run).lower()), registry)
+        self.cluster = InMemoryCluster(
+            cfg, registry, metrics_hub=self.hub, clock=self.clock, keep_events=True
+        )
+        self.cluster.api.record = True
+        self.cluster.add_nodes([make_node(n).capacity(cpu="8", memory="16Gi").obj() for n in NODES])
+        if state:
+            self.cluster.add_object(
+                CONFIGMAPS.key,
+                {
+                    "metadata": {
+                        "name": "netsched-rebalancer",
+                        "namespace": "netsched-system",
+                        "resourceVersion": "1",
+                    },
+                    "data": {},
+                },
+            )
+        self.plugin = plugin_of(self.cluster.frameworks["netsched"], Rebalancer)
+        self.src = self.plugin.source
+        self.tx = dict.fromkeys(NODES, 0.1 * GBIT)
+
+    def pod(self, workload: str, i: int, node: str = "", egress: str = "200M") -> dict[str, Any]:
+        b = (
+            make_pod(f"{workload}-{i}")
+            .scheduler("netsched")
+            .req(cpu="100m")
+            .owner("ReplicaSet", f"{workload}-h1")
+            .label("pod-template-hash", "h1")
+            .annotation("kubernetes.io/egress-bandwidth", egress)
+        )
+        if node:
+            b.node(node).set("status.phase", "Running").set(
+                "status.conditions", [{"type": "Ready", "status": "True"}]
+            )
+        return b.obj()
+
+    def poll(self) -> None:
+        """A reading of every node now: transmit `self.tx`, CPU and memory idle-ish."""
+        names = list(self.tx)
+        self.fake.serve(self.src, LINK_SPEED, dict.fromkeys(names, GBIT))
+        self.fake.serve(self.src, NETWORK_RX, dict.fromkeys(names, 0.0))
+        self.fake.serve(self.src, NETWORK_TX, self.tx)
+        self.fake.serve(self.src, CPU, dict.fromkeys(names, 0.2))
+        self.fake.serve(self.src, MEMORY, dict.fromkeys(names, 0.3))
+        self.hub.poll_now()
+
+    def round(self) -> RoundReport:
+        self.clock.step(30)
+        self.poll()
+        got = self.plugin.run_round()
+        assert got is not None
+        return got
+
+    def events(self, reason: str) -> list[tuple[str, str]]:
+        return [(key, msg) for key, _t, r, msg in self.cluster.events.events if r == reason]
+
+
+@pytest.fixture
+def world() -> World:
+    w = World()
+    # n0's link at 95 %: its two chatty pods send 25 MB/s each (200 Mbit/s), 40 % of it.
+    w.cluster.add_pods(
+        [w.pod("web", 0, "n0"), w.pod("api", 0, "n0"), w.pod("web", 1, "n1"), w.pod("api", 1, "n2")]
+    )
+    w.tx["n0"] = 0.95 * GBIT
+    return w
+
+
+def test_a_hot_link_moves_pods_after_consecutive_rounds_to_where_the_profile_puts_them(world: World) -> None:
+    first = world.round()
+    assert first.hot == {} and first.moves == []  # one hot round moves nothing
+    second = world.round()
+    assert second.hot == {"n0": ["network"]}
+    # 95 % with 20 % per pod: two moves bring it to 55 %, under the 70 % target; one pod of a
+    # workload a round, so one of web and one of api.
+    moved = sorted((m["pod"], m["from"], m["result"]) for m in second.moves)
+    assert moved == [("default/api-0", "n0", "evicted"), ("default/web-0", "n0", "evicted")]
+    assert all(m["to"] != "n0" for m in second.moves)
+    evicted = [c for c in world.cluster.api.calls if c[0] == "evict"]
+    assert [c[1] for c in evicted] == [m["pod"] for m in second.moves]  # evictions, never deletes
+    assert not [c for c in world.cluster.api.calls if c[0] == "delete"]
+    events = world.events("Rebalanced")
+    assert len(events) == 2 and "n0 link (busier direction) 95% > 80% for 2 rounds; planned" in events[0][1]
+    assert "(round 2)" in events[0][1]
+    # The state ConfigMap keeps the cooldowns and the moves in flight for the next leader.
+    stored = world.cluster.objects.get(CONFIGMAPS.key, "netsched-system", "netsched-rebalancer")
+    assert stored is not None
+    st = State.decode(stored["data"][KEY])
+    assert set(st.moves) == {"default/web", "default/api"} and "n0" in st.nodes
+
+
+def test_the_replacement_goes_where_the_plan_said_and_never_back(world: World) -> None:
+    world.round()
+    report = world.round()
+    target = {m["pod"]: m["to"] for m in report.moves}["default/web-0"]
+    # The controller's replacement: a new pod of web, pending.
+    world.cluster.add_pod(world.pod("web", 9))
+    world.cluster.schedule_pending()
+    assert world.cluster.placements["default/web-9"] == target
+    # Its Filter kept it off n0 (LEFT), and the move is done once it is placed.
+    assert "default/web" not in world.plugin._state.moves
+    fwk = world.cluster.frameworks["netsched"]
+    state = fwk.new_cycle_state()
+    world.plugin._state.moves["default/web"] = world.plugin._state.moves.get("default/api")  # type: ignore[assignment]
+    pending = (
+        make_pod("web-10")
+        .scheduler("netsched")
+        .owner("ReplicaSet", "web-h1")
+        .label("pod-template-hash", "h1")
+        .info()
+    )
+    assert world.plugin.pre_filter(state, pending, world.cluster.scheduler.snapshot)[1].ok
+    node = next(n for n in world.cluster.scheduler.snapshot.nodes if n.name == "n0")
+    st = world.plugin.filter(state, pending, node)
+    assert not st.ok and st.reasons == [LEFT]
+
+
+def test_dry_run_reports_and_evicts_nothing() -> None:
+    w = World(dry_run=True)
+    w.cluster.add_pods([w.pod("web", 0, "n0"), w.pod("api", 0, "n0")])
+    w.tx["n0"] = 0.95 * GBIT
+    w.round()
+    report = w.round()
+    assert [m["result"] for m in report.moves] == ["dryRun", "dryRun"]
+    assert not [c for c in w.cluster.api.calls if c[0] == "evict"]
+    planned = w.events("RebalancePlanned")
+    assert len(planned) == 2 and all(msg.startswith("dry run: n0 link") for _, msg in planned)
+    w.round()  # planned again next round: reported once per cooldown, not every round
+    assert len(w.events("RebalancePlanned")) == 2
+
+
+def test_a_single_hot_scrape_moves_nothing(world: World) -> None:
+    world.round()  # hot
+    world.tx["n0"] = 0.5 * GBIT
+    assert world.round().hot == {}  # below: the count starts over
+    world.tx["n0"] = 0.95 * GBIT
+    assert world.round().moves == []
+    assert not [c for c in world.cluster.api.calls if c[0] == "evict"]
+
+
+def test_stale_samples_or_a_fallback_move_nothing_and_say_so(world: World) -> None:
+    world.round()
+    world.clock.step(30)
+    world.fake.serve(world.src, NETWORK_TX, {n: (world.tx[n], world.clock.wall() - 3600) for n in NODES})
+    world.hub.poll_now()
+    for metric in (LINK_SPEED, NETWORK_RX, CPU, MEMORY):
+        world.fake.serve(world.src, metric, {n: (0.1, world.clock.wall() - 3600) for n in NODES})
+    world.hub.poll_now()
+    report = world.plugin.run_round()
+    assert report is not None and report.skipped == "stale" and report.moves == []
+
+
+def test_a_node_nothing_can_leave_gets_one_event_not_evictions(world: World) -> None:
+    # Every other link is at 75 %: no node stays under the 70 % target with a pod.
+    for n in ("n1", "n2", "n3"):
+        world.tx[n] = 0.75 * GBIT
+    world.round()
+    report = world.round()
+    assert report.moves == [] and "n0" in report.blocked
+    assert not [c for c in world.cluster.api.calls if c[0] == "evict"]
+    world.round()
+    blocked = world.events("RebalanceBlocked")
+    # (LoadThreshold, the profile's own filter, refuses every other node with the pod: 95 %.)
+    assert len(blocked) == 1 and blocked[0][0] == "/n0" and "no node fits a pod like it" in blocked[0][1]
+
+
+def test_a_new_leader_honours_the_cooldowns_kept_in_the_configmap(world: World) -> None:
+    world.round()
+    world.round()
+    assert world.events("Rebalanced")
+    # Another replica takes over: a new plugin (its memory empty) reading the same ConfigMap.
+    world.plugin._loaded = False
+    world.plugin._state = State()
+    world.tx["n1"] = 0.95 * GBIT  # n1 turns hot; n0 is cooling down
+    world.cluster.add_pods([world.pod("db", 0, "n0")])
+    world.round()
+    world.round()
+    assert world.plugin._state.nodes.get("n0", 0) > world.clock.wall()
+    assert not any(m["from"] == "n0" for r in world.plugin.reports for m in r.moves if r.round > 2)
+
+
+def test_a_move_must_leave_its_target_under_the_target_watermark(world: World) -> None:
+    # The others at 60 %: LoadThreshold (80 %) takes a 20 % pod (80 % is not above it), the
+    # rebalancer's 70 % target does not.
+    for n in ("n1", "n2", "n3"):
+        world.tx[n] = 0.6 * GBIT
+    world.round()
+    report = world.round()
+    assert report.moves == [] and "would end above a target watermark" in report.blocked["n0"]
+
+
+def test_a_disruption_budgets_refusal_is_counted_never_forced(world: World) -> None:
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "default", "generation": 1},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"pod-template-hash": "h1"}}},
+    }
+    world.cluster.add_object("policy/poddisruptionbudgets", budget)
+    world.round()
+    report = world.round()
+    assert sorted(m["result"] for m in report.moves) == ["refused", "refused"]
+    assert [c[0] for c in world.cluster.api.calls if c[0] in ("evict", "delete")] == ["evict", "evict"]
+    refused = world.events("RebalanceRefused")
+    assert len(refused) == 2 and all("retried in a later round" in msg for _, msg in refused)
+    assert world.plugin._state.moves == {} and world.plugin._state.workloads == {}  # nothing moved
