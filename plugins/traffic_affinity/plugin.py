@@ -71,7 +71,7 @@ from netsched.metrics.plugin_api import (
 from .appgroup import APPGROUP_LABEL, APPGROUPS_KEY, appgroup_edges
 from .args import TrafficAffinityArgs
 from .cost import invert, traffic_costs
-from .declared import Declared, declared_edges
+from .declared import ANNOTATION, Declared, declared_edges
 from .explain import TrafficNote
 from .placed import Peers, WorkloadIndex, peers_of
 from .shares import NODE_LEVEL, CrossShares, cross_shares
@@ -182,8 +182,10 @@ class TrafficAffinity(
     ) -> tuple[PreFilterResult | None, Status]:
         """Filters nothing (Skip: no Filter or PreFilterExtensions to run); leaves Reserve a
         hint that reads the pod's edges only when called, since with one feasible node the
-        runtime returns before PreScore (kube does too)."""
-        state.write(BANDWIDTH_HINT, _LeavingTraffic(self, snapshot))
+        runtime returns before PreScore (kube does too).  No measured graph: no hint (the
+        estimate's default stands, and LoadThreshold keeps its verdicts per pod load)."""
+        if self.graph(snapshot).edges:
+            state.write(BANDWIDTH_HINT, _LeavingTraffic(self, snapshot))
         self._keep_rows(snapshot)
         return None, Status.skip()
 
@@ -195,6 +197,8 @@ class TrafficAffinity(
 
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> Status:
         self._keep_rows(snapshot)
+        if not (self.graph(snapshot).edges or ANNOTATION in pod.annotations or APPGROUP_LABEL in pod.labels):
+            return Status.skip()  # nothing measured, nothing declared: inert at the cost of three lookups
         workload, origin, edges = self.edges(pod, snapshot)
         got = self.costs(snapshot, idx, workload, origin, edges)
         if got is None:
