@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from netsched.assemble import Edges, assemble
 from netsched.binder import BindRequest
 from netsched.cache import ObjectStore
-from netsched.clock import Clock, ManualClock
+from netsched.clock import Clock, ManualClock, rfc3339
 from netsched.config import SchedulerConfig
 from netsched.fakeapi.patch import merge_patch
 from netsched.framework.disruption import (
@@ -221,11 +221,19 @@ class InMemoryCluster:
         self.handlers.on_node_event("ADDED", raw)
 
     def add_pod(self, raw: dict[str, Any]) -> None:
-        self.handlers.on_pod_event("ADDED", raw)
+        self.handlers.on_pod_event("ADDED", self._created(raw))
 
     def add_pods(self, raws: Iterable[dict[str, Any]]) -> None:
         for raw in raws:
-            self.handlers.on_pod_event("ADDED", raw)
+            self.handlers.on_pod_event("ADDED", self._created(raw))
+
+    def _created(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The pod as the API server stores it on create: stamped with its creationTimestamp
+        (the clock's) unless it has one (which template is newest is read from it)."""
+        meta = raw.setdefault("metadata", {})
+        if not meta.get("creationTimestamp"):
+            meta["creationTimestamp"] = rfc3339(self.clock.wall())
+        return raw
 
     def delete_pod(self, pod: PodInfo) -> None:
         raw = (

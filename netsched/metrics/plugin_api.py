@@ -62,6 +62,7 @@ from netsched.metrics.traffic import (
     TrafficGraph,
     leaving,
     leaving_rows,
+    peer_rows,
     pod_flows,
 )
 from netsched.metrics.utilisation import (
@@ -113,6 +114,7 @@ __all__ = [
     "fill_stale",
     "leaving",
     "leaving_rows",
+    "peer_rows",
     "network_load",
     "pod_flows",
     "pod_load",

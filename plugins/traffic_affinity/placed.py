@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsched.framework import FloatArray, IntArray, NodeInfo, Snapshot, workload_key
+from netsched.framework import FloatArray, IntArray, NodeInfo, PodInfo, Snapshot, workload_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +23,20 @@ class Peers:
     held: IntArray  # rows (may repeat: two peer workloads on one node)
     weights: FloatArray  # bytes/s of the pod's edges carried by that peer's pods on that row
     total: float
+
+
+# Labels naming the template a controller made a pod from (Deployments' ReplicaSets, then
+# StatefulSets and DaemonSets): two of them in one workload mean it is rolling out.
+TEMPLATE_LABELS = ("pod-template-hash", "controller-revision-hash")
+
+
+def template_of(pod: PodInfo) -> str:
+    """The pod's template revision ("" when no controller labelled it)."""
+    for key in TEMPLATE_LABELS:
+        got = pod.labels.get(key)
+        if got:
+            return got
+    return ""
 
 
 _NO_ROWS: IntArray = np.zeros(0, dtype=np.int64)
@@ -37,7 +51,9 @@ class WorkloadIndex:
 
     A cycle re-reads only the rows the snapshot replaced since the last sync
     (Snapshot.replaced_since); a new layout rebuilds it.  Terminating pods are left out:
-    their traffic is leaving with them.
+    their traffic is leaving with them; so are the pods of a template the workload is rolling
+    out of (`superseded`): a rollout deletes them, so they neither hold their peers' traffic
+    on their node nor pull new pods next to them.
     """
 
     def __init__(self, label: str) -> None:
@@ -49,6 +65,18 @@ class WorkloadIndex:
         self._arrays: dict[str, Arrays] = {}  # workload -> rows, pods, total
         self._totals: dict[str, int] = {}  # workload -> placed pods
         self.rows: dict[str, dict[int, int]] = {}  # workload -> row -> pods
+        self.superseded: dict[str, frozenset[str]] = {}  # workload -> templates being replaced
+
+    def set_superseded(self, workload: str, templates: frozenset[str]) -> None:
+        """The workload's templates a rollout replaces (empty: none); a change re-reads every
+        row at the next sync (rollouts are rare: one full pass each time one starts or ends)."""
+        if self.superseded.get(workload, frozenset()) == templates:
+            return
+        if templates:
+            self.superseded[workload] = templates
+        else:
+            del self.superseded[workload]
+        self._snapshot = None
 
     def sync(self, snapshot: Snapshot) -> None:
         nodes = snapshot.nodes
@@ -73,9 +101,12 @@ class WorkloadIndex:
 
     def _reindex(self, row: int, node: NodeInfo) -> None:
         counts: dict[str, int] = {}
+        superseded = self.superseded
         for pod in node.pods.values():
             if not pod.deleting:
                 wl = workload_key(pod, self._label)
+                if superseded and template_of(pod) in superseded.get(wl, ()):
+                    continue
                 counts[wl] = counts.get(wl, 0) + 1
         old = self._row_workloads[row]
         for wl in old.keys() | counts.keys():

@@ -63,6 +63,7 @@ from netsched.metrics.plugin_api import (
     TrafficGraph,
     leaving,
     leaving_rows,
+    peer_rows,
     pod_flows,
     source_for,
     traffic_graph,
@@ -73,7 +74,7 @@ from .args import TrafficAffinityArgs
 from .cost import invert, traffic_costs
 from .declared import ANNOTATION, Declared, declared_edges
 from .explain import TrafficNote
-from .placed import Peers, WorkloadIndex, peers_of
+from .placed import Peers, WorkloadIndex, peers_of, template_of
 from .shares import NODE_LEVEL, CrossShares, cross_shares
 
 log = logging.getLogger(__name__)
@@ -129,6 +130,9 @@ class TrafficAffinity(
         # whose pods all left between two polls).  workload -> (when, pods before).
         self._before: dict[str, tuple[float, int]] = {}
         self._sample = 0.0  # sampled_at of the graph read last (0: none)
+        # Pods each workload has once its rollout (if any) is done: the largest of its template
+        # revisions' pods known now (a surge pod is not an extra replica).  Set by _roll.
+        self._steady: dict[str, int] = {}
         self._unmatched_checks = 0  # checks in a row the graph named no placed pod's workload
         # The node rows the share task reads labels from: (index, nodes) of the snapshot a cycle
         # of this plugin last saw, set in one write.  The handle's snapshot is not for another
@@ -229,6 +233,7 @@ class TrafficAffinity(
             return None
         levels = [label_codes(snapshot, key) for key in reversed(self.args.levels)]
         with self._lock:
+            self._roll(*edges)
             self._placed.sync(snapshot)
             peers = peers_of(self._placed, edges)
             if peers.total <= 0:
@@ -356,9 +361,11 @@ class TrafficAffinity(
         not measured): the workload's traffic over the pods that share it (_pods_behind)."""
         workload = workload_key(pod, self.args.workload_label)
         graph = self.graph(snapshot)
-        if not graph.of(workload):
+        edges = graph.of(workload)
+        if not edges:
             return None
         with self._lock:
+            self._roll(workload, *edges)
             self._placed.sync(snapshot)
             return pod_flows(graph, workload, self._pods_behind(workload))
 
@@ -371,8 +378,29 @@ class TrafficAffinity(
 
     def _peer_pods(self, peer: str) -> int:
         """How many pods a peer's share of traffic is spread over: placed, or known (pending ones
-        will most likely land elsewhere, so their share leaves the node)."""
-        return max(self._placed.placed(peer), len(self._known(peer)), 1)
+        will most likely land elsewhere, so their share leaves the node), a surge pod not counted."""
+        steady = self._steady.get(peer)
+        return max(self._placed.placed(peer), len(self._known(peer)) if steady is None else steady, 1)
+
+    def _roll(self, *workloads: str) -> None:
+        """Which of each workload's pods a rollout is replacing (call under the lock): the pods
+        of every template revision but the newest pod's, when it has two.  The index then
+        leaves them out (their node keeps none of their peers' traffic for long, and new pods
+        are not pulled next to them) and the workload's steady pod count is its largest
+        revision's, so a surge pod is priced at the share it keeps once the rollout is done."""
+        for workload in workloads:
+            pods = self._known(workload)
+            counts: dict[str, int] = {}
+            for p in pods:
+                t = template_of(p)
+                counts[t] = counts.get(t, 0) + 1
+            if len(counts) <= 1:
+                self._placed.set_superseded(workload, frozenset())
+                self._steady[workload] = len(pods)
+                continue
+            newest = template_of(max(pods, key=lambda p: (p.creation_timestamp, template_of(p))))
+            self._placed.set_superseded(workload, frozenset(counts.keys() - {newest}))
+            self._steady[workload] = max(counts.values())
 
     def _pods_behind(self, workload: str) -> int:
         """How many pods the workload's measured traffic is shared by (call under the lock): the
@@ -383,8 +411,12 @@ class TrafficAffinity(
         if sample != self._peak_sample:
             self._peak.clear()
             self._peak_sample = sample
-        now = max(self._placed.placed(workload), len(self._known(workload)))
-        peak = max(self._peak.get(workload, 0), now)
+        steady = self._steady.get(workload)
+        now = max(self._placed.placed(workload), len(self._known(workload)) if steady is None else steady)
+        rolling = workload in self._placed.superseded
+        # While it rolls out, its old pods still run: the most seen placed counts them and the
+        # surge, not the replicas that will share the traffic.
+        peak = now if rolling else max(self._peak.get(workload, 0), now)
         if peak:
             self._peak[workload] = peak
         before = self._before.get(workload)
@@ -404,7 +436,10 @@ class TrafficAffinity(
             return None
         with self._lock:
             others = sum(1 for p in self._known(workload) if p.uid != pod.uid)
-            pods = max(others + 1, self._peak.get(workload, 0))
+            if workload in self._placed.superseded:  # a rollout's old pod: a surge is no replica
+                pods = max(self._steady.get(workload, others + 1), 1)
+            else:
+                pods = max(others + 1, self._peak.get(workload, 0))
             now = self.source.wall()
             when, before = self._before.get(workload, (0.0, 0))
             recent = when >= now - self.args.prometheus.rate_window_seconds  # the same rollout
@@ -461,3 +496,23 @@ class _LeavingTraffic:
                 return at, count
 
             return leaving_rows(flows, rows_of, plugin._peer_pods, idx, len(snapshot))
+
+    def peer_rows(self, pod: PodInfo, snapshot: Snapshot) -> tuple[IntArray, FloatArray, FloatArray] | None:
+        flows = self._of(pod)
+        if flows is None:
+            return None
+        plugin = self.plugin
+        with plugin._lock:
+            plugin._placed.sync(snapshot)
+            return peer_rows(flows, lambda peer: plugin._placed.arrays(peer)[:2], plugin._peer_pods)
+
+    def ends(self, pod: PodInfo, node: str) -> list[tuple[str, float, float]]:
+        got = self.peer_rows(pod, self.snapshot)
+        if got is None:
+            return []
+        nodes = self.snapshot.nodes
+        return [
+            (nodes[row].name, rx, tx)
+            for row, rx, tx in zip(got[0].tolist(), got[1].tolist(), got[2].tolist(), strict=True)
+            if nodes[row].name != node and (rx > 0 or tx > 0)
+        ]

@@ -907,3 +907,56 @@ def test_share_task_reads_the_rows_a_cycle_published_not_the_snapshot_being_rebu
     snap.nodes = newcomer + snap.nodes
     services.periodic.run_all()
     assert (crossing(ZONE), crossing(RACK)) == (0.0, 0.0)  # read db's n0 as a-new: 1.0, 1.0
+
+
+def revision(
+    workload: str, i: int, template: str, node: str = "", created: str = "2026-01-01T00:00:00Z"
+) -> Any:
+    """A pod of `workload` made from template revision `template` (its pod-template-hash)."""
+    b = (
+        make_pod(f"{workload}-{template}-{i}")
+        .owner("ReplicaSet", f"{workload}-{template}")
+        .label("pod-template-hash", template)
+        .set("metadata.creationTimestamp", created)
+    )
+    return b.node(node) if node else b
+
+
+LATER = "2026-01-01T00:01:30Z"
+
+
+def test_a_rolling_update_prices_a_surge_pod_at_its_settled_share() -> None:
+    # api has 2 replicas (template h1) sending 400 B/s to db; a RollingUpdate with maxSurge 1
+    # adds a third pod (h2) before an old one goes.  The traffic stays the workload's: once the
+    # rollout is done two pods share it, so the surge pod carries half (before: a third, and
+    # links filled with surge pods ended above their limit when the old pods left).
+    db = revision("db", 0, "d1", "n0")
+    old = [revision("api", i, "h1", f"n{4 + i}") for i in range(2)]
+    r = Rig([db, *old], pending=[revision("api", 0, "h2", created=LATER)])
+    r.edges({pair_key("default/api", "default/db", REQUEST): 400.0})
+    surge = revision("api", 0, "h2", created=LATER).info()
+    assert r.hint(surge)(surge, "n3") == (0.0, 200.0)
+    # Before the rollout, with the same three pods of one template, a third each.
+    same = [revision("api", i, "h1", f"n{4 + i}") for i in range(3)]
+    r2 = Rig([db, *same])
+    r2.edges({pair_key("default/api", "default/db", REQUEST): 400.0})
+    third = revision("api", 9, "h1").info()
+    assert r2.plugin.pod_bandwidth(third, "n3") == (0.0, 400.0 / 3)
+
+
+def test_peers_a_rollout_replaces_neither_pull_nor_keep_traffic_local() -> None:
+    # db rolls out: its old pod (d1) on n0 will be deleted, its new one (d2) runs on n6.  An api
+    # pod is pulled to n6, not n0, and on n0 its db traffic counts as leaving the node.
+    placed = [revision("db", 0, "d1", "n0"), revision("db", 0, "d2", "n6", created=LATER)]
+    r = Rig([*placed, revision("api", 1, "h1", "n5")])
+    r.edges({pair_key("default/api", "default/db", REQUEST): 100.0})
+    pod = revision("api", 0, "h1").info()
+    scored, raw, _ = r.run(pod)
+    assert scored
+    assert raw[6] == min(raw) and raw[0] > raw[6], raw
+    # db's steady pods: one (each revision has one), on n6; api's one placed pod made the 100.
+    assert r.plugin.pod_bandwidth(pod, "n0") == (0.0, 100.0)
+    assert r.plugin.pod_bandwidth(pod, "n6") == (0.0, 0.0)
+    # The rollout done (the old pod gone), the index keeps every pod of the one revision left.
+    done = Snapshot.of(node_infos([make_node(f"n{i}") for i in range(8)], [placed[1]]))
+    assert r.hint(pod, done)(pod, "n6") == (0.0, 0.0)
