@@ -293,6 +293,7 @@ NAMES_GANGS = {
     "netsched.simulate.scenario": "a scenario's podGroups section (simulate/gangs.py decodes it)",
     "netsched.simulate.engine": "adds a scenario's PodGroups to the in-memory cluster",
     "netsched.simulate.report": "reports how each gang ended",
+    "netsched.testing.replay": "refuses a scenario with PodGroups (a replay creates nodes and pods only)",
 }
 GANG_WORDS = re.compile(r"gang|podgroup|pod_group|pod-group", re.IGNORECASE)
 

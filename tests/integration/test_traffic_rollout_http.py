@@ -1,0 +1,83 @@
+"""Issue 39's rollouts on the real thing: the fake API server over HTTP, a real Prometheus
+scraping node_exporter, Istio and cAdvisor series that follow the pods (15 s scrapes, the
+profiles' 1m rate windows and 15 s polls), the whole scheduler, and the simulator's Deployment
+controller rolling the ten services out (netsched.testing.replay).
+
+The scenario is netsched/examples/rollout-scenario.yaml (and its rolling twin): 12 nodes of
+4 cpu in 3 racks, three of them with 60 % background link load, CPU = 20 % + 0.8 x the requests,
+16 fillers then 10 services x 2 replicas with 14 one-way edges and no declared peers; at 90 s
+every service is rolled out.  Each rollout runs three profiles side by side, each on its own
+API server, exporter and Prometheus: kube's default plugins, the load-aware profile
+(examples/config.yaml) and deploy/'s profile with TrafficAffinity (examples/traffic-config.yaml).
+The figures are exact, from the scenario's traffic model, on the placement each rollout left.
+
+What is asserted is what holds by design, not a tuned number: every pod bound; deploy/'s profile
+never leaves a link above LoadThreshold's 80 %; it sends less traffic across nodes and racks
+than both traffic-blind profiles.  The issue's ratio targets (cross-node <= 0.5x kube's default)
+are not reachable in this scenario by any placement (benchmarks/README.md, section 15, gives
+the best possible placement's figures), so they are measured, not asserted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from netsched.simulate.configs import DEFAULT_PROFILE, example_text
+from netsched.simulate.scenario import load_scenario
+from netsched.testing.prometheus import require_prometheus
+from netsched.testing.replay import Replay, ReplayRun, replay_all
+
+pytestmark = pytest.mark.integration
+
+PROFILES = {
+    "default": DEFAULT_PROFILE.format(name="netsched"),
+    "load-aware": example_text("config.yaml"),
+    "deploy": example_text("traffic-config.yaml"),
+}
+SCENARIOS = {"recreate": "rollout-scenario.yaml", "rolling": "rollout-rolling-scenario.yaml"}
+
+
+@pytest.fixture(scope="module")
+def runs() -> Iterator[dict[tuple[str, str], ReplayRun]]:
+    require_prometheus()
+    replays = []
+    for kind, file in SCENARIOS.items():
+        scenario = load_scenario(example_text(file), file)
+        replays += [(kind, label, Replay(scenario, text, label=label)) for label, text in PROFILES.items()]
+    done = replay_all([r for _, _, r in replays])
+    yield {(kind, label): run for (kind, label, _), run in zip(replays, done, strict=True)}
+
+
+@pytest.mark.parametrize("kind", list(SCENARIOS))
+def test_every_pod_is_placed_and_the_rollout_completes(
+    runs: dict[tuple[str, str], ReplayRun], kind: str
+) -> None:
+    for label in PROFILES:
+        run = runs[(kind, label)]
+        assert run.unbound == [], (label, run.unbound)
+        assert run.evicted_or_lost == [], (label, run.evicted_or_lost)
+        assert [p.complete for p in run.phases] == [True, True], (label, run.phases)
+        assert run.phases[-1].figures.placed == 36, label
+
+
+@pytest.mark.parametrize("kind", list(SCENARIOS))
+def test_traffic_affinity_keeps_links_under_the_limit(
+    runs: dict[tuple[str, str], ReplayRun], kind: str
+) -> None:
+    for phase in runs[(kind, "deploy")].phases:
+        assert phase.figures.max_network <= 0.80, (phase.label, phase.figures)
+        assert phase.figures.over_limit == 0, (phase.label, phase.figures)
+
+
+@pytest.mark.parametrize("kind", list(SCENARIOS))
+def test_traffic_affinity_cuts_crossing_traffic_after_the_rollout(
+    runs: dict[tuple[str, str], ReplayRun], kind: str
+) -> None:
+    after = {label: runs[(kind, label)].phases[-1].figures.traffic for label in PROFILES}
+    ours, default, load_aware = after["deploy"], after["default"], after["load-aware"]
+    assert ours is not None and default is not None and load_aware is not None
+    assert ours.cross_node < min(default.cross_node, load_aware.cross_node), after
+    rack = "example.com/rack"
+    assert ours.cross_level[rack] < min(default.cross_level[rack], load_aware.cross_level[rack]), after
