@@ -490,10 +490,14 @@ class Handler(BaseHTTPRequestHandler):
             self._write_chunk(encode_event("ERROR", e.status()))
             self._write_chunk(b"")
             return
-        self._start_chunked()
+        # Counted before the client can see the response: once it has the headers it may stop
+        # the server, whose stop() then waits for this stream's final chunk.  Counted after
+        # them, a stop() landing in between found no open stream and cut the connection
+        # under the final chunk ("Response ended prematurely" on a loaded machine).
         backend.streams(+1)
         try:
             try:
+                self._start_chunked()
                 self._stream(watcher, time.monotonic() + timeout, bookmarks)
             finally:
                 backend.store.unwatch(watcher)

@@ -174,7 +174,10 @@ class FakeAPIServer:
             self._forget_cert()
             return
         self.store.close_watchers()
-        with self._streams_cond:  # each open watch ends with its final chunk, as a clean end
+        # Each open watch ends with its final chunk, as a clean end.  The bound is for a client
+        # that stopped reading (its handler blocked on a full socket): closing the connection
+        # below is then what ends it.
+        with self._streams_cond:
             self._streams_cond.wait_for(lambda: self._open_streams == 0, timeout=2.0)
         self._close(reset=False)
         self._forget_cert()
@@ -577,6 +580,13 @@ class FakeAPIServer:
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
+
+    @property
+    def open_watches(self) -> int:
+        """Watch streams answered (from their response headers on) and not yet ended by their
+        final chunk; stop() waits for none to be left before closing connections."""
+        with self._lock:
+            return self._open_streams
 
     def streams(self, delta: int) -> None:
         """A watch stream began (+1) or ended after writing its final chunk (-1)."""
