@@ -16,7 +16,9 @@ dir/file:line, v on every line but errors, one field per key, err last on errors
 
 Verbosity: a line's `v` is the -v at which it shows.  netsched's info, warning
 and error lines are v=0 (as klog's Warning, JSON has no level field: errors are
-the lines without `v`), its debug lines v=4 (kube's "debug" level); the chatty
+the lines without `v`), its V2 lines (`log.log(V2, ...)`, klog's V(2).InfoS:
+steady-state information an operator may want, such as an optional API the
+cluster does not serve) v=2, its debug lines v=4 (kube's "debug" level); the chatty
 libraries (urllib3, kubernetes, apscheduler, tzlocal) show everything from v=6,
 only their warnings below.  Python warnings are log lines too, once per cause
 (WarningsToLog).  --vmodule raises the verbosity of matching files
@@ -47,6 +49,10 @@ from netsched.logkv import Number, fields_of
 log = logging.getLogger(__name__)
 
 DEBUG_V = 4  # the -v at which netsched's debug lines show
+V2_V = 2  # the -v at which netsched's V2 lines show
+# The logging level of a klog V(2) info line: between DEBUG and INFO, so -v 2 shows it, -v 0 not.
+V2 = logging.INFO - 5
+logging.addLevelName(V2, "V2")
 LIBRARY_V = 6  # the -v at which the chatty libraries' info and debug lines show
 LIBRARIES = ("urllib3", "kubernetes", "apscheduler", "tzlocal")
 THREAD_ID = "netsched_thread_id"  # the record attribute _Gate sets: the emitting thread's OS id
@@ -114,7 +120,9 @@ def record_v(record: logging.LogRecord) -> int:
     """The -v at which a record shows (see the module docstring)."""
     if record.name.partition(".")[0] in LIBRARIES:
         return 0 if record.levelno >= logging.WARNING else LIBRARY_V
-    return 0 if record.levelno >= logging.INFO else DEBUG_V
+    if record.levelno >= logging.INFO:
+        return 0
+    return V2_V if record.levelno >= V2 else DEBUG_V
 
 
 class _Gate(logging.Filter):
@@ -354,7 +362,7 @@ def setup(
     root.addHandler(handler)
     # Records are made only where some file may show them; _Gate then applies --vmodule per file.
     highest = _settings.highest
-    root.setLevel(logging.DEBUG if highest >= DEBUG_V else logging.INFO)
+    root.setLevel(logging.DEBUG if highest >= DEBUG_V else V2 if highest >= V2_V else logging.INFO)
     for name in LIBRARIES:
         logging.getLogger(name).setLevel(logging.DEBUG if highest >= LIBRARY_V else logging.WARNING)
     warnings.showwarning = WarningsToLog().show

@@ -25,7 +25,7 @@ from typing import NamedTuple, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from netsched.fakeapi.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
-from netsched.fakeapi.resources import NAMESPACES, PODS, ResourceType, find_resource
+from netsched.fakeapi.resources import NAMESPACES, PODS, ResourceType, discovery, find_resource
 from netsched.fakeapi.selection import Matcher, SelectorError, selector_matcher
 from netsched.fakeapi.store import JsonObj, StatusError, Store, Watcher, WatchEvent, encode_event
 
@@ -108,6 +108,7 @@ class Backend(Protocol):
     def review_access(self, body: JsonObj) -> JsonObj: ...
     def request_token(self, namespace: str, name: str, body: JsonObj) -> JsonObj: ...
     def take_fault(self, method: str, path: str) -> Fault | None: ...
+    def serves(self, rt: ResourceType) -> bool: ...
     def held(self) -> bool: ...
     def authenticated(self, authorization: str) -> bool: ...
     def track(self, conn: socket.socket, add: bool) -> None: ...
@@ -337,6 +338,11 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"ok")
         elif path == "/version":
             self._send(200, _dumps(VERSION))
+        elif (gv := _group_version(path)) is not None:
+            doc = discovery(*gv, self.server.backend.serves)
+            if doc is None:
+                raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            self._send(200, _dumps(doc))
         else:
             raise StatusError(404, "NotFound", "the server could not find the requested resource")
 
@@ -357,7 +363,11 @@ class Handler(BaseHTTPRequestHandler):
             self._send(201, _dumps(answer))
             return
         rt = find_resource(route.group, route.version, route.resource)
-        if rt is None or (route.namespace is not None and not rt.namespaced):
+        if (
+            rt is None
+            or not self.server.backend.serves(rt)
+            or (route.namespace is not None and not rt.namespaced)
+        ):
             raise StatusError(404, "NotFound", "the server could not find the requested resource")
         if route.subresource:
             self._serve_subresource(rt, route, verb, query, raw)
@@ -558,6 +568,16 @@ class Handler(BaseHTTPRequestHandler):
     def _write_chunk(self, data: bytes) -> None:
         """One HTTP chunk; an empty one ends the stream (and the connection stays usable)."""
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+
+def _group_version(path: str) -> tuple[str, str] | None:
+    """(group, version) of a discovery path: /api/v1 or /apis/GROUP/VERSION; None otherwise."""
+    parts = path.strip("/").split("/")
+    if parts == ["api", "v1"]:
+        return "", "v1"
+    if len(parts) == 3 and parts[0] == "apis" and all(parts):
+        return parts[1], parts[2]
+    return None
 
 
 def _event_line(watcher: Watcher, event: WatchEvent) -> bytes:

@@ -5,11 +5,18 @@ in it, with its group, version, scope and whether it has a status subresource;
 teaching the fake a new kind starts here.  The store keeps objects of these
 kinds, the HTTP layer finds one from a URL (group, version, plural), the test
 hooks from a short name ("pods", "coordination.k8s.io/leases").
+
+A kind marked `crd` (scheduler-plugins' PodGroup and AppGroup) is served as
+kube-apiserver serves a custom resource: only while its CustomResourceDefinition
+exists with its version served.  Until then its paths answer 404 and discovery
+(GET /apis/GROUP/VERSION, `discovery()`) does not list it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +32,13 @@ class ResourceType:
     # metadata.generation starts at 1 and counts spec changes (kinds whose status reports the
     # observedGeneration a controller last acted on).
     generation: bool = False
+    # A CustomResourceDefinition's kind: served only while its CRD (named `crd_name`) is stored.
+    crd: bool = False
+
+    @property
+    def crd_name(self) -> str:
+        """The name of the CustomResourceDefinition that serves it: "podgroups.scheduling.x-k8s.io"."""
+        return f"{self.plural}.{self.group}"
 
     @property
     def key(self) -> str:
@@ -57,10 +71,24 @@ RESOURCES: tuple[ResourceType, ...] = (
         generation=True,
     ),
     ResourceType(
-        "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True, has_status=True
+        "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True, has_status=True, crd=True
     ),
     ResourceType(
-        "appgroup.diktyo.x-k8s.io", "v1alpha1", "appgroups", "AppGroup", namespaced=True, has_status=True
+        "appgroup.diktyo.x-k8s.io",
+        "v1alpha1",
+        "appgroups",
+        "AppGroup",
+        namespaced=True,
+        has_status=True,
+        crd=True,
+    ),
+    ResourceType(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        namespaced=False,
+        has_status=True,
     ),
     ResourceType("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False, has_status=True),
     ResourceType(
@@ -94,6 +122,54 @@ NAMESPACES = RESOURCES[0]
 PODS = RESOURCES[2]
 PDBS = next(rt for rt in RESOURCES if rt.key == "policy/poddisruptionbudgets")
 REPLICASETS = next(rt for rt in RESOURCES if rt.key == "apps/replicasets")
+CRDS = next(rt for rt in RESOURCES if rt.key == "apiextensions.k8s.io/customresourcedefinitions")
+_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+def served_by(rt: ResourceType, crd: dict[str, Any] | None) -> bool:
+    """Whether `rt` is served given its stored CustomResourceDefinition (None: not created);
+    a built-in kind always is, a CRD's kind while the CRD serves its version."""
+    if not rt.crd:
+        return True
+    versions = ((crd or {}).get("spec") or {}).get("versions") or []
+    return any(isinstance(v, dict) and v.get("name") == rt.version and v.get("served") for v in versions)
+
+
+def crd_manifest(rt: ResourceType) -> dict[str, Any]:
+    """The CustomResourceDefinition that makes kube serve `rt` (no schema: the fake checks none)."""
+    version: dict[str, Any] = {"name": rt.version, "served": True, "storage": True}
+    if rt.has_status:
+        version["subresources"] = {"status": {}}
+    names = {"kind": rt.kind, "listKind": f"{rt.kind}List", "plural": rt.plural, "singular": rt.kind.lower()}
+    return {
+        "apiVersion": CRDS.api_version,
+        "kind": CRDS.kind,
+        "metadata": {"name": rt.crd_name},
+        "spec": {
+            "group": rt.group,
+            "names": names,
+            "scope": "Namespaced" if rt.namespaced else "Cluster",
+            "versions": [version],
+        },
+    }
+
+
+def discovery(group: str, version: str, serves: Callable[[ResourceType], bool]) -> dict[str, Any] | None:
+    """kube's APIResourceList for GET /api/v1 or /apis/GROUP/VERSION: the kinds of that
+    group/version served now; None (a 404) when it serves none."""
+    served = [rt for rt in RESOURCES if (rt.group, rt.version) == (group, version) and serves(rt)]
+    if not served:
+        return None
+    resources: list[dict[str, Any]] = []
+    for rt in served:
+        entry = {"name": rt.plural, "singularName": rt.kind.lower(), "namespaced": rt.namespaced}
+        resources.append({**entry, "kind": rt.kind, "verbs": _VERBS})
+        if rt.has_status:
+            resources.append(
+                {**entry, "name": f"{rt.plural}/status", "kind": rt.kind, "verbs": ["get", "patch", "update"]}
+            )
+    gv = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
 
 
 def resource_of(api_version: str, kind: str) -> ResourceType | None:

@@ -45,6 +45,12 @@ objects, compact() the history, inject_fault() to fail requests, outage() and
 recover() to take the whole server down and back on the same port, and inspect
 `requests` (RBAC-style tuples) to check a ClusterRole covers what was used.
 
+CustomResourceDefinitions: the kinds resources.py marks `crd` (scheduler-plugins')
+are served only while their CRD exists (create_crd(), or applying its manifest), in
+discovery (GET /api/v1, /apis/GROUP/VERSION: kube's APIResourceList) as on
+their paths, as kube's apiextensions server serves them; every other kind is
+built in.  Discovery is open to every caller, as kube's system:discovery role.
+
 Resource names for the hooks: a bare plural for the core group ("pods", "nodes",
 "namespaces", "events"), "group/plural" otherwise ("events.k8s.io/events",
 "coordination.k8s.io/leases", "policy/poddisruptionbudgets"); a bare plural that
@@ -81,7 +87,7 @@ from netsched.fakeapi.disruption import evict as evict_pod
 from netsched.fakeapi.http_server import Fault, HTTPServer, RecordedRequest
 from netsched.fakeapi.patch import strategic_merge_patch
 from netsched.fakeapi.realistic import enrich
-from netsched.fakeapi.resources import ResourceType, resolve_resource
+from netsched.fakeapi.resources import CRDS, ResourceType, crd_manifest, resolve_resource, served_by
 from netsched.fakeapi.selection import selector_matcher
 from netsched.fakeapi.store import JsonObj, StatusError, Store, deep_copy
 from netsched.observability.tls import ServingCert, serving_cert
@@ -323,9 +329,36 @@ class FakeAPIServer:
     # --- object hooks (bypass HTTP; no request is recorded) ------------------
 
     def create(self, resource: str, obj: JsonObj, namespace: str | None = None) -> JsonObj:
-        """Create an object as a POST would; namespaced objects default to "default"."""
+        """Create an object as a POST would; namespaced objects default to "default".  A CRD's
+        kind must be served first (create_crd), as a POST would get 404 before."""
         rt = resolve_resource(resource)
+        if not self.serves(rt):
+            raise StatusError(
+                404,
+                "NotFound",
+                f"{rt.qualified} is not served: create its CustomResourceDefinition {rt.crd_name} "
+                f"first (create_crd({rt.key!r}), or apply its manifest)",
+            )
         return copy.deepcopy(self.store.create(rt, self._ns(rt, obj, namespace), copy.deepcopy(obj)))
+
+    def create_crd(self, resource: str) -> JsonObj:
+        """Create the CustomResourceDefinition of one of the fake's CRD kinds
+        ("appgroup.diktyo.x-k8s.io/appgroups"), as applying its manifest would: from then on the kind is served, over HTTP
+        and in discovery.  Deleting the CRD object ends that (its objects are kept, unserved)."""
+        rt = resolve_resource(resource)
+        if not rt.crd:
+            raise ValueError(f"{rt.key} is built in: it is always served")
+        return self.create(CRDS.key, crd_manifest(rt))
+
+    def serves(self, rt: ResourceType) -> bool:
+        """Whether `rt` is served now: a built-in kind always, a CRD's while its CRD serves it."""
+        if not rt.crd:
+            return True
+        try:
+            crd = self.store.get(CRDS, None, rt.crd_name)
+        except StatusError:
+            return False
+        return served_by(rt, crd)
 
     def get(self, resource: str, name: str, namespace: str | None = None) -> JsonObj:
         """Raises StatusError (code 404) if absent."""

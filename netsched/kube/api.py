@@ -31,7 +31,7 @@ from netsched.clock import Clock, SystemClock, rfc3339
 from netsched.framework.disruption import EvictionOutcome
 from netsched.framework.types import PodInfo
 from netsched.kube.client import JSON, JsonObj, KubeClient
-from netsched.kube.errors import ApiError, Conflict, Gone, NotFound
+from netsched.kube.errors import ApiError, Conflict, Forbidden, Gone, NotFound
 from netsched.kube.eviction import accepted, eviction_body, outcome_of
 from netsched.kube.reflector import (
     EventHandler,
@@ -255,6 +255,25 @@ class KubeAPI:
     def get_pod(self, namespace: str, name: str) -> JsonObj:
         return self._client.request("get", "pods", "GET", _pod_path(namespace, name)).body
 
+    def unserved(self, resource: Resource, *, retry: bool = True) -> str:
+        """Why the API server does not serve `resource`, from its discovery document
+        (GET /apis/GROUP/VERSION, kube's APIResourceList): "" when it does.  A group/version
+        it does not know answers 404 (a CRD not installed); one it knows lists its resources.
+        Discovery is open to every authenticated user (kube's system:discovery role): a 403
+        here says nothing about the resource itself, so it counts as served and the list
+        decides."""
+        root = f"/apis/{resource.api_version}" if resource.group else f"/api/{resource.version}"
+        try:
+            body = self._client.request("get", "discovery", "GET", root, retry=retry).body
+        except NotFound:
+            return f"the API server serves no {resource.api_version}"
+        except Forbidden:
+            return ""
+        served = {str(r.get("name")) for r in body.get("resources") or [] if isinstance(r, dict)}
+        if resource.plural not in served:
+            return f"{resource.api_version} has no resource {resource.plural}"
+        return ""
+
     def list_raw(self, resource: Resource, *, retry: bool = True) -> ObjectList:
         """All pages of a list; an expired continue token restarts it as one unpaged list."""
         items: list[JsonObj] = []
@@ -313,7 +332,8 @@ class KubeAPI:
         """A Reflector (not started) over `resource` (narrow it with Resource.where).
 
         Its lists go unretried: the reflector loop is the retry. An optional
-        resource may be missing (see Resource).
+        resource may be missing (see Resource); one marked `discover` is looked up
+        in the API's discovery before each list.
         """
         return Reflector(
             resource.plural,
@@ -322,6 +342,8 @@ class KubeAPI:
             on_event,
             on_sync=on_sync,
             optional=resource.optional,
+            unserved=(lambda: self.unserved(resource, retry=False)) if resource.discover else None,
+            rbac=resource.rbac,
             watch_timeout=watch_timeout,
             optional_retry=optional_retry,
             backoff=backoff,

@@ -35,6 +35,7 @@ from typing import Any, NamedTuple, Protocol
 from netsched.clock import Clock, SystemClock
 from netsched.gcpause import gc_paused
 from netsched.kube.errors import ApiError, Forbidden, Gone, NotFound, from_status
+from netsched.logutil import V2
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +152,11 @@ class Reflector:
     (netsched.kube.resources.Resource.optional: PodDisruptionBudgets,
     Namespaces, CRDs): a 404/403 on list is logged once, the reflector
     counts as synced with no objects, and it tries again every
-    `optional_retry` seconds.
+    `optional_retry` seconds.  `unserved`, when given, is asked before each
+    list why the API server does not serve the resource ("" when it does: the
+    API's discovery, KubeAPI.unserved): an API not served is the same empty,
+    synced state, logged once at -v 2 only, since nothing is wrong.  `rbac`
+    names where the grant to read the resource ships: a 403 says to apply it.
     """
 
     def __init__(
@@ -163,6 +168,8 @@ class Reflector:
         *,
         on_sync: SyncHandler | None = None,
         optional: bool = False,
+        unserved: Callable[[], str] | None = None,
+        rbac: str = "",
         watch_timeout: int = 300,
         optional_retry: float = 300.0,
         backoff: ExponentialBackoff | None = None,
@@ -174,12 +181,15 @@ class Reflector:
         self._on_event = on_event
         self._on_sync = on_sync
         self.optional = optional
+        self._unserved = unserved
+        self.rbac = rbac
         self.watch_timeout = watch_timeout
         self.optional_retry = optional_retry
         self._backoff = backoff or ExponentialBackoff()
         self._clock: Clock = clock or SystemClock()
         self.has_synced = threading.Event()
         self.available = True
+        self._missing = ""  # why an optional resource is unavailable, as last logged ("" if it is)
         self.resource_version = ""
         self._known: dict[str, JsonObj] = {}
         self._lock = threading.Lock()
@@ -288,22 +298,44 @@ class Reflector:
 
     def _list(self) -> bool:
         """List and deliver the difference; False if an optional resource is unavailable."""
+        why = self._unserved() if self._unserved is not None else ""
+        if why:
+            if self._missing != "unserved":
+                log.log(
+                    V2, "API not served, running without the resource resource=%s reason=%s", self.name, why
+                )
+            return self._unavailable("unserved")
         try:
             result = self._list_fn()
         except (NotFound, Forbidden) as e:
             if not self.optional:
                 raise
-            if self.available:
-                log.warning("Resource not available, running without it resource=%s err=%s", self.name, e)
-            self.available = False
-            self._apply_list(ObjectList([], ""))
-            return False
+            missing = "forbidden" if isinstance(e, Forbidden) else "notFound"
+            if self._missing != missing:
+                if missing == "forbidden" and self.rbac:
+                    log.warning(
+                        "Resource forbidden, running without it resource=%s hint=%s err=%s",
+                        self.name,
+                        f"kubectl apply -k {self.rbac}",
+                        e,
+                    )
+                else:
+                    log.warning("Resource not available, running without it resource=%s err=%s", self.name, e)
+            return self._unavailable(missing)
         if not self.available:
             log.info("Resource became available resource=%s", self.name)
             self.available = True
+            self._missing = ""
         with gc_paused():  # a list builds the cache's records by the thousand, no cycles among them
             self._apply_list(result)
         return True
+
+    def _unavailable(self, missing: str) -> bool:
+        """An optional resource cannot be read (`missing` says why): no objects, synced; False."""
+        self.available = False
+        self._missing = missing
+        self._apply_list(ObjectList([], ""))
+        return False
 
     def _apply_list(self, result: ObjectList) -> None:
         fresh = {object_key(obj): obj for obj in result.items}

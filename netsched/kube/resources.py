@@ -32,6 +32,12 @@ class Resource:
     schedulable, so it moves them back to the queue (see netsched.assemble).
     `needed_by` names the plugins that read the kind: when set, it is listed and
     watched only if a profile enables one of them (its RBAC ships with them).
+    `discover`: a CRD a cluster may well not have, whose absence is no fault (an
+    optional kind a plugin can do without): the API's discovery
+    (/apis/GROUP/VERSION) is asked before each list, and an API not served is
+    skipped quietly (one line at -v 2) rather than listed into a 404 or 403.
+    `rbac` names where the grant to read it ships ("deploy/optional/appgroup"):
+    a 403 on the list says to apply it.
     """
 
     plural: str
@@ -45,10 +51,14 @@ class Resource:
     kind: str = ""
     requeue: bool = False
     needed_by: tuple[str, ...] = ()
+    discover: bool = False
+    rbac: str = ""
 
     def __post_init__(self) -> None:
         if self.namespace and not self.namespaced:
             raise ValueError(f"{self.plural} is cluster-scoped: it has no namespace {self.namespace!r}")
+        if self.discover and not self.optional:
+            raise ValueError(f"{self.plural}: discover is for optional kinds (an API not served is skipped)")
 
     def where(
         self,
@@ -76,6 +86,11 @@ class Resource:
         root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         scope = f"/namespaces/{self.namespace}" if self.namespace else ""
         return f"{root}{scope}/{self.plural}"
+
+    @property
+    def api_version(self) -> str:
+        """Its group/version ("v1" for the core group), as discovery and manifests name it."""
+        return f"{self.group}/{self.version}" if self.group else self.version
 
     def selectors(self) -> list[tuple[str, str]]:
         """The selectors as query parameters, empty ones left out."""
@@ -105,9 +120,11 @@ PODGROUPS = Resource(
     kind="PodGroup",
     requeue=True,
     needed_by=("Coscheduling",),
+    rbac="deploy/optional/coscheduling",
 )
 # scheduler-plugins' AppGroup (networkaware/Diktyo): TrafficAffinity's declared edges when the
-# CRD is installed; watched only when a profile enables TrafficAffinity.
+# CRD is installed; watched only when a profile enables TrafficAffinity.  Most clusters have no
+# such CRD and TrafficAffinity needs none (measured edges, annotations): discovery first.
 APPGROUPS = Resource(
     "appgroups",
     group="appgroup.diktyo.x-k8s.io",
@@ -116,6 +133,8 @@ APPGROUPS = Resource(
     optional=True,
     kind="AppGroup",
     needed_by=("TrafficAffinity",),
+    discover=True,
+    rbac="deploy/optional/appgroup",
 )
 
 # The volume plugins' kinds (plugins/volume_binding and friends). Optional: a cluster that

@@ -6,7 +6,8 @@
   below then build on that one.
 - `kubeconfig`: a kubeconfig file for `server`.
 - `client` / `api`: netsched's KubeClient (retrying fast: 10-50 ms backoff) and KubeAPI over it.
-- `scheduler_app(config, start=False, **options)`: a SchedulerApp over `server` with the client
+- `scheduler_app(config, start=False, kubeconfig=None, **options)`: a SchedulerApp over `server`
+  (as `kubeconfig`'s user when given, e.g. a service account's token) with the client
   settings of a busy scheduler (qps 500, burst 1000, 24 connections), plain-HTTP endpoints on a
   free port and 5 s watches unless `options` (AppOptions fields) say otherwise; `start=True`
   also syncs the informers and starts the background loops and scheduling. Every app made is
@@ -63,7 +64,9 @@ SchedulerAppFactory = Callable[..., SchedulerApp]
 def scheduler_app(kubeconfig: Path) -> Iterator[SchedulerAppFactory]:
     apps: list[SchedulerApp] = []
 
-    def make(config: str, *, start: bool = False, **options: Any) -> SchedulerApp:
+    def make(
+        config: str, *, start: bool = False, kubeconfig: Path = kubeconfig, **options: Any
+    ) -> SchedulerApp:
         registry = build_registry()
         app = SchedulerApp(
             load_config(config, registry),

@@ -81,6 +81,7 @@ def test_sigterm_ends_the_waits_in_prebind_and_at_permit(
     server.create(PVCS, pvc("data", storage_class="slow"))
     server.create("pods", make_pod("vol").scheduler("netsched").req(cpu="100m").pvc("data").obj())
     # A gang of two whose second member fits nowhere: the first waits at Permit.
+    server.create_crd(PG)
     server.create(
         PG,
         {

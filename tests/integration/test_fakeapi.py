@@ -20,10 +20,12 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from netsched.testing.fakeapi import FakeAPIServer, RecordedRequest, StatusError
+from netsched.testing.kustomize import load_kustomization
 
 pytestmark = pytest.mark.integration
 
 NS = "default"
+REPO = Path(__file__).resolve().parents[2]
 
 
 # --- fixtures and helpers ------------------------------------------------------
@@ -617,6 +619,69 @@ def test_health_version_and_kubeconfig(server: FakeAPIServer, api_client: client
             assert resp.read() == b"ok"
     assert client.VersionApi(api_client).get_code().major == "1"
     assert api_client.configuration.host == server.url
+
+
+# --- CustomResourceDefinitions and discovery -----------------------------------------
+
+AG = "appgroup.diktyo.x-k8s.io/appgroups"
+AG_GROUP_VERSION = "/apis/appgroup.diktyo.x-k8s.io/v1alpha1"
+
+
+def get(server: FakeAPIServer, path: str) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(server.url + path, timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def served_names(server: FakeAPIServer, path: str) -> list[str]:
+    code, body = get(server, path)
+    assert code == 200 and body["kind"] == "APIResourceList", body
+    return [r["name"] for r in body["resources"]]
+
+
+def test_a_crd_kind_is_served_only_while_its_crd_exists(server: FakeAPIServer) -> None:
+    collection = AG_GROUP_VERSION + "/namespaces/default/appgroups"
+    assert get(server, AG_GROUP_VERSION)[0] == 404  # discovery: no such group/version
+    assert get(server, collection)[0] == 404
+    with pytest.raises(StatusError, match=r"create_crd\('appgroup.diktyo.x-k8s.io/appgroups'\)"):
+        server.create(AG, {"metadata": {"name": "shop"}})
+    crd = server.create_crd(AG)
+    assert crd["metadata"]["name"] == "appgroups.appgroup.diktyo.x-k8s.io"
+    assert served_names(server, AG_GROUP_VERSION) == ["appgroups", "appgroups/status"]
+    server.create(AG, {"metadata": {"name": "shop"}})
+    code, body = get(server, collection)
+    assert code == 200 and [o["metadata"]["name"] for o in body["items"]] == ["shop"]
+    # A CRD whose version is no longer served, then none: kube stops serving it either way.
+    versions = [{**crd["spec"]["versions"][0], "served": False}]
+    server.patch(
+        "apiextensions.k8s.io/customresourcedefinitions",
+        crd["metadata"]["name"],
+        {"spec": {"versions": versions}},
+    )
+    assert get(server, AG_GROUP_VERSION)[0] == 404 and get(server, collection)[0] == 404
+    server.delete("apiextensions.k8s.io/customresourcedefinitions", crd["metadata"]["name"])
+    assert get(server, collection)[0] == 404
+    assert get(server, "/apis/scheduling.x-k8s.io/v1alpha1")[0] == 404  # the other CRD kind too
+
+
+def test_a_crd_manifest_posted_over_http_serves_its_kind(server: FakeAPIServer) -> None:
+    manifest = [
+        o
+        for o in load_kustomization(REPO / "deploy/optional/coscheduling")
+        if o["kind"] == "CustomResourceDefinition"
+    ]
+    code, _, _ = post(server, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", manifest[0])
+    assert code == 201
+    assert served_names(server, "/apis/scheduling.x-k8s.io/v1alpha1") == ["podgroups", "podgroups/status"]
+
+
+def test_discovery_lists_the_built_in_kinds_of_a_group_version(server: FakeAPIServer) -> None:
+    core = served_names(server, "/api/v1")
+    assert {"pods", "pods/status", "nodes", "namespaces", "configmaps"} <= set(core)
+    assert served_names(server, "/apis/coordination.k8s.io/v1") == ["leases"]
+    assert get(server, "/apis/coordination.k8s.io/v2")[0] == 404
 
 
 # --- pods/eviction (kube's eviction handler; the budget rules are tested in

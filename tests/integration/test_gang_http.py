@@ -45,7 +45,8 @@ CONFIG = (
 
 
 @pytest.fixture
-def app(scheduler_app: Callable[..., SchedulerApp]) -> SchedulerApp:
+def app(scheduler_app: Callable[..., SchedulerApp], server: FakeAPIServer) -> SchedulerApp:
+    server.create_crd(PG)  # PodGroups are served from before the scheduler starts
     return scheduler_app(CONFIG)
 
 
@@ -279,6 +280,7 @@ def racks(
             lambda r: bool(r) and abs(float(r[0]["value"][1]) - RX["node-4"]) < 0.02 * RX["node-4"],
             timeout=30,
         )
+        server.create_crd(PG)
         app = scheduler_app(TOPOLOGY_CONFIG.replace("URL", prom.url).replace("WINDOW", WINDOW))
         assert app.start_informers(sync_timeout=10)
         app.start_background()

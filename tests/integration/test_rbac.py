@@ -76,6 +76,7 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
     server.write_kubeconfig(kubeconfig)
     server.create("nodes", make_node("n0").capacity(cpu="2").obj())
     server.create("nodes", make_node("n1").capacity(cpu="2").obj())
+    server.create_crd("scheduling.x-k8s.io/podgroups")  # deploy/optional/coscheduling's CRD
     server.create(
         "policy/poddisruptionbudgets",
         {

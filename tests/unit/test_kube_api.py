@@ -16,6 +16,7 @@ from netsched.kube.client import KubeClient
 from netsched.kube.errors import Conflict, Forbidden, Gone, ServerError, TooManyRequests, Transient
 from netsched.kube.resources import (
     ACTIVE_PODS_SELECTOR,
+    APPGROUPS,
     NAMESPACES,
     NODES,
     PODDISRUPTIONBUDGETS,
@@ -450,3 +451,35 @@ def test_reflector_takes_its_name_and_optionality_from_the_table(api: KubeAPI) -
     ]:
         r = api.reflector(resource, ignore, optional_retry=7.0)
         assert (r.name, r.optional, r.optional_retry) == (resource.plural, optional, 7.0)
+    assert api.reflector(APPGROUPS, ignore).rbac == "deploy/optional/appgroup"
+
+
+# --- discovery -----------------------------------------------------------------
+
+
+def test_discovery_says_whether_a_crd_is_served(api: KubeAPI, wire: Wire) -> None:
+    not_installed = FakeResponse(404)
+    not_installed.data = b"404 page not found\n"  # kube's answer for a group/version it does not know
+    other = {
+        "kind": "APIResourceList",
+        "groupVersion": APPGROUPS.api_version,
+        "resources": [{"name": "other"}],
+    }
+    served = {**other, "resources": [{"name": "appgroups"}, {"name": "appgroups/status"}]}
+    denied = {"kind": "Status", "code": 403, "reason": "Forbidden", "message": "cannot get path"}
+    wire.replies += [
+        not_installed,
+        FakeResponse(200, other),
+        FakeResponse(200, served),
+        FakeResponse(403, denied),
+    ]
+    assert api.unserved(APPGROUPS) == "the API server serves no appgroup.diktyo.x-k8s.io/v1alpha1"
+    assert api.unserved(APPGROUPS) == "appgroup.diktyo.x-k8s.io/v1alpha1 has no resource appgroups"
+    assert api.unserved(APPGROUPS) == ""
+    # Discovery is everyone's (system:discovery): a 403 there leaves the verdict to the list.
+    assert api.unserved(APPGROUPS) == ""
+    assert [(r.method, r.path) for r in wire.requests] == [
+        ("GET", "/apis/appgroup.diktyo.x-k8s.io/v1alpha1")
+    ] * 4
+    wire.replies.append(FakeResponse(200, {"kind": "APIResourceList", "resources": [{"name": "nodes"}]}))
+    assert api.unserved(NODES) == "" and wire.requests[-1].path == "/api/v1"

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from netsched.kube.errors import Gone, NotFound, Transient
+from netsched import logutil
+from netsched.kube.errors import Forbidden, Gone, NotFound, Transient
 from netsched.kube.reflector import ExponentialBackoff, ObjectList, Reflector, iter_lines, stop_reflectors
 
 # --- line splitting ------------------------------------------------------------
@@ -307,6 +308,62 @@ def test_optional_resource_that_is_not_served_counts_as_synced_and_is_retried() 
         assert h.clock.waits == [120.0]
         assert h.reflector.available
         assert h.events == [("ADDED", "p")]
+
+
+class Discovery:
+    """Scripted discovery answers (why the API is not served, "" once it is), the last repeated."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+
+    def __call__(self) -> str:
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def lines_of(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
+    return [
+        (rec.levelno, rec.getMessage()) for rec in caplog.records if rec.name == "netsched.kube.reflector"
+    ]
+
+
+NOT_SERVED = "the API server serves no g.io/v1"
+DENIED = Forbidden(
+    403, "Forbidden", 'things.g.io is forbidden: User "netsched" cannot list resource "things"'
+)
+
+
+def test_an_api_not_served_is_not_listed_and_logged_once_at_v2(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logutil.V2, "netsched.kube.reflector")
+    lists = Lists(ObjectList([obj("p", 2)], "2"))
+    discovery = Discovery(NOT_SERVED, NOT_SERVED, "")
+    with Harness(
+        lists, Watches(), optional=True, optional_retry=120.0, unserved=discovery, rbac="deploy/x"
+    ) as h:
+        h.idle(1)
+        assert h.syncs == [[], [], ["p"]]  # synced empty while not served, read once it is
+        assert h.clock.waits == [120.0, 120.0]
+        assert lists.calls == 1  # never listed while discovery said it is not served
+        assert h.events == [("ADDED", "p")]
+    assert lines_of(caplog) == [
+        (logutil.V2, f"API not served, running without the resource resource=things reason={NOT_SERVED}"),
+        (logging.INFO, "Resource became available resource=things"),
+    ]
+
+
+def test_a_403_on_a_served_api_is_a_warning_that_names_its_rbac(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logutil.V2, "netsched.kube.reflector")
+    lists = Lists(DENIED, DENIED, ObjectList([], "3"))
+    discovery = Discovery(NOT_SERVED, "")  # the CRD is installed after the first look
+    options = {"optional": True, "unserved": discovery, "rbac": "deploy/optional/appgroup"}
+    with Harness(lists, Watches(), **options) as h:
+        h.idle(1)
+        assert h.syncs == [[], [], [], []] and lists.calls == 3
+    warned = [msg for level, msg in lines_of(caplog) if level >= logging.WARNING]
+    assert warned == [
+        "Resource forbidden, running without it resource=things "
+        f"hint=kubectl apply -k deploy/optional/appgroup err={DENIED}"
+    ]  # once, not at every retry; the first look (not served) was no warning
+    assert lines_of(caplog)[0][0] == logutil.V2
 
 
 def test_a_required_resource_that_is_not_served_is_retried_with_backoff() -> None:

@@ -285,6 +285,20 @@ def test_verbosity_4_shows_debug_lines(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize("verbosity", [0, 1, 2, 4])
+def test_v2_lines_show_from_verbosity_2(verbosity: int) -> None:
+    out = io.StringIO()
+    logutil.setup(verbosity, "json", out)
+    logging.getLogger("netsched.test").log(logutil.V2, "Steady-state line resource=%s", "appgroups")
+    want = [("Steady-state line", 2, "appgroups")] if verbosity >= 2 else []
+    assert [(line["msg"], line["v"], line["resource"]) for line in _lines(out)] == want
+    text = io.StringIO()
+    logutil.setup(verbosity, "text", text)
+    logging.getLogger("netsched.test").log(logutil.V2, "Steady-state line resource=%s", "appgroups")
+    assert [line[0] for line in text.getvalue().splitlines()] == (["I"] if verbosity >= 2 else [])
+
+
+@pytest.mark.usefixtures("restore_logging")
 def test_vmodule_raises_verbosity_for_matching_files_only(tmp_path: Path) -> None:
     binder, queue, reflector = (_module(tmp_path, n) for n in ("binder", "queue", "reflector"))
     out = io.StringIO()
