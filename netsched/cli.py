@@ -304,7 +304,8 @@ def run_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         metavar="Level",
-        help="log verbosity: 4 adds netsched's debug lines, 6 the client libraries' (klog's levels)",
+        help="log verbosity: 2 adds netsched's steady-state details (an optional API not served), 4 its "
+        "debug lines, 6 the client libraries' (klog's levels)",
     )
     logs.add_argument(
         "--vmodule",

@@ -682,6 +682,59 @@ def test_graph_matching_no_placed_workload_is_warned_once(caplog: pytest.LogCapt
     assert len(warned()) == 2
 
 
+def test_the_share_task_warns_inert_only_once_placed_pods_match_nothing_for_a_few_polls(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Through the periodic share task, as the scheduler runs it once per poll interval (issue
+    39): right after start the graph is measured but no pod is placed at all, and however many
+    polls pass that is no warning; once pods are placed and none of their workloads is in the
+    graph, it warns after UNMATCHED_CHECKS polls, once."""
+    clock = FakeClock()
+    hub, fake = fake_hub(clock)
+    nodes = [make_node(f"n{i}") for i in range(2)]
+    snap = Snapshot.of(node_infos(nodes, []))
+    services = fake_services(clock=clock, metrics=hub, assigned=snap)
+    metrics = SchedulerMetrics(CollectorRegistry())
+    services.plugin_metrics = metrics
+    fwk = build_framework([TrafficAffinity], services=services, snapshot=snap)
+    plugin = plugin_of(fwk, TrafficAffinity)
+    fake.serve(plugin.source, TRAFFIC_PAIRS, {"default|api|default|db": 100.0}, label=PAIR_LABEL)
+    hub.poll_now()
+
+    def gauge(name: str) -> float | None:
+        return metrics.registry.get_sample_value(name, {"profile": fwk.profile_name})
+
+    def warned() -> list[str]:
+        return [rec.getMessage() for rec in caplog.records if "TrafficAffinity is inert" in rec.getMessage()]
+
+    def cycle(placed: list[Any]) -> None:
+        """The cluster now holds `placed`; a cycle of the plugin sees the snapshot's rows."""
+        snap.nodes = node_infos(nodes, placed)
+        plugin.pre_filter(CycleState(), replica("web", 9).info(), snap)
+
+    with caplog.at_level(logging.WARNING):
+        cycle([])  # the first pending pod's cycle, before any pod is bound
+        for _ in range(4 * UNMATCHED_CHECKS):
+            services.periodic.run_all()
+        assert (gauge("netsched_traffic_graph_workloads"), gauge("netsched_traffic_matched_workloads")) == (
+            2,
+            0,
+        )
+        assert warned() == []
+        cycle([replica("web", 0, "n0"), replica("cache", 0, "n1")])  # placed, not in the graph
+        for _ in range(UNMATCHED_CHECKS - 1):
+            services.periodic.run_all()
+        assert warned() == []
+        for _ in range(UNMATCHED_CHECKS + 1):
+            services.periodic.run_all()
+        assert len(warned()) == 1
+        cycle([replica("web", 0, "n0"), replica("db", 0, "n1")])  # one of them is in the graph
+        for _ in range(2 * UNMATCHED_CHECKS):
+            services.periodic.run_all()
+        assert gauge("netsched_traffic_matched_workloads") == 1
+    assert len(warned()) == 1
+
+
 APPGROUP = {
     "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
     "kind": "AppGroup",
