@@ -9,7 +9,6 @@ the node, computed on that cycle's snapshot), else a default.  The ledger
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -65,12 +64,6 @@ class BandwidthHint(Protocol):
 
     def rows(self, pod: PodInfo, snapshot: Snapshot, idx: IntArray) -> tuple[FloatArray, FloatArray] | None:
         """On each row `idx` of `snapshot` at once (a filter judging the candidates)."""
-        ...
-
-    def ends(self, pod: PodInfo, node: str) -> Sequence[tuple[str, float, float]]:
-        """The other end of its traffic: (node, rx, tx) bytes/s its flows add to the link of
-        each other node holding its peers when it runs on `node` (Reserve counts them there
-        too, until readings hold them)."""
         ...
 
 

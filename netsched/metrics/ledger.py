@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -81,7 +81,6 @@ _ALIGNMENTS_KEPT = 4  # snapshot layouts read recently: the cycle's and a few co
 _ALL_OPEN = (1 << len(GROUP_COLUMNS)) - 1
 _NEVER = math.inf
 _NO_SAMPLE = (math.nan, math.nan, math.nan)
-_END = ">"  # "<pod uid>><node>": a pod's flows at a peer's node (no uid or pod name holds ">")
 
 
 class _Entry(NamedTuple):
@@ -161,9 +160,6 @@ class Ledger:
         # The sample timestamps (CPU, memory, network) the totals are as of, by node.
         self._coverage: dict[str, tuple[float, float, float]] | None = None
         self._loads: dict[tuple[object, ...], FloatArray] = {}  # load() by load_key
-        # A reserved pod's flows with peers on other nodes load those nodes' links too: one
-        # entry per such node (BandwidthHint.ends), by the pod's uid, until readings hold them.
-        self._ends: dict[str, list[str]] = {}
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -179,45 +175,20 @@ class Ledger:
             return  # already counted there (a profile calls one reserving plugin per source)
         load = self.load(pod)
         own = annotated(pod) or pod.host_network
-        ends: Sequence[tuple[str, float, float]] = ()
         if hint is not None and not own:
             got = hint(pod, node)
             if got is not None:
                 load = load.copy()  # load() shares its array with the scoring plugins
                 load[RX_COL], load[TX_COL] = got
                 own = True
-                ends = hint.ends(pod, node)
         with self._lock:
             old = self._pods.get(pod.uid)
             if old is not None:
                 if old.node == node and old.end == _NEVER:
                     return
                 self._drop(old)
-            self._drop_ends(pod.uid)
             when = self._wall() if at is None else at
             self._enter(_Entry(pod.uid, pod.key, node, when, _NEVER, load, _ALL_OPEN, when, own))
-            if ends:
-                self._ends[pod.uid] = names = []
-                for peer_node, rx, tx in ends:
-                    uid = f"{pod.uid}{_END}{peer_node}"
-                    end_load = np.zeros(COLUMNS)
-                    end_load[RX_COL], end_load[TX_COL] = rx, tx
-                    # Keyed so no per-pod series replaces it: it is the peers' node's load.
-                    key = f"{pod.key}{_END}{peer_node}"
-                    self._enter(_Entry(uid, key, peer_node, when, _NEVER, end_load, _ALL_OPEN, when, True))
-                    names.append(uid)
-
-    def _drop_ends(self, uid: str, at: float | None = None) -> None:
-        """The entries of a pod's flows at its peers' nodes: forgotten (at None), or ended at
-        `at` (the pod left: its flows stop, and the readings still hold them for a window).
-        Lock held."""
-        for end_uid in self._ends.pop(uid, ()):
-            e = self._pods.get(end_uid)
-            if e is None:
-                continue
-            self._drop(e)
-            if at is not None and e.end == _NEVER:
-                self._enter(e._replace(end=at, open=_ALL_OPEN, stamp=at))
 
     def depart(
         self,
@@ -253,7 +224,6 @@ class Ledger:
             if measured is not None:
                 carried = with_measured(carried, self._unramped(measured, start, node), own)
             self._enter(_Entry(pod.uid, pod.key, node, start, at, carried, _ALL_OPEN, at, own))
-            self._drop_ends(pod.uid, at)
 
     def hold(self, uid: str, key: str, node: str, load: FloatArray, at: float) -> None:
         """Count `load` running on `node` from `at` under `uid`, as a reservation is counted: a
@@ -271,7 +241,6 @@ class Ledger:
             p = self._pods.get(uid)
             if p is not None:
                 self._drop(p)
-            self._drop_ends(uid)
 
     def holds(self, uid: str, node: str) -> bool:
         """Whether the pod `uid` is counted running on `node` (add() would change nothing)."""
@@ -420,7 +389,6 @@ class Ledger:
         with self._lock:
             out = Ledger(self.args, self._wall, self._windows[0])
             out._pods = dict(self._pods)
-            out._ends = {uid: list(ends) for uid, ends in self._ends.items()}
             out._by_node = {node: tot.copy() for node, tot in self._by_node.items()}
             out._count = dict(self._count)
             out._order_at = deque(self._order_at)
@@ -462,7 +430,6 @@ class Ledger:
             p = self._pods.get(uid)
             if p is not None and p.stamp == at:
                 self._drop(p)
-                self._unlist_end(p.uid)
 
     def _resettle(self, measured: Callable[[str], FloatArray | None] | None) -> None:
         """Every entry corrected against the new coverage; those correcting nothing any more end
@@ -497,22 +464,9 @@ class Ledger:
             self._project(al)
             al.changes.restart(step=True)
 
-    def _unlist_end(self, uid: str) -> None:
-        """An entry of a pod's flows at a peer's node is gone: its pod no longer lists it."""
-        owner, sep, _ = uid.partition(_END)
-        if not sep:
-            return
-        ends = self._ends.get(owner)
-        if ends is not None:
-            if uid in ends:
-                ends.remove(uid)
-            if not ends:
-                del self._ends[owner]
-
     def _forget(self, e: _Entry) -> None:
         """Drop an entry during _resettle (the totals are being rebuilt: nothing to take back)."""
         del self._pods[e.uid]
-        self._unlist_end(e.uid)
         n = self._count[e.node] - 1
         if n:
             self._count[e.node] = n

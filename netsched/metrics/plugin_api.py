@@ -62,7 +62,6 @@ from netsched.metrics.traffic import (
     TrafficGraph,
     leaving,
     leaving_rows,
-    peer_rows,
     pod_flows,
 )
 from netsched.metrics.utilisation import (
@@ -114,7 +113,6 @@ __all__ = [
     "fill_stale",
     "leaving",
     "leaving_rows",
-    "peer_rows",
     "network_load",
     "pod_flows",
     "pod_load",

@@ -342,35 +342,3 @@ def leaving_rows(
         np.maximum(rx, 0.0, out=rx)
         np.maximum(tx, 0.0, out=tx)
     return rx, tx
-
-
-def peer_rows(
-    flows: PodFlows,
-    placed: Callable[[str], tuple[IntArray, FloatArray]],
-    pods_of: Callable[[str], int],
-) -> tuple[IntArray, FloatArray, FloatArray] | None:
-    """The other end of a pod's flows: per row holding its peers' pods (each row once), the
-    bytes/s the pod's flows add to that row's link, received and transmitted, when the pod is
-    placed on another row (what it sends a peer there, that row receives).  None: no peer placed."""
-    rows: list[IntArray] = []
-    rx_w: list[FloatArray] = []
-    tx_w: list[FloatArray] = []
-    for peer in flows.peers:
-        at, count = placed(peer)
-        total = pods_of(peer)
-        if not len(at) or total <= 0:
-            continue
-        share = np.minimum(count / total, 1.0)
-        rows.append(at)
-        rx_w.append(share * flows.sent.get(peer, 0.0))
-        tx_w.append(share * flows.received.get(peer, 0.0))
-    if not rows:
-        return None
-    held, inverse = np.unique(np.concatenate(rows), return_inverse=True)
-    rx: FloatArray = np.bincount(inverse, weights=np.concatenate(rx_w), minlength=len(held)).astype(
-        np.float64
-    )
-    tx: FloatArray = np.bincount(inverse, weights=np.concatenate(tx_w), minlength=len(held)).astype(
-        np.float64
-    )
-    return held, rx, tx

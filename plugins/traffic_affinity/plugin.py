@@ -63,7 +63,6 @@ from netsched.metrics.plugin_api import (
     TrafficGraph,
     leaving,
     leaving_rows,
-    peer_rows,
     pod_flows,
     source_for,
     traffic_graph,
@@ -496,23 +495,3 @@ class _LeavingTraffic:
                 return at, count
 
             return leaving_rows(flows, rows_of, plugin._peer_pods, idx, len(snapshot))
-
-    def peer_rows(self, pod: PodInfo, snapshot: Snapshot) -> tuple[IntArray, FloatArray, FloatArray] | None:
-        flows = self._of(pod)
-        if flows is None:
-            return None
-        plugin = self.plugin
-        with plugin._lock:
-            plugin._placed.sync(snapshot)
-            return peer_rows(flows, lambda peer: plugin._placed.arrays(peer)[:2], plugin._peer_pods)
-
-    def ends(self, pod: PodInfo, node: str) -> list[tuple[str, float, float]]:
-        got = self.peer_rows(pod, self.snapshot)
-        if got is None:
-            return []
-        nodes = self.snapshot.nodes
-        return [
-            (nodes[row].name, rx, tx)
-            for row, rx, tx in zip(got[0].tolist(), got[1].tolist(), got[2].tolist(), strict=True)
-            if nodes[row].name != node and (rx > 0 or tx > 0)
-        ]
