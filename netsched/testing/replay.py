@@ -27,9 +27,9 @@ timeline entry starts, a rollout when every new pod is available and no old one 
 a replay's row and simulate's row of the same scenario differ only by what the real
 Prometheus, the HTTP path and wall-clock timing do.
 
-Not replayed: podLoad timeline changes (the exporter's pods carry traffic and CPU by
-request, not per-pod load curves), existing pods, gangs and volumes; a scenario that uses
-them is refused with the field at fault.
+A pod's own load (CPU, memory, bandwidth annotations, `podLoad` timeline changes) is the
+model's, at each scrape.  Not replayed: existing pods, gangs, volumes and Prometheus outages;
+a scenario that uses them is refused naming the section.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from netsched.simulate.engine import retarget
 from netsched.simulate.model import LoadModel
 from netsched.simulate.phases import Figures, measure
 from netsched.simulate.scenario import Scenario
-from netsched.simulate.timeline import LoadChange, PodLoadChange, Rollout, TrafficChange
+from netsched.simulate.timeline import LoadChange, Rollout, TrafficChange
 from netsched.simulate.traffic import levels_of
 from netsched.testing.traffic_exporter import PairTrafficExporter, RunningPod
 from netsched.testing.workloads import FakeKubelet
@@ -103,9 +103,6 @@ def unsupported(scenario: Scenario) -> list[str]:
         out.append("volumes: not replayed")
     if scenario.outages:
         out.append("prometheus.outages: not replayed")
-    for i, entry in enumerate(scenario.timeline):
-        if isinstance(entry.action, PodLoadChange):
-            out.append(f"timeline[{i}].podLoad: per-pod load changes are not replayed")
     return out
 
 
@@ -159,7 +156,8 @@ class Replay:
         ):
             self._background(exporter, 0.0)
             exporter.set_pairs(self._pairs(0.0))
-            exporter.follow(self._running, cpu_of_requests=s.usage.cpu_of_requests, per_pod=True)
+            # CPU per pod from the model (usage.cpuOfRequests and podLoad changes applied).
+            exporter.follow(self._running, cpu_of_requests=1.0, per_pod=True)
             scrape = f"{max(1, round(s.timing.scrape_interval))}s"
             prom = PrometheusServer([exporter.target], scrape_interval=scrape, workdir=tmp)
             prom.start()
@@ -333,17 +331,15 @@ class Replay:
         start = self.scenario.timing.pod_start_seconds
         label = self.scenario.traffic.workload_label
         with self._lock:
-            return [
-                RunningPod(
-                    key,
-                    workload_key(info, label),
-                    node,
-                    float(info.requests.get(CPU, 0)) / 1000,
-                    float(info.requests.get(MEMORY, 0)),
-                )
-                for key, (node, bound, info) in self._bound.items()
-                if bound + start <= t
-            ]
+            history = self.model.history
+            loads = history.load_at(t)  # per pod: [rx, tx, cpu cores, memory] (podLoad changes in)
+            out = []
+            for key, (node, bound, info) in self._bound.items():
+                if bound + start > t:
+                    continue
+                rx, tx, cpu, memory = loads[history.index[key]].tolist()
+                out.append(RunningPod(key, workload_key(info, label), node, cpu, memory, rx, tx))
+            return out
 
     def _pending(self, server: FakeAPIServer) -> bool:
         return any(not p["spec"].get("nodeName") for p in server.list(PODS.key))

@@ -7,7 +7,8 @@
     exporter.set_pairs({("default/web", "default/db"): (0.0, 40e6)})   # (request, response) bytes/s
 
 `placement()` says which nodes each workload's pods are on; `running_pods()` lists the
-pods running now (RunningPod: key, workload, node, cpu cores requested), both read at
+pods running now (RunningPod: key, workload, node, cpu cores requested, memory, and traffic
+of its own to and from outside the cluster), both read at
 every scrape (a test reads them from its fake API server), so the load a scrape shows is
 the one the scheduler's own placements make.
 
@@ -61,6 +62,10 @@ class RunningPod:
     node: str
     cpu: float = 0.0  # cores requested
     memory: float = 0.0  # bytes requested (its working set, for the per-pod series)
+    # bytes/s it moves besides its pairs' flows, to and from outside the cluster: they cross its
+    # node's link whatever the placement
+    rx: float = 0.0
+    tx: float = 0.0
 
 
 def _split(rate: Rate) -> tuple[float, float]:
@@ -167,6 +172,11 @@ class PairTrafficExporter(SyntheticExporter):
         requested: dict[str, float] = {}
         for p in pods:
             requested[p.node] = requested.get(p.node, 0.0) + p.cpu
+            if p.rx or p.tx:
+                rx[p.node] = rx.get(p.node, 0.0) + p.rx
+                tx[p.node] = tx.get(p.node, 0.0) + p.tx
+                pod_rx[p.key] = pod_rx.get(p.key, 0.0) + p.rx
+                pod_tx[p.key] = pod_tx.get(p.key, 0.0) + p.tx
         for name, n in self.nodes.items():
             base_rx, base_tx, base_cpu = self._background(name)
             n.counters[("rx", "eth0")].set_rate(base_rx + rx.get(name, 0.0), now)
