@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 import pytest
+import yaml
 
 from netsched.app import build_registry
 from netsched.config import ConfigError, SchedulerConfig, load_config
@@ -159,3 +160,20 @@ def test_explain_shows_the_pods_edges_peers_and_costs() -> None:
     text = ex.table()
     assert "traffic of workload default/api (measured edges):" in text
     assert "default/frontend: 14 MB/s with pods on" in text
+
+
+@pytest.mark.parametrize("file", ["rollout-scenario.yaml", "rollout-rolling-scenario.yaml"])
+def test_without_traffic_series_traffic_affinity_places_as_the_load_aware_profile(file: str) -> None:
+    # Issue 39's rollouts with no pair traffic at all (nothing measured, nothing declared):
+    # deploy/'s profile (TrafficAffinity weight 10) and the load-aware one without it make the
+    # same placements, pod for pod, through the rollout.
+    raw = yaml.safe_load(example_text(file))
+    del raw["traffic"]
+    scenario = load_scenario(yaml.safe_dump(raw), file)
+    registry = build_registry()
+    runs = [
+        simulate(scenario, load_config(example_text(name), registry), registry, label=name)
+        for name in ("traffic-config.yaml", "config.yaml")
+    ]
+    assert runs[0].placements == runs[1].placements
+    assert len(runs[0].placements) == 56  # 36 pods and the rollout's 20 new ones
