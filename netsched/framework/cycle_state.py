@@ -30,6 +30,7 @@ class CycleState:
         "skip_score_plugins",
         "record_plugin_metrics",
         "score_rows",
+        "tie_break",
     )
 
     def __init__(self) -> None:
@@ -42,6 +43,11 @@ class CycleState:
         # PreScore): a Score plugin whose per-node score() depends on the other candidates reads
         # them there instead of keeping a copy in PreScore.  Read-only.
         self.score_rows: IntArray | None = None
+        # The node that wins a tie among the best total scores when it is among them ("": the
+        # node search's random pick).  A PreFilter sets it for a pod whose node was decided
+        # ahead of its cycle (the Rebalancer's replacement: its plan's target, chosen by the
+        # same scores with ties to the first row), so the cycle and that decision agree.
+        self.tie_break = ""
 
     def read(self, key: str) -> Any:
         """The value stored under key; KeyError names the key when missing."""
@@ -77,4 +83,5 @@ class CycleState:
         out.skip_score_plugins = set(self.skip_score_plugins)
         out.record_plugin_metrics = self.record_plugin_metrics
         out.score_rows = self.score_rows
+        out.tie_break = self.tie_break
         return out

@@ -3,7 +3,8 @@
 PreFilter, then Filter over the snapshot's node table from a rotating start
 until enough feasible nodes are found (adaptive percentageOfNodesToScore),
 PostFilter (preemption) when none is, then PreScore and the score loop, and a
-random pick among the best totals.  The plugins themselves are called through
+random pick among the best totals (unless the cycle's PreFilter named the node that
+wins a tie: CycleState.tie_break).  The plugins themselves are called through
 the profile's Framework (runtime.py); what lives here is which nodes to ask,
 how many, and which answer wins.  A NodeSearch belongs to the scheduler, one
 per profile, because the rotating start is the scheduler's state, not a
@@ -169,7 +170,12 @@ class NodeSearch:
             return ScheduleResult(snapshot.nodes[int(feasible[0])].name, evaluated, 1)
         totals = prioritize(fwk, state, pod, snapshot, feasible, breakdown)
         best = np.flatnonzero(totals == totals.max())
-        pick = int(best[self._rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
+        held = snapshot.index.get(state.tie_break) if state.tie_break else None
+        named = np.flatnonzero(feasible[best] == held) if held is not None else best[:0]
+        if len(named):
+            pick = int(best[int(named[0])])  # a tie the pod's PreFilter decided (CycleState.tie_break)
+        else:
+            pick = int(best[self._rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
         node = snapshot.nodes[int(feasible[pick])].name
         return ScheduleResult(node, evaluated, len(feasible), feasible, totals)
 

@@ -196,17 +196,24 @@ class Ledger:
         at: float,
         network: tuple[float, float] | None = None,
         measured: FloatArray | None = None,
+        stamps: tuple[float, float, float] | None = None,
     ) -> None:
         """`pod` stopped loading its node at `at` (deleted, terminating, finished).  What it
         carried: its reservation's load if the ledger has one, else its estimate, with
         `network` ((rx, tx) bytes/s a plugin knows it carried) when it is not annotated;
         `measured` (its per-pod usage as last read, NaN where not measured) replaces either,
         as it does at each reading (rows()).  A pod the ledger never saw placed has been
-        running since before any window: it starts at -inf."""
+        running since before any window: it starts at -inf.  `stamps`: the node's sample
+        timestamps (CPU, memory, network) in the table `measured` was read from; the node's
+        entries are corrected against them first, so a measured share read after the last
+        view was built is un-ramped by the window it was read over (not dropped as "held
+        less than half")."""
         node = pod.node_name
         if not node:
             return
         with self._lock:
+            if stamps is not None:
+                self._sync_node(node, stamps)
             old = self._pods.get(pod.uid)
             if old is not None and old.end != _NEVER:
                 return  # already gone
@@ -280,6 +287,19 @@ class Ledger:
             del self._count[e.node]
             self._by_node.pop(e.node, None)
             self._apply(e.node, None)
+
+    def _sync_node(self, node: str, stamps: tuple[float, float, float]) -> None:
+        """The node's coverage moved to `stamps` (a newer table than the last rows() read):
+        its entries are corrected against them; the other nodes wait for the next rows()."""
+        cov = self._coverage
+        if cov is None or cov.get(node) == stamps:
+            return
+        entries = [e for e in self._pods.values() if e.node == node]
+        before = sum((self._correction(e) for e in entries), np.zeros(COLUMNS))
+        cov[node] = stamps
+        after = sum((self._correction(e) for e in entries), np.zeros(COLUMNS))
+        if entries:
+            self._apply(node, after - before)
 
     def _unramped(self, measured: FloatArray, start: float, node: str) -> FloatArray:
         """A running pod's per-pod reading turned into what it uses: a rate() over a window the
@@ -394,7 +414,7 @@ class Ledger:
             out._order_at = deque(self._order_at)
             out._order_uid = deque(self._order_uid)
             out._synced_version = self._synced_version
-            out._coverage = self._coverage
+            out._coverage = dict(self._coverage) if self._coverage is not None else None
             out._loads = self._loads
             return out
 

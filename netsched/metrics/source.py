@@ -54,7 +54,7 @@ from netsched.metrics.queries import (
     render,
 )
 from netsched.metrics.selfcheck import SelfCheckReport
-from netsched.metrics.view import LoadView
+from netsched.metrics.view import LoadView, coverage
 
 T = TypeVar("T")
 _RESOLVER = "netsched.metrics/resolver"
@@ -276,7 +276,44 @@ class MetricSource:
         if not pod.node_name:
             return
         book = self.ledger if ledger is None else ledger
-        book.depart(pod, self.wall(), self._departure_network(pod), self.measured_usage(pod.key))
+        measured = self.measured_usage(pod.key)
+        stamps = self._node_stamps(pod.node_name) if measured is not None else None
+        book.depart(pod, self.wall(), self._departure_network(pod), measured, stamps)
+
+    def _node_stamps(self, node: str) -> tuple[float, float, float] | None:
+        """The sample timestamps (CPU, memory, network) of `node` in the current table, which
+        the per-pod usage a departure reads comes from: the ledger's own are those of the last
+        view built, maybe a poll older (None: the hub knows no nodes yet)."""
+        directory = self.poller.directory
+        if directory is None:
+            return None
+        table = self.poller.table
+        got: Any = self._per_table.get(_LEDGER_STAMPS)  # (table, (directory, node -> stamps))
+        if got is None or got[0] is not table or got[1][0] is not directory:
+            got = self._per_table[_LEDGER_STAMPS] = (
+                table,
+                (directory, self._stamps_by_node(table, directory)),
+            )
+        stamps: tuple[float, float, float] | None = got[1][1].get(node)
+        return stamps
+
+    def _stamps_by_node(
+        self, table: MetricsTable, directory: NodeResolver
+    ) -> dict[str, tuple[float, float, float]]:
+        n = len(directory)
+
+        def stamps(metric: str) -> FloatArray:
+            key = self._keys.get(metric)
+            series = table.series.get(key) if key is not None else None
+            if series is None:
+                return np.full(n, np.nan)
+            return align(directory.rows(series.keys), series.values, series.timestamps, n)[1]
+
+        cpu, mem, net = coverage(stamps)
+        return {
+            name: (float(cpu[row]), float(mem[row]), float(net[row]))
+            for row, name in enumerate(directory.names)
+        }
 
     def pod_usage(self, pod: PodInfo) -> FloatArray:
         """What `pod` loads its node with now, as the ledger would take it out if it left
@@ -376,6 +413,9 @@ class MetricSource:
                 t += pt
             seen[i], gens[i], counts[i], rx[i], tx[i] = node, node.generation, len(node.pods), r, t
         return rx[idx], tx[idx]
+
+
+_LEDGER_STAMPS = "ledger-stamps"  # per_table: each node's sample timestamps, for departures
 
 
 def _resolver(snapshot: Snapshot) -> NodeResolver:

@@ -39,6 +39,12 @@ T = TypeVar("T")
 _NO_BOUNDS = (float("-inf"), float("inf"))
 
 
+def coverage(stamps: Callable[[str], FloatArray]) -> Coverage:
+    """The ledger's sample timestamps per resource group from each metric's (`stamps(metric)`,
+    NaN where none): a network estimate ends when both directions have been sampled after it."""
+    return stamps(CPU), stamps(MEMORY), np.fmin(stamps(NETWORK_RX), stamps(NETWORK_TX))
+
+
 class _Rows(Protocol):
     def rows(
         self,
@@ -273,12 +279,7 @@ class LoadView:
 
     def _coverage(self) -> Coverage:
         n = len(self.snapshot)
-
-        def ts(metric: str) -> FloatArray:
-            return self.stamps(metric) if self.source.requires(metric) else np.full(n, np.nan)
-
-        # A network estimate ends when both directions have been sampled after it.
-        return ts(CPU), ts(MEMORY), np.fmin(ts(NETWORK_RX), ts(NETWORK_TX))
+        return coverage(lambda m: self.stamps(m) if self.source.requires(m) else np.full(n, np.nan))
 
     # ------------------------------------------------------------ per pod: the rows a cycle looks at
 

@@ -112,6 +112,10 @@ class RebalancerArgs(PluginArgs):
     # Traffic trigger: a move must cut the pod's traffic crossing its node's link by at least this
     # fraction (0 disables the trigger).
     traffic_min_reduction: float = 0.5
+    # ... and only for workloads whose pods' measured traffic crossing their nodes' links is at
+    # least this many Mbit/s (both directions), for consecutiveRounds rounds in a row: a trickle
+    # between two pods, or one busy window, moves nothing.
+    traffic_min_crossing_mbps: float = 10.0
     # A move must lower its source's utilisation (of the hot resource) by at least this many points.
     min_relief_percent: float = 5.0
     limits: Limits = field(default_factory=Limits)
@@ -142,6 +146,7 @@ class RebalancerArgs(PluginArgs):
         memory = Watermarks.decode(f.sub("memory"), DEFAULT_MEMORY)
         traffic = f.sub("traffic")
         reduction = traffic.float("minReduction", d.traffic_min_reduction, min=0, max=1)
+        crossing = traffic.float("minCrossingMbps", d.traffic_min_crossing_mbps, min=0)
         traffic.finish()
         relief = f.float("minReliefPercent", d.min_relief_percent, min=0, max=100)
         limits = Limits.decode(f.sub("limits"))
@@ -172,6 +177,7 @@ class RebalancerArgs(PluginArgs):
             cpu,
             memory,
             reduction,
+            crossing,
             relief,
             limits,
             workload_cd,
@@ -192,7 +198,10 @@ class RebalancerArgs(PluginArgs):
             "network": self.network.encode(),
             "cpu": self.cpu.encode(),
             "memory": self.memory.encode(),
-            "traffic": {"minReduction": self.traffic_min_reduction},
+            "traffic": {
+                "minReduction": self.traffic_min_reduction,
+                "minCrossingMbps": self.traffic_min_crossing_mbps,
+            },
             "minReliefPercent": self.min_relief_percent,
             "limits": self.limits.encode(),
             "cooldownSeconds": {

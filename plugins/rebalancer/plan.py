@@ -33,7 +33,7 @@ that can take one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -141,7 +141,8 @@ class Planner:
         self.snapshot = handle.what_if.snapshot_copy()
         self._ledger = src.what_if(self.snapshot)
         self.readings = Readings.of(src, self.snapshot, self._kinds)
-        self._trial: Snapshot | None = None
+        self._trial: Snapshot | None = None  # the last trial's copy, recycled by the next
+        self._trials = 0  # trials made: whether the last copy is still a given move's
         self._moved: set[str] = set()  # uids planned
         self._workloads: set[str] = set()  # one pod of a workload a round
         self._per_node: dict[str, int] = {}  # moves planned off each node
@@ -150,13 +151,14 @@ class Planner:
 
     # ------------------------------------------------------------ the plan
 
-    def plan(self, hot: Mapping[str, Sequence[str]], limit: int) -> Plan:
+    def plan(self, hot: Mapping[str, Sequence[str]], limit: int, traffic: Collection[str] = ()) -> Plan:
         """At most `limit` moves relieving the `hot` nodes (node -> the kinds it is hot in), then
-        the traffic trigger's."""
+        the traffic trigger's for the workloads `traffic` names (crossing traffic above the
+        minimum for consecutiveRounds rounds: crossing_by_workload and the plugin's count)."""
         out = Plan()
         blocked: dict[str, str] = {}
         while len(out.moves) < limit:
-            best: PlannedMove | None = None
+            best: tuple[PlannedMove, int] | None = None
             for node, kinds in hot.items():
                 kind = self._still_hot(node, kinds)
                 if kind is None or node in blocked:
@@ -164,15 +166,21 @@ class Planner:
                 got, why = self._first_move_off(node, kind)
                 if got is None:
                     blocked[node] = why
-                elif best is None or got.relief > best.relief:
-                    best = got
+                elif best is None or got.relief > best[0].relief:
+                    best = (got, self._trials)
             if best is None:
                 break
-            self._adopt(best)
-            out.moves.append(best)
+            move, made = best
+            trial = self._trial
+            if made != self._trials or trial is None:
+                # Later trials reused the copy `move` was found on (Snapshot.what_if recycles
+                # it): its trial again, on a copy of its own.
+                trial, _, _ = self._place_without(move.pod)
+            self._adopt(move, trial)
+            out.moves.append(move)
         out.blocked = {n: why for n, why in blocked.items() if self._still_hot(n, hot[n]) is not None}
-        if self._args.traffic_min_reduction > 0:
-            for move in self._traffic_moves(limit - len(out.moves)):
+        if self._args.traffic_min_reduction > 0 and traffic:
+            for move in self._traffic_moves(limit - len(out.moves), traffic):
                 out.moves.append(move)
         return out
 
@@ -230,7 +238,7 @@ class Planner:
         if target is None:
             return None, why
         after = Readings.of(self._src, trial, self._kinds)
-        ok, target_after = self._fits(after, target, pod, kind)
+        ok, target_after = self._fits(trial, after, target, pod, kind)
         if not ok:
             return None, f"{target}, the profile's choice, would end above a target watermark"
         row = trial.index[pod.node_name]
@@ -246,6 +254,7 @@ class Planner:
         would put a pod like it there; (trial, None, why) when nowhere else."""
         trial = self.snapshot.what_if(self._trial)
         self._trial = trial
+        self._trials += 1
         fork = self._ledger.fork()
         self._src.what_if(trial, fork)
         row = trial.index[pod.node_name]
@@ -261,12 +270,14 @@ class Planner:
             return trial, None, "the profile keeps it where it is"
         return trial, target, ""
 
-    def _fits(self, after: Readings, target: str, pod: PodInfo, kind: str) -> tuple[bool, float]:
+    def _fits(
+        self, trial: Snapshot, after: Readings, target: str, pod: PodInfo, kind: str
+    ) -> tuple[bool, float]:
         """Whether `target` stays at or below every target watermark with `pod` counted, on fresh
-        samples; and its reading of `kind` with the pod."""
+        samples of the `trial` copy; and its reading of `kind` with the pod."""
         row = self.snapshot.index[target]
         load = self._src.pod_usage(pod)
-        view = self._src.view(self._trial) if self._trial is not None else self._src.view(self.snapshot)
+        view = self._src.view(trial)
         got = 0.0
         for k, marks in self._args.watermarks.items():
             if not after.fresh[k][row]:
@@ -283,10 +294,9 @@ class Planner:
                 got = u
         return True, got
 
-    def _adopt(self, move: PlannedMove) -> None:
-        """Make the trial of `move` the plan's copy, with the replacement on its target."""
-        trial = self._trial
-        assert trial is not None
+    def _adopt(self, move: PlannedMove, trial: Snapshot) -> None:
+        """Make `trial`, the copy `move` was found on, the plan's copy, with the replacement on
+        its target."""
         twin = replacement(move.pod)
         row = trial.index[move.target]
         node = trial.nodes[row].clone()
@@ -303,11 +313,13 @@ class Planner:
 
     # ------------------------------------------------------------ the traffic trigger
 
-    def _traffic_moves(self, limit: int) -> list[PlannedMove]:
+    def _traffic_moves(self, limit: int, workloads: Collection[str]) -> list[PlannedMove]:
         out: list[PlannedMove] = []
         if limit <= 0:
             return out
-        for pod, crossing in self._traffic_candidates()[:_TRAFFIC_TRIALS]:
+        label = self._args.workload_label
+        candidates = [pc for pc in self._traffic_candidates() if workload_key(pc[0], label) in workloads]
+        for pod, crossing in candidates[:_TRAFFIC_TRIALS]:
             if len(out) >= limit:
                 break
             if pod.uid in self._moved or self._why_not(pod):
@@ -319,12 +331,23 @@ class Planner:
             reduction = 1.0 - after / crossing
             if reduction < self._args.traffic_min_reduction:
                 continue
-            ok, _ = self._fits(Readings.of(self._src, trial, self._kinds), target, pod, NETWORK)
+            ok, _ = self._fits(trial, Readings.of(self._src, trial, self._kinds), target, pod, NETWORK)
             if not ok:
                 continue
             move = PlannedMove(pod, pod.node_name, target, TRAFFIC, crossing, after, float("nan"), reduction)
-            self._adopt(move)
+            self._adopt(move, trial)
             out.append(move)
+        return out
+
+    def crossing_by_workload(self) -> dict[str, float]:
+        """Per measured workload, the traffic (bytes/s, both directions) its pods send and
+        receive across their nodes' links, on the plan's copy: what the traffic trigger's
+        minimum and its rounds in a row are counted on."""
+        label = self._args.workload_label
+        out: dict[str, float] = {}
+        for pod, crossing in self._traffic_candidates():
+            w = workload_key(pod, label)
+            out[w] = out.get(w, 0.0) + crossing
         return out
 
     def _traffic_candidates(self) -> list[tuple[PodInfo, float]]:

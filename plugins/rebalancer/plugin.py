@@ -106,6 +106,7 @@ class Rebalancer(
         self._loaded = False
         self._lock = threading.Lock()  # the round (periodic thread) and the cycle's extension points
         self._over: dict[tuple[str, str], int] = {}  # (node, kind) -> rounds in a row above high
+        self._traffic_over: dict[str, int] = {}  # workload -> rounds in a row above the minimum
         self._reported: dict[str, float] = {}  # what an Event was sent about -> until when not again
         self.reports: deque[RoundReport] = deque(maxlen=_PLANS_KEPT)
         self._metrics = _Metrics(handle)
@@ -128,6 +129,9 @@ class Rebalancer(
                 return None, Status.skip()
             self.source.ledger.remove(_held(workload))
         state.write(_CLAIM, (workload, move))
+        # The plan chose the target with these scores, ties to the first row (WhatIf.place):
+        # among equal best totals the cycle takes the place held for it, not a random one.
+        state.tie_break = move.target
         return None, Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
@@ -182,7 +186,7 @@ class Rebalancer(
         limit = min(self.args.limits.per_round, room) if not self.args.dry_run else self.args.limits.per_round
         if limit <= 0:
             return self._skip(number, now, "limit", hot)
-        plan = planner.plan(hot, limit)
+        plan = planner.plan(hot, limit, self._traffic_hot(planner))
         moves = self._carry_out(plan, number, now)
         report = RoundReport(number, now, {n: list(k) for n, k in hot.items()}, moves, dict(plan.blocked))
         self.reports.append(report)
@@ -219,6 +223,20 @@ class Rebalancer(
         for kind in self.args.watermarks:
             self._metrics.hot.labels(self.handle.profile_name, kind).set(sum(kind in k for k in out.values()))
         return out
+
+    def _traffic_hot(self, planner: Planner) -> set[str]:
+        """Workloads whose measured crossing traffic is at least traffic.minCrossingMbps for
+        consecutiveRounds rounds in a row (the traffic trigger's hysteresis, as _hot's)."""
+        if self.args.traffic_min_reduction <= 0:
+            return set()
+        floor = self.args.traffic_min_crossing_mbps * 1e6 / 8
+        seen = {
+            w: self._traffic_over.get(w, 0) + 1
+            for w, crossing in planner.crossing_by_workload().items()
+            if crossing >= floor
+        }
+        self._traffic_over = seen  # a round below the minimum starts over
+        return {w for w, n in seen.items() if n >= self.args.consecutive_rounds}
 
     def _may_move(self, pod: PodInfo) -> str:
         why = why_not(

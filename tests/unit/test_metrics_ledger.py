@@ -165,6 +165,28 @@ def test_a_just_started_pods_reading_is_taken_for_what_it_holds() -> None:
     assert src.estimates(snap).cpu[0] == pytest.approx(-400 * 46 / 60)
 
 
+def test_a_pod_gone_before_any_view_of_the_last_poll_takes_its_measured_share_out() -> None:
+    # As above, but nothing reads the node between the poll at 45 s and the departure (an
+    # eviction between two cycles): the ledger's coverage is still the poll at 20 s's, over
+    # which the pod's reading held a third of it. The departure reads the node's latest
+    # samples: the measured 0.4 cores leave, not the 0.85 estimate.
+    clock, hub, (src, fake), snap = rig(per_pod=True)
+    hub.update_nodes(snap.nodes)  # type: ignore[attr-defined]
+    t0 = clock.wall()
+    pod = make_pod("p").req(cpu="1").info()
+    src.reserve(pod, "n0")
+    clock.step(20)
+    fake.serve(src, POD_USAGE, {"default/p/cpu": (0.4 * 20 / 60, t0 + 20)}, label="netsched_pod")
+    serve(hub, src, fake, t0 + 20)
+    assert src.estimates(snap).cpu[0] == pytest.approx(850 * 40 / 60)
+    clock.step(25)
+    fake.serve(src, POD_USAGE, {"default/p/cpu": (0.3, t0 + 45)}, label="netsched_pod")
+    serve(hub, src, fake, t0 + 45)
+    clock.step(1)
+    src.depart(make_pod("p").req(cpu="1").node("n0").set("metadata.uid", pod.uid).info())
+    assert src.estimates(snap).cpu[0] == pytest.approx(-400 * 45 / 60)
+
+
 def test_entries_end_after_their_lifetime_without_samples() -> None:
     clock, _, (src, _), snap = rig()
     src.depart(make_pod("p").req(cpu="1").node("n0").info())

@@ -73,6 +73,7 @@ def decode(raw: dict[str, Any]) -> tuple[RebalancerArgs, list[str]]:
 def test_args_defaults_round_trip_and_paths() -> None:
     args, errs = decode({})
     assert errs == [] and args.dry_run and args.network.high == 80 and args.cpu.target == 65
+    assert args.traffic_min_crossing_mbps == 10
     assert not args.memory.enabled and set(args.watermarks) == {"network", "cpu"}
     again, errs = decode(args.encode())
     assert errs == [] and again == args
@@ -83,11 +84,13 @@ def test_args_defaults_round_trip_and_paths() -> None:
             "cooldownSeconds": {"workload": -1},
             "intervalSeconds": 0,
             "state": {"name": ""},
+            "traffic": {"minCrossingMbps": -5},
         }
     )
     assert errs == [
         "args.intervalSeconds: Invalid value: 0.0: must be greater than or equal to 1",
         "args.network.targetPercent: Invalid value: 75.0: must be above 0 and below highPercent (70)",
+        "args.traffic.minCrossingMbps: Invalid value: -5.0: must be greater than or equal to 0",
         "args.limits.evictionsPerRound: Invalid value: 0: must be greater than or equal to 1",
         "args.limits.bogus: Unknown field: not a field of this object (typo?)",
         "args.cooldownSeconds.workload: Invalid value: -1.0: must be greater than or equal to 0",
