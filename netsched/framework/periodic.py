@@ -86,6 +86,13 @@ class PeriodicTasks:
         with self._lock:
             return sorted(self._tasks)
 
+    def due(self, name: str) -> float | None:
+        """When task `name` is next due (the clock's now() time; None: no such task): a loop
+        that moves time itself (netsched simulate) wakes then."""
+        with self._lock:
+            task = self._tasks.get(name)
+            return task.due if task is not None else None
+
     def _put(self, name: str, seconds: float, run: Callable[[], object]) -> None:
         """Add or replace a task (lock held); a replaced one keeps its due time."""
         task = self._tasks.get(name)

@@ -61,6 +61,11 @@ Spec = Callable[[np.random.Generator], Curve]
 
 def _spec(raw: Any, path: str, key: str, errs: ErrorList) -> Spec | None:
     parse = _PARSERS[key]
+    if isinstance(raw, dict):
+        if key == "linkSpeed":
+            errs.invalid(path, shown(raw), "a link speed is constant: give a value or a [lo, hi] range")
+            return None
+        return _jitter(Fields(raw, path, errs), parse)
     try:
         if is_series(raw):
             if key == "linkSpeed":
@@ -87,6 +92,52 @@ def _spec(raw: Any, path: str, key: str, errs: ErrorList) -> Spec | None:
         return None
     const = Curve.constant(value)
     return lambda _rng: const
+
+
+def _jitter(f: Fields, parse: Callable[[Any], float]) -> Spec | None:
+    """`{around, plusMinus, forSeconds, stepSeconds, spikeTo, spikeEverySeconds}`: for
+    forSeconds, a level drawn every stepSeconds (a scrape interval: 15 by default) uniformly
+    within around +- plusMinus, and every spikeEverySeconds one step at spikeTo (a single-scrape
+    spike); `around` after.  Drawn per node."""
+    values: dict[str, float] = {}
+    for name in ("around", "plusMinus", "spikeTo"):
+        raw = f.any(name)
+        if raw is None:
+            continue
+        try:
+            values[name] = parse(raw)
+        except ValueError as e:
+            f.errs.invalid(join(f.path, name), shown(raw), str(e))
+    if not f.has("around"):
+        f.errs.required(join(f.path, "around"), "the level the value jitters around")
+    if not f.has("forSeconds"):
+        f.errs.required(join(f.path, "forSeconds"), "how long it jitters")
+    seconds = f.float("forSeconds", 0.0, min=0)
+    step = f.float("stepSeconds", 15.0, min=1)
+    every = f.float("spikeEverySeconds", 120.0, min=step)
+    if f.has("spikeEverySeconds") and not f.has("spikeTo"):
+        f.errs.required(join(f.path, "spikeTo"), "the spikes' value")
+    f.finish()
+    if "around" not in values or not f.has("forSeconds"):
+        return None
+    around, spread, spike = values["around"], values.get("plusMinus", 0.0), values.get("spikeTo")
+    steps = int(seconds // step)
+    spike_steps = max(int(every // step), 1)
+
+    def draw(rng: np.random.Generator) -> Curve:
+        points: list[tuple[float, float]] = []
+        for k in range(steps):
+            spiking = spike is not None and k % spike_steps == spike_steps - 1
+            v = (
+                spike
+                if spiking and spike is not None
+                else float(rng.uniform(around - spread, around + spread))
+            )
+            points += [(k * step, max(v, 0.0)), ((k + 1) * step, max(v, 0.0))]
+        points.append((steps * step, around))
+        return Curve(tuple(points))
+
+    return draw
 
 
 def _layer(f: Fields, state: _Nodes) -> dict[str, Spec]:

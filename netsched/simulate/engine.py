@@ -38,6 +38,7 @@ from netsched.config import SchedulerConfig
 from netsched.explain import Explanation
 from netsched.framework.cluster_events import METRICS_POLLED_EVENT
 from netsched.framework.extension_points import PluginFactory
+from netsched.framework.handle import PDBS_KEY
 from netsched.framework.types import PodInfo, QueuedPodInfo
 from netsched.inmemory import InMemoryCluster
 from netsched.metrics import MetricsHub
@@ -47,9 +48,10 @@ from netsched.simulate.configs import configured_thresholds
 from netsched.simulate.controllers import Controllers
 from netsched.simulate.gangs import PODGROUPS_KEY
 from netsched.simulate.model import LoadModel, Loads, SimulatedPrometheus, configured_window, promql_index
+from netsched.simulate.moves import Rebalancing, Watcher
 from netsched.simulate.phases import Phase, measure
 from netsched.simulate.scenario import Scenario
-from netsched.simulate.timeline import Rollout
+from netsched.simulate.timeline import PodLoadChange, Rollout
 from netsched.simulate.traffic import Shares, levels_of, shares
 from netsched.simulate.volumes import SimulatedPVController
 
@@ -88,6 +90,7 @@ class Run:
     phases: list[Phase] = field(default_factory=list)  # with a timeline: the figures per phase
     end: float = 0.0  # simulated second the run ended
     cut: bool = False  # ended by MAX_SECONDS_AFTER_TIMELINE with work left
+    rebalancing: Rebalancing | None = None  # when the profile runs the Rebalancer (moves.py)
 
     def live(self) -> dict[str, str]:
         """Pod key -> node of the pods bound and not gone at the end."""
@@ -193,6 +196,8 @@ def simulate(
         run.deleted_at[pod.key] = now()
         if pod.key in controllers.deleting:
             run.deleted_by_controller.add(pod.key)
+        else:
+            model.hand_over(pod, now())  # evicted or preempted: its work goes to its replacement
         model.remove(pod.key, now())
         controllers.deleted(pod.key, now())
 
@@ -202,8 +207,14 @@ def simulate(
     _populate(cluster, scenario, controllers)
     run.before = model.loads(0.0)
 
-    loop = _Loop(scenario, cfg, cluster, run, model, controllers, _Polls(hub, scenario.timing.poll_interval))
+    watcher = Watcher(
+        cluster, cfg, run.profile, model, controllers, levels_of(scenario.nodes, scenario.levels), t0
+    )
+    polls = _Polls(hub, scenario.timing.poll_interval)
+    loop = _Loop(scenario, cfg, cluster, run, model, controllers, polls, watcher if watcher.enabled else None)
     loop.run(move_to, now, retarget(scenario.pods, profiles, profiles[0]), progress)
+    if watcher.enabled:
+        run.rebalancing = watcher.finish(run.created_at, run.placements, run.bound_at)
 
     end = run.end = now()
     run.after = model.loads(end)
@@ -233,6 +244,8 @@ def _populate(cluster: InMemoryCluster, scenario: Scenario, controllers: Control
         for key, objs in scenario.volumes.objects.items():
             for obj in copy.deepcopy(objs):
                 cluster.add_object(key, obj)
+    for budget in scenario.budgets:
+        cluster.add_object(PDBS_KEY, copy.deepcopy(budget))
     cluster.add_pods(copy.deepcopy(scenario.existing_pods))
     for raw in scenario.existing_pods:
         controllers.existing(raw)
@@ -250,8 +263,10 @@ class _Loop:
         model: LoadModel,
         controllers: Controllers,
         polls: _Polls,
+        watcher: Watcher | None = None,
     ) -> None:
         self.scenario = scenario
+        self.watcher = watcher
         self.cluster = cluster
         self.result = run
         self.model = model
@@ -298,6 +313,8 @@ class _Loop:
                     progress(i, len(arrivals))
             self._act(t)
             self._close_rollouts()
+            if self.watcher is not None:
+                self.watcher.observe(t)
             nxt = min(
                 arrivals[i][0] if i < len(arrivals) else math.inf,
                 timeline[self.next_entry].at if self.next_entry < len(timeline) else math.inf,
@@ -314,8 +331,10 @@ class _Loop:
             if t >= cut_at:
                 run.cut = True
                 break
-            # Production's flush loop retries expired backoffs every second.
-            t = min(nxt, t + 1.0 if waiting else math.inf, self.polls.next_due())
+            # Production's flush loop retries expired backoffs every second; a rebalancing
+            # round runs when due, as production's periodic loop runs it.
+            rounds = self.watcher.next_round() if self.watcher is not None else math.inf
+            t = min(nxt, t + 1.0 if waiting else math.inf, self.polls.next_due(), max(rounds, t + 1e-6))
         self._close_all(now())
 
     def _polled(self) -> None:
@@ -340,6 +359,8 @@ class _Loop:
             self._close((label, started, opened), t, complete=True)
         if isinstance(entry.action, Rollout):
             self.controllers.rollout(index, entry.action, t)
+        elif isinstance(entry.action, PodLoadChange) and entry.action.nodes:
+            self.model.on_nodes(entry.action, t)
         self.phases.append((entry.describe(), t, index))
 
     def _is_rollout(self, index: int) -> bool:

@@ -189,6 +189,20 @@ class PodHistory:
             self._row_load.append((load.rx, load.tx, load.cpu, load.memory))
         self._arrays = None
 
+    def change(self, key: str, at: float, load: PodLoad) -> None:
+        """The bound pod `key` carries `load` from `at` on (a timeline change resolved when it
+        starts: the pods then on some nodes)."""
+        i = self.index[key]
+        self._row_pod.append(i)
+        self._row_from.append(at)
+        self._row_load.append((load.rx, load.tx, load.cpu, load.memory))
+        self._arrays = None
+
+    def load_of(self, key: str, t: float) -> PodLoad:
+        """The load row of pod `key` in effect at max(t, its start)."""
+        got = self.load_at(t)[self.index[key]]
+        return PodLoad(*(float(v) for v in got))
+
     def end(self, key: str, at: float) -> bool:
         """The pod is gone from `at` on (deleted, evicted); False when it was never bound."""
         i = self.index.get(key)
@@ -204,6 +218,10 @@ class PodHistory:
         if self._arrays is None:
             pod = np.array(self._row_pod, dtype=np.int64)
             frm = np.array(self._row_from, dtype=np.float64)
+            # A pod's rows together, in time order (change() appends to a pod added earlier).
+            order = np.lexsort((frm, pod))
+            pod, frm = pod[order], frm[order]
+            loads = np.array(self._row_load, dtype=np.float64).reshape(-1, 4)[order]
             to = np.full(len(frm), math.inf)
             same = pod[1:] == pod[:-1]
             to[:-1][same] = frm[1:][same]
@@ -216,7 +234,7 @@ class PodHistory:
                 row_pod=pod,
                 row_from=frm,
                 row_to=to,
-                row_load=np.array(self._row_load, dtype=np.float64).reshape(-1, 4),
+                row_load=loads,
             )
         return self._arrays
 

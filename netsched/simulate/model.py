@@ -168,6 +168,8 @@ class LoadModel:
             scenario.traffic, ((e.at, e.action) for e in timeline if isinstance(e.action, TrafficChange))
         )
         self._rules = [(e.at, e.action) for e in timeline if isinstance(e.action, PodLoadChange)]
+        self._own: set[str] = set()  # pods whose load a change named them for (pods:, nodes:)
+        self._handed: dict[str, list[PodLoad]] = {}  # workload -> loads of its pods evicted
         self._cache: dict[tuple[float, float], _Reading] = {}
         self.queries = 0
         for raw in scenario.existing_pods:
@@ -201,9 +203,15 @@ class LoadModel:
         rx, tx = pod_bandwidth(pod, 0.0)  # no annotation: the pod moves no measurable traffic
         cpu = float(pod.requests.get(CPU, 0)) / 1000 * self.scenario.usage.cpu_of_requests
         load = PodLoad(rx, tx, cpu, float(pod.requests.get(MEMORY, 0)))
+        handed = self._handed.get(workload)
+        if handed:  # it replaces an evicted pod: the work moves with it (hand_over)
+            load = handed.pop(0)
+            self._own.add(pod.key)
         rows = [(-math.inf, load)]
         for when, rule in self._rules:
             if rule.matches(pod.key, workload):
+                if rule.pods:
+                    self._own.add(pod.key)
                 load = PodLoad(
                     load.rx if rule.rx is None else rule.rx,
                     load.tx if rule.tx is None else rule.tx,
@@ -217,6 +225,40 @@ class LoadModel:
         self.history.add(pod.key, row, at, start, self._pairs.index.get(workload, -1), rows)
         self._forget_from(start)
 
+    def on_nodes(self, change: PodLoadChange, at: float) -> list[str]:
+        """A `nodes:` load change as it starts at `at`: the first `per_node` pods (by name)
+        bound to each of its nodes and not gone then carry its load from `at` on; their keys."""
+        h = self.history
+        live = h.live(at) if len(h) else np.zeros(0, dtype=bool)
+        chosen: list[str] = []
+        for node in change.nodes:
+            row = self.index[node]
+            here = sorted(k for i, k in enumerate(h.keys) if live[i] and int(h.a().node[i]) == row)
+            chosen += here[: change.per_node]
+        for key in chosen:
+            old = h.load_of(key, at)
+            h.change(
+                key,
+                at,
+                PodLoad(
+                    old.rx if change.rx is None else change.rx,
+                    old.tx if change.tx is None else change.tx,
+                    old.cpu if change.cpu is None else change.cpu,
+                    old.memory if change.memory is None else change.memory,
+                ),
+            )
+            self._own.add(key)
+        self._forget_from(at)
+        return chosen
+
+    def hand_over(self, pod: PodInfo, at: float) -> None:
+        """`pod` was evicted or preempted (not deleted by a rollout): when a change named it
+        (pods:, nodes:), the next pod of its workload placed carries its load at `at` (a
+        shard, a tenant's traffic: the work moves with the pod, it does not vanish)."""
+        if pod.key in self._own and pod.key in self.history.index:
+            workload = workload_key(pod, self.scenario.traffic.workload_label)
+            self._handed.setdefault(workload, []).append(self.history.load_of(pod.key, at))
+
     def remove(self, key: str, at: float) -> None:
         """The pod is gone from `at` on (deleted, evicted, preempted)."""
         if self.history.end(key, at):
@@ -229,6 +271,9 @@ class LoadModel:
     def last_change(self) -> float:
         """The last time the true state changes (pods, timeline changes; -inf: never)."""
         times = [self.history.changes(), *(e.at for e in self.scenario.timeline)]
+        for e in self.scenario.timeline:  # a load change's series goes on after its `at`
+            if isinstance(e.action, LoadChange):
+                times += [c.points[-1][0] for m in e.action.nodes.values() for c in m.values()]
         return max(times)
 
     # ------------------------------------------------------------ load at time t

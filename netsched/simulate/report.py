@@ -32,6 +32,7 @@ from netsched.simulate.configs import configured_thresholds
 from netsched.simulate.engine import Run
 from netsched.simulate.gangs import GangResult, gang_outcomes
 from netsched.simulate.model import LoadModel, Loads
+from netsched.simulate.moves import EVICTED, figures
 from netsched.simulate.scenario import Scenario
 
 RESOURCES = ("network", "cpu", "memory")
@@ -155,6 +156,8 @@ class Report:
             parts.append(self._traffic())
         if self.scenario.timeline:
             parts.append(self._timeline())
+        if any(r.rebalancing is not None for r in self.runs):
+            parts.append(self._moves())
         if placements:
             parts.append(self._placements())
         return "\n\n".join(parts) + "\n"
@@ -353,6 +356,60 @@ class Report:
         )
         return note + "\n" + table(head, rows)
 
+    def _moves(self) -> str:
+        head = ["PROFILE", "AT (s)", "ROUND", "POD", "TRIGGER", "FROM", "TO", "BEFORE", "AFTER", "TO AFTER"]
+        head += ["RESULT", "REPLACEMENT ON"]
+        rows: list[list[str]] = []
+        sums: list[str] = []
+        for r in self.runs:
+            rb = r.rebalancing
+            if rb is None:
+                continue
+            for m in rb.moves:
+                traffic = m.trigger == "traffic"
+                rows.append(
+                    [
+                        r.label,
+                        f"{m.at:.0f}",
+                        str(m.round),
+                        m.pod,
+                        m.trigger,
+                        m.source,
+                        m.target,
+                        _rate(m.before) if traffic else _pct(m.before),
+                        _rate(m.after) if traffic else _pct(m.after),
+                        "-" if traffic else _pct(m.target_after),
+                        m.result,
+                        (m.landed or "(pending)") + (" (BACK)" if m.landed and m.landed == m.source else "")
+                        if m.result == EVICTED
+                        else "-",
+                    ]
+                )
+            f = figures(rb)
+            skipped = ", ".join(f"{c} {n}" for c, n in sorted(rb.skipped.items())) or "none"
+            settle = (
+                "-"
+                if f.settled != f.settled
+                else f"{f.settled:.0f} s, as read from {f.settled_read:.0f} s (first above at {f.first_over:.0f} s)"
+            )
+            sums.append(
+                f"{r.label}: {rb.rounds} rounds (skipped: {skipped}){' dry run' if rb.dry_run else ''}; "
+                f"{f.planned} moves planned, {f.evictions} evicted, {f.refused} refused by a budget; "
+                f"replacements: {f.replacements} placed, {f.on_target} where planned, "
+                f"{f.back_on_source} back on their source, {f.over_target_after} on a NIC that went above "
+                f"{_pct(rb.high)}; most pods of one Deployment unavailable at once: {f.most_unavailable}; "
+                f"busiest NIC read above {_pct(rb.high)} at {f.read_over} of {len(rb.samples)} steps, "
+                f"at or below it for good from {settle}; at the end "
+                f"{_pct(f.max_network_end)}"
+            )
+        note = (
+            "Moves (the Rebalancer's rounds: BEFORE / AFTER the trigger's figure at the source without the "
+            "pod, TO AFTER the target's with it, as the plan read them; traffic moves in the pod's crossing "
+            "bytes/s; REPLACEMENT ON: where the pod its ReplicaSet created went)"
+        )
+        body = table(head, rows) if rows else "(no moves)"
+        return note + "\n" + body + "\n" + "\n".join(sums)
+
     # ------------------------------------------------------------ JSON
 
     def to_dict(self) -> dict[str, Any]:
@@ -399,6 +456,7 @@ class Report:
             "timeline": [ph.to_dict() for ph in run.phases],
             "deleted": dict(run.deleted_at),
             "created": dict(run.created_at),
+            "rebalancing": run.rebalancing.to_dict() if run.rebalancing is not None else None,
             "nodes": [
                 {
                     "name": name,

@@ -14,6 +14,7 @@
     volumes: {claimPerPod: {storageClass: fast, size: 10Gi}, storageClasses: [...]}
     traffic: {pairs: [{source: web, destination: db, rate: 40Mbit}]}          # traffic.py
     timeline: [{at: 90, rollout: {workloads: all, strategy: Recreate}}]       # timeline.py
+    podDisruptionBudgets: [{deployments: all, maxUnavailable: 1}]             # budgets.py
 
 Every section also takes the long forms (Kubernetes objects, generator
 mappings); netsched/simulate/README.md describes them all.  Decoding collects
@@ -34,6 +35,7 @@ from netsched.framework.fields import ErrorList, Fields, join
 from netsched.framework.parse import PodParseError, parse_pod
 from netsched.framework.workload import workload_key
 from netsched.simulate.background import Background, decode_background
+from netsched.simulate.budgets import decode_budgets
 from netsched.simulate.gangs import decode_pod_groups
 from netsched.simulate.generators import decode_nodes, decode_pods, node_names
 from netsched.simulate.timeline import Entry, Known, decode_timeline
@@ -98,6 +100,7 @@ class Scenario:
     deployments: list[Deployment] = field(default_factory=list)  # owners of pods (workloads.py)
     timeline: tuple[Entry, ...] = ()  # changes at set times (timeline.py)
     usage: TrueUsage = field(default_factory=TrueUsage)
+    budgets: list[dict[str, Any]] = field(default_factory=list)  # PodDisruptionBudgets (budgets.py)
 
     @property
     def node_names(self) -> list[str]:
@@ -137,6 +140,7 @@ def load_scenario(text: str, label: str = "<string>", *, seed: int | None = None
     traffic = decode_traffic(f.sub("traffic"))
     usage = _usage(f.sub("usage"))
     deployments = collect_deployments([("existingPods", existing), ("pods", pods)], errs)
+    budgets = decode_budgets(f.any("podDisruptionBudgets"), errs, deployments)
     timeline = decode_timeline(
         f.any("timeline"),
         errs,
@@ -184,6 +188,7 @@ def load_scenario(text: str, label: str = "<string>", *, seed: int | None = None
         deployments=deployments,
         timeline=timeline,
         usage=usage,
+        budgets=budgets,
     )
 
 

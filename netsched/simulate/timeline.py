@@ -9,6 +9,8 @@
         load: {node-03: {networkUtilization: 0.95}}            # as under metrics:, from `at` on
       - at: 700
         podLoad: {workload: api, egressBandwidth: 400Mbit}      # the pods' true load from `at` on
+      - at: 750
+        podLoad: {nodes: [node-00, node-01], perNode: 3, egressBandwidth: 250Mbit}  # pods there then
       - at: 800
         traffic: {pairs: [{source: api, destination: db, response: 40MB/s}]}
 
@@ -101,11 +103,20 @@ class PodLoadChange:
     tx: float | None = None
     cpu: float | None = None  # cores
     memory: float | None = None  # bytes
+    # Or the first `per_node` pods (by name) running on each of these nodes at `at`: chosen
+    # when the entry starts, since it depends on where the pods went (model.LoadModel.on_nodes).
+    nodes: tuple[str, ...] = ()
+    per_node: int = 0
 
     def matches(self, pod_key: str, workload: str) -> bool:
+        """Whether the change applies to a pod as it is placed (never for `nodes`: chosen at `at`)."""
+        if self.nodes:
+            return False
         return workload == self.workload if self.workload else pod_key in self.pods
 
     def describe(self) -> str:
+        if self.nodes:
+            return f"pod load of {self.per_node} pod(s) on each of {', '.join(self.nodes)}"
         return (
             f"pod load of {self.workload.split('/', 1)[1] if self.workload else f'{len(self.pods)} pod(s)'}"
         )
@@ -245,9 +256,16 @@ def _pod_load(raw: Any, path: str, errs: ErrorList, _at: float, known: Known) ->
     f = Fields(raw, path, errs)
     workload = f.str("workload", "")
     pods = f.list("pods")
-    if bool(workload) == bool(pods):
-        f.errs.required(join(f.path, "workload"), "a workload, or pods: [names], not both")
+    nodes = f.list("nodes")
+    per_node = f.int("perNode", 1, min=1)
+    if f.has("perNode") and not nodes:
+        f.errs.forbidden(join(f.path, "perNode"), "only with nodes: [names]")
+    if sum(map(bool, (workload, pods, nodes))) != 1:
+        f.errs.required(join(f.path, "workload"), "one of a workload, pods: [names] or nodes: [names]")
         return None
+    for i, name in enumerate(nodes):
+        if name not in known.nodes:
+            f.errs.invalid(join(join(f.path, "nodes"), i), shown(name), "no such node in nodes")
     key = workload if "/" in workload else f"default/{workload}"
     if workload and key not in known.workloads:
         f.errs.invalid(join(f.path, "workload"), workload, "no pod of the scenario is of this workload")
@@ -271,6 +289,8 @@ def _pod_load(raw: Any, path: str, errs: ErrorList, _at: float, known: Known) ->
         tx if tx is not None else both,
         cpu / 1000 if cpu is not None else None,
         memory,
+        tuple(str(n) for n in nodes),
+        per_node if nodes else 0,
     )
     if all(v is None for v in (change.rx, change.tx, change.cpu, change.memory)):
         f.errs.required(f.path, "bandwidth, ingressBandwidth, egressBandwidth, cpu or memory")

@@ -319,10 +319,13 @@ class Planner:
             return out
         label = self._args.workload_label
         candidates = [pc for pc in self._traffic_candidates() if workload_key(pc[0], label) in workloads]
+        graph = traffic_graph(self._src, self.snapshot)
+        pinned: set[str] = set()  # peers of a workload moved next to them: they stay this round
         for pod, crossing in candidates[:_TRAFFIC_TRIALS]:
             if len(out) >= limit:
                 break
-            if pod.uid in self._moved or self._why_not(pod):
+            workload = workload_key(pod, label)
+            if pod.uid in self._moved or workload in pinned or self._why_not(pod):
                 continue
             trial, target, _ = self._place_without(pod)
             if target is None:
@@ -337,6 +340,9 @@ class Planner:
             move = PlannedMove(pod, pod.node_name, target, TRAFFIC, crossing, after, float("nan"), reduction)
             self._adopt(move, trial)
             out.append(move)
+            # Moving a peer as well would take the pod's target away from under it (the plan
+            # counted the peer where it is): the other end waits for a later round's figures.
+            pinned.update(graph.of(workload))
         return out
 
     def crossing_by_workload(self) -> dict[str, float]:

@@ -270,6 +270,9 @@ class Rebalancer(
                 "to": move.target,
                 "trigger": move.trigger,
                 "why": text,
+                "before": move.before,
+                "after": move.after,
+                "targetAfter": move.target_after,
             }
             self._metrics.planned.labels(self.handle.profile_name, move.trigger).inc()
             if self.args.dry_run:
