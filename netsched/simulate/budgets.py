@@ -142,6 +142,8 @@ def _generated(f: Fields, deployments: Sequence[Deployment]) -> list[dict[str, A
 def _bound(f: Fields) -> dict[str, int | str] | None:
     """{maxUnavailable or minAvailable: pods or "N%"}; None (reported) when not exactly one."""
     given = [k for k in _BOUNDS if f.has(k)]
+    for k in _BOUNDS:
+        f.any(k)  # read (an extra one is reported below, not as unknown)
     if len(given) != 1:
         if given:
             f.errs.forbidden(join(f.path, given[1]), f"one of {', '.join(_BOUNDS)}, not {given[0]} too")
