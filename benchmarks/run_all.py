@@ -17,6 +17,8 @@
    and racks with Coscheduling (and with GangTopology: each gang whole in one
    rack), pods/s, gangs whole in one rack, last member -> gang bound p50/p99, and
    reservations held after failed / timed-out gangs (must be none).
+6. Rebalancing (benchmarks.bench_rebalance): the shipped rebalance scenarios through
+   `netsched simulate`, each issue 40 target next to its measured figure.
 
 Figures are printed, never asserted: timings depend on the machine.
 """
@@ -29,7 +31,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from benchmarks import bench_e2e, bench_gang, quality
+from benchmarks import bench_e2e, bench_gang, bench_rebalance, quality
 from benchmarks.bench_inprocess import METRICS_PROFILE, static_metrics_hub
 from benchmarks.bench_inprocess import run as inprocess_run
 from benchmarks.common import config, isolated, nodes, out, pods, table
@@ -155,6 +157,8 @@ def main() -> None:
     for profile in ("coscheduling", "topology"):
         g = isolated(bench_gang.run, 500, 100, 8, 10, 10, profile)
         out(bench_gang.render(g))
+    out("\n6. Rebalancing (netsched/examples/rebalance-*.yaml through netsched simulate)")
+    bench_rebalance.report(None)
     out(f"\nall benchmarks: {time.perf_counter() - started:.0f} s")
 
 

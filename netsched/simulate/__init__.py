@@ -12,11 +12,13 @@ with the least maximum load any placement could reach.
     print(report.text())
 
 Modules: units and compact (values and one-line forms), generators,
-background, workloads (Deployments) and timeline (scenario sections),
+background, workloads (Deployments), budgets (PodDisruptionBudgets) and
+timeline (scenario sections),
 scenario (the document), history (the true state over time and its
 Prometheus windows), model (true load and the simulated Prometheus),
 controllers (the Deployment and ReplicaSet controllers), engine (the time
-loop), phases (a timeline's figures), report, chart, progress, cli.
+loop), phases (a timeline's figures), moves (the Rebalancer's moves and their
+figures), report, chart, progress, cli.
 """
 
 from netsched.simulate.engine import Run, simulate

@@ -259,7 +259,7 @@ class Figures:
     max_network_end: float  # busiest NIC (true) at the end
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: _num(getattr(self, k)) for k in self.__slots__}
+        return {_camel(k): _num(getattr(self, k)) for k in self.__slots__}
 
 
 def figures(r: Rebalancing, limit: float | None = None) -> Figures:
@@ -293,6 +293,11 @@ def _for_good(samples: Sequence[Sample], lim: float, of: Callable[[Sample], floa
         return math.nan
     after = [s.at for s in samples if s.at > over[-1]]
     return after[0] if after else math.nan
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(p.title() for p in rest)
 
 
 def _num(v: object) -> object:
