@@ -7,11 +7,13 @@ Time is a ManualClock moved by the simulation from event to event:
 
     the next event is the earliest of: a pod's arrival (pod i at i / arrivalRatePerSecond),
     a timeline entry, a pod of a rolling Deployment becoming Ready or available, a poll
-    (k x pollInterval), and while pods wait in backoff the next second (production's flush tick)
+    (k x pollInterval), a rebalancing round (moves.py), and while pods wait in backoff the
+    next second (production's flush tick)
     at each event: the polls due run first, each at its own time (new samples requeue the pods a
     load filter rejected, as production's housekeeping does); then the timeline entries due,
-    the arrivals due, the simulated Deployment / ReplicaSet controllers, and the scheduler,
-    until its queue is empty (binding is synchronous), over again while the controllers act
+    the arrivals due, the simulated Deployment / ReplicaSet controllers, and the scheduler
+    (with the periodic tasks due: a rebalancing round), until its queue is empty (binding is
+    synchronous), over again while the controllers act or pods were evicted
 
 so the staleness between polls, the sample ages and the estimator's
 bookkeeping for just-bound pods behave as in production.  The run ends once
@@ -344,9 +346,12 @@ class _Loop:
     def _act(self, t: float) -> None:
         """Controllers and scheduler, again while either changes anything at t."""
         for _ in range(1000):
+            deleted = len(self.result.deleted_at)
             changed = self.controllers.sync(t)
             attempts = _schedule(self.cluster, self.result, self.model)
-            if not changed and not attempts:
+            # (A periodic task run by the scheduling pass may have evicted pods: their
+            # ReplicaSets recreate them at t, not at the next event.)
+            if not changed and not attempts and len(self.result.deleted_at) == deleted:
                 return
         log.warning("Simulated controllers did not settle t=%s", t)
 

@@ -125,6 +125,9 @@ def test_hot_links_are_relieved_by_the_fewest_moves() -> None:
     assert f.evictions == 2 and {m.source for m in rb.moves} == {"node-00", "node-01"}
     assert len({m.round for m in rb.moves}) == 1  # planned in one round from the estimates
     assert f.on_target == 2 and f.over_target_after == 0
+    # The ReplicaSets recreate the evicted pods in the round's second, and they are placed then
+    # (not after the next round has run).
+    assert all(got.bound_at[m.replacement] == m.at for m in rb.moves)
     assert f.max_network_end <= 0.8
     assert "Moves (the Rebalancer's rounds" in Report(scenario, [got], ["x"], lower_bounds(scenario)).text()
 
@@ -151,5 +154,9 @@ def test_traffic_drift_moves_pods_next_to_their_new_peers() -> None:
     safe(rb)
     f = figures(rb)
     assert 0 < f.evictions <= 4 and {m.trigger for m in rb.moves} == {"traffic"}
+    # Every replacement where the plan said: a round never moves both ends of a pair (the
+    # second would take the first's target away), and replacements are placed before the
+    # next round plans.
+    assert f.on_target == f.replacements == f.evictions
     at_change = next(s.cross_node for s in rb.samples if s.at >= 150)
     assert rb.samples[-1].cross_node <= 0.6 * at_change
