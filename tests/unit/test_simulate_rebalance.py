@@ -10,9 +10,9 @@ import pytest
 
 from netsched.app import build_registry
 from netsched.config import ConfigError, load_config
-from netsched.simulate import Report, load_scenario, lower_bounds, simulate
+from netsched.simulate import Report, Run, Scenario, load_scenario, lower_bounds, simulate
 from netsched.simulate.configs import example_text
-from netsched.simulate.moves import EVICTED, figures
+from netsched.simulate.moves import EVICTED, Rebalancing, figures
 from netsched.simulate.timeline import PodLoadChange
 
 REGISTRY = build_registry()
@@ -101,15 +101,15 @@ def test_pod_load_on_the_pods_of_some_nodes() -> None:
     assert got == ['timeline[0].podLoad.nodes[0]: Invalid value: "node-09": no such node in nodes']
 
 
-def run(name: str):  # type: ignore[no-untyped-def]
+def run(name: str) -> tuple[Scenario, Run, Rebalancing]:
     scenario = load_scenario(example_text(name), name)
     cfg = load_config(example_text(scenario.config), REGISTRY)
     got = simulate(scenario, cfg, REGISTRY)
     assert got.rebalancing is not None
-    return scenario, got
+    return scenario, got, got.rebalancing
 
 
-def safe(rb) -> None:  # type: ignore[no-untyped-def]
+def safe(rb: Rebalancing) -> None:
     f = figures(rb)
     assert f.back_on_source == 0
     assert f.most_unavailable <= 1
@@ -117,8 +117,7 @@ def safe(rb) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_hot_links_are_relieved_by_the_fewest_moves() -> None:
-    scenario, got = run("rebalance-hot-links.yaml")
-    rb = got.rebalancing
+    scenario, got, rb = run("rebalance-hot-links.yaml")
     safe(rb)
     f = figures(rb)
     # Two NICs at 95.5 %, three 23.5 % pods on each: one move each brings them to 72 %.
@@ -133,24 +132,21 @@ def test_hot_links_are_relieved_by_the_fewest_moves() -> None:
 
 
 def test_a_dry_run_plans_the_same_moves_and_evicts_nothing() -> None:
-    _, got = run("rebalance-dry-run.yaml")
-    rb = got.rebalancing
+    _, got, rb = run("rebalance-dry-run.yaml")
     assert rb.moves and {m.result for m in rb.moves} == {"dryRun"}
     assert figures(rb).evictions == 0 and not got.deleted_at
     assert figures(rb).max_network_end > 0.9  # nothing moved: the links stay hot
 
 
 def test_the_control_jitter_moves_nothing() -> None:
-    _, got = run("rebalance-control.yaml")
-    rb = got.rebalancing
+    _, got, rb = run("rebalance-control.yaml")
     f = figures(rb)
     assert f.read_over > 0  # single readings above 80 % happened ...
     assert rb.moves == [] and f.evictions == 0 and not got.deleted_at  # ... and moved nothing
 
 
 def test_traffic_drift_moves_pods_next_to_their_new_peers() -> None:
-    _, got = run("rebalance-traffic-drift.yaml")
-    rb = got.rebalancing
+    _, got, rb = run("rebalance-traffic-drift.yaml")
     safe(rb)
     f = figures(rb)
     assert 0 < f.evictions <= 4 and {m.trigger for m in rb.moves} == {"traffic"}
