@@ -50,7 +50,7 @@ from netsched.simulate.configs import configured_thresholds
 from netsched.simulate.controllers import Controllers
 from netsched.simulate.gangs import PODGROUPS_KEY
 from netsched.simulate.model import LoadModel, Loads, SimulatedPrometheus, configured_window, promql_index
-from netsched.simulate.moves import Rebalancing, Watcher
+from netsched.simulate.moves import RebalanceWatcher, Rebalancing
 from netsched.simulate.phases import Phase, measure
 from netsched.simulate.scenario import Scenario
 from netsched.simulate.timeline import PodLoadChange, Rollout
@@ -209,7 +209,7 @@ def simulate(
     _populate(cluster, scenario, controllers)
     run.before = model.loads(0.0)
 
-    watcher = Watcher(
+    watcher = RebalanceWatcher(
         cluster, cfg, run.profile, model, controllers, levels_of(scenario.nodes, scenario.levels), t0
     )
     polls = _Polls(hub, scenario.timing.poll_interval)
@@ -265,7 +265,7 @@ class _Loop:
         model: LoadModel,
         controllers: Controllers,
         polls: _Polls,
-        watcher: Watcher | None = None,
+        watcher: RebalanceWatcher | None = None,
     ) -> None:
         self.scenario = scenario
         self.watcher = watcher

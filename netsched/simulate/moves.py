@@ -114,7 +114,7 @@ class _Rounds(Protocol):
     reports: Sequence[Any]
 
 
-class Watcher:
+class RebalanceWatcher:
     """Collects a run's Rebalancing as the engine's loop goes (see the module docstring)."""
 
     def __init__(
@@ -241,7 +241,7 @@ def rebalancer_args(cfg: SchedulerConfig, profile: str) -> dict[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)
-class Figures:
+class RebalanceFigures:
     """A run's rebalancing against the issue's targets (netsched/simulate/README.md)."""
 
     planned: int  # moves planned (dry run: reported)
@@ -262,14 +262,14 @@ class Figures:
         return {_camel(k): _num(getattr(self, k)) for k in self.__slots__}
 
 
-def figures(r: Rebalancing, limit: float | None = None) -> Figures:
+def figures(r: Rebalancing, limit: float | None = None) -> RebalanceFigures:
     """`limit`: the NIC figure the settling time is counted to (default: the network trigger's
     highPercent)."""
     lim = r.high if limit is None else limit
     evicted = [m for m in r.moves if m.result == EVICTED]
     placed = [m for m in evicted if m.landed]
     over = [s.at for s in r.samples if s.max_network > lim]
-    return Figures(
+    return RebalanceFigures(
         planned=len(r.moves),
         evictions=len(evicted),
         refused=sum(1 for m in r.moves if m.result == "refused"),
