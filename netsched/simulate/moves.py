@@ -30,7 +30,8 @@ import numpy as np
 
 from netsched.config import SchedulerConfig
 from netsched.framework import names
-from netsched.inmemory import InMemoryCluster
+from netsched.framework.periodic import PeriodicTasks
+from netsched.framework.runtime import Framework
 from netsched.simulate.controllers import Controllers
 from netsched.simulate.model import LoadModel
 from netsched.simulate.phases import measure
@@ -114,12 +115,22 @@ class _Rounds(Protocol):
     reports: Sequence[Any]
 
 
+class _Scheduler(Protocol):
+    """What the watcher reads of the scheduler it watches: an InMemoryCluster, or a SchedulerApp
+    (netsched.testing.replay: the same scenario over HTTP and a real Prometheus)."""
+
+    @property
+    def frameworks(self) -> Mapping[str, Framework]: ...
+
+    periodic: PeriodicTasks
+
+
 class RebalanceWatcher:
     """Collects a run's Rebalancing as the engine's loop goes (see the module docstring)."""
 
     def __init__(
         self,
-        cluster: InMemoryCluster,
+        cluster: _Scheduler,
         cfg: SchedulerConfig,
         profile: str,
         model: LoadModel,

@@ -45,11 +45,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netsched.config import load_config
+import yaml
+
+from netsched.app import SchedulerApp
+from netsched.config import SchedulerConfig, load_config
 from netsched.fakeapi import FakeAPIServer, StatusError
-from netsched.fakeapi.resources import PODS, REPLICASETS
+from netsched.fakeapi.resources import PDBS, PODS, REPLICASETS
 from netsched.fakemetrics.exporter import FakeNode
 from netsched.fakemetrics.prometheus import PrometheusServer
+from netsched.framework import names
 from netsched.framework.disruption import REPLICASETS_KEY
 from netsched.framework.parse import parse_node, parse_pod
 from netsched.framework.quantity import CPU, MEMORY
@@ -59,9 +63,10 @@ from netsched.simulate.configs import configured_thresholds
 from netsched.simulate.controllers import Controllers
 from netsched.simulate.engine import retarget
 from netsched.simulate.model import LoadModel
+from netsched.simulate.moves import RebalanceWatcher, Rebalancing
 from netsched.simulate.phases import Figures, measure
 from netsched.simulate.scenario import Scenario
-from netsched.simulate.timeline import LoadChange, Rollout, TrafficChange
+from netsched.simulate.timeline import LoadChange, PodLoadChange, Rollout, TrafficChange
 from netsched.simulate.traffic import levels_of
 from netsched.testing.traffic_exporter import PairTrafficExporter, RunningPod
 from netsched.testing.workloads import FakeKubelet
@@ -90,6 +95,8 @@ class ReplayRun:
     unbound: list[str] = field(default_factory=list)  # pods live and unbound at the end
     evicted_or_lost: list[str] = field(default_factory=list)  # deleted, not by a controller
     seconds: float = 0.0  # wall time of the replay, warm-up excluded
+    rebalancing: Rebalancing | None = None  # the Rebalancer's moves, when the profile enables it
+    events: list[dict[str, Any]] = field(default_factory=list)  # the API server's Events at the end
 
 
 def unsupported(scenario: Scenario) -> list[str]:
@@ -117,11 +124,13 @@ class Replay:
         label: str,
         seed: int | None = None,
         timeout: float = 300.0,
+        until: float | None = None,
         workdir: str | Path | None = None,
     ) -> None:
         """`config`: a KubeSchedulerConfiguration whose Prometheus address is the examples'
         placeholder (replaced by the replay's Prometheus); `timeout`: seconds after the last
-        timeline entry (or the last arrival) before the replay stops waiting."""
+        timeline entry (or the last arrival) before the replay stops waiting; `until`: run to
+        this second whatever happens (a rebalancing scenario: the moves come on their own)."""
         problems = unsupported(scenario)
         if problems:
             raise ValueError(f"scenario {scenario.name}: " + "; ".join(problems))
@@ -130,11 +139,14 @@ class Replay:
         self.label = label
         self.seed = scenario.seed if seed is None else seed
         self.timeout = timeout
+        self.until = until
         self.workdir = workdir
         self.model = LoadModel(scenario)
         self._lock = threading.Lock()
         self._bound: dict[str, tuple[str, float, PodInfo]] = {}  # live bound pods -> (node, t, info)
         self._gone: set[str] = set()
+        self._placed: dict[str, str] = {}  # every pod ever bound -> its node
+        self._bound_at: dict[str, float] = {}
         self._pushed: set[int] = set()  # timeline load/traffic entries given to the exporter
         self._t0 = 0.0
         self._tick = 0.0  # the time of the loop's current pass
@@ -142,7 +154,7 @@ class Replay:
     # ------------------------------------------------------------ the run
 
     def run(self) -> ReplayRun:
-        from netsched.app import AppOptions, SchedulerApp, build_registry
+        from netsched.app import AppOptions, build_registry
         from netsched.kube import KubeAPI, build_api_client
 
         s = self.scenario
@@ -151,7 +163,7 @@ class Replay:
         exporter = PairTrafficExporter(nodes)
         with (
             tempfile.TemporaryDirectory(prefix="netsched-replay-", dir=self.workdir) as tmp,
-            FakeAPIServer(watch_timeout=30.0) as server,
+            FakeAPIServer(watch_timeout=30.0, disruption_controller=True) as server,
             exporter,
         ):
             self._background(exporter, 0.0)
@@ -172,6 +184,11 @@ class Replay:
                     server.create("nodes", obj)
                 for d in s.deployments:
                     server.create(DEPLOYMENTS, d.deployment_object(), d.namespace)
+                for ref in _state_config_maps(text):
+                    server.create("configmaps", {"metadata": ref}, ref["namespace"])
+                for budget in s.budgets:
+                    body = copy.deepcopy(budget)
+                    server.create(PDBS.key, body, body["metadata"].get("namespace") or "default")
                 # Prometheus has a rate for every node before the scheduler starts, as in a
                 # cluster where it has run for a while.
                 probe = "count(rate(node_network_transmit_bytes_total[1m]))"
@@ -193,7 +210,7 @@ class Replay:
                     kubelet = FakeKubelet(server, ready=self._started)
                     with kubelet:
                         pods = retarget(s.pods, profiles, profiles[0])
-                        return self._loop(server, exporter, kubelet, pods, profiles, limit)
+                        return self._loop(server, exporter, kubelet, pods, (app, cfg, profiles), limit)
                 finally:
                     app.shutdown(timeout=5)
             finally:
@@ -205,10 +222,11 @@ class Replay:
         exporter: PairTrafficExporter,
         kubelet: FakeKubelet,
         pods: list[dict[str, Any]],
-        profiles: list[str],
+        scheduler: tuple[SchedulerApp, SchedulerConfig, list[str]],
         limit: float,
     ) -> ReplayRun:
         s = self.scenario
+        app, cfg, profiles = scheduler
         out = ReplayRun(self.label)
         cluster = _HTTPCluster(server, self)
         controllers = Controllers(
@@ -219,6 +237,7 @@ class Replay:
         )
         cluster.controllers = controllers
         levels = levels_of(s.nodes, s.levels)
+        watcher = RebalanceWatcher(app, cfg, profiles[0], self.model, controllers, levels, 0.0)
         entries = list(s.timeline)
         started: list[int] = []  # timeline entries begun
         rollouts: dict[int, str] = {}  # entry -> phase label, while open
@@ -242,21 +261,29 @@ class Replay:
                 if isinstance(entry.action, Rollout):
                     controllers.rollout(i, entry.action, t)
                     rollouts[i] = f"{entry.at:g} s: {entry.action.describe()}"
+                elif isinstance(entry.action, PodLoadChange) and entry.action.nodes:
+                    with self._lock:
+                        self.model.on_nodes(entry.action, t)  # the pods on those nodes then
                 phase_label = f"{entry.at:g} s: {entry.action.describe()}"
             self._observe(server, controllers, kubelet, t)
             controllers.sync(t)
             self._push(t, exporter)
+            if watcher.enabled:
+                with self._lock:
+                    watcher.observe(t)
             for i, label in list(rollouts.items()):
                 done = controllers.completed.get(i)
                 if done is not None:
                     del rollouts[i]
                     out.phases.append(ReplayPhase(label, done, True, self._measure(t, limit, levels)))
             settled = created == len(pods) and len(started) == len(entries) and not rollouts
+            if self.until is not None:
+                settled = settled and t >= self.until
             if settled and not self._pending(server):
                 if not entries or not isinstance(entries[-1].action, Rollout):
                     out.phases.append(ReplayPhase(phase_label, t, True, self._measure(t, limit, levels)))
                 break
-            if t > last + self.timeout:
+            if t > max(last, self.until or 0.0) + self.timeout:
                 for label in rollouts.values():
                     out.phases.append(ReplayPhase(label, t, False, self._measure(t, limit, levels)))
                 if not rollouts:
@@ -269,6 +296,10 @@ class Replay:
             out.placements = {k: v[0] for k, v in self._bound.items()}
         out.unbound = sorted(_key(p) for p in server.list(PODS.key) if not p["spec"].get("nodeName"))
         out.evicted_or_lost = sorted(self._gone - cluster.deleted_by_controller)
+        if watcher.enabled:
+            with self._lock:
+                out.rebalancing = watcher.finish(controllers.created, self._placed, self._bound_at)
+        out.events = server.list("events.k8s.io/events", None)
         return out
 
     # ------------------------------------------------------------ what the cluster does
@@ -292,9 +323,13 @@ class Replay:
                 if node and key not in self._bound:
                     info = parse_pod(raw)
                     self._bound[key] = (node, t, info)
+                    self._placed[key], self._bound_at[key] = node, t
                     self.model.place(info, node, t)
                     controllers.bound(key, node, t)
             for key in [k for k in self._bound if k not in seen]:
+                # Not a controller's deletion (those are told at once): evicted or preempted,
+                # its work (a podLoad change's) goes to its workload's next pod.
+                self.model.hand_over(self._bound[key][2], t)
                 self._gone_at(key, t, controllers)
             for _, (_, bound, _) in self._bound.items():
                 started |= (
@@ -429,6 +464,23 @@ class _HTTPCluster:
             self.server.patch(
                 REPLICASETS.key, meta["name"], {"spec": {"replicas": body["spec"]["replicas"]}}, namespace
             )
+
+
+def _state_config_maps(config: str) -> list[dict[str, str]]:
+    """The ConfigMaps the configuration's Rebalancers keep their state in (deploy/ ships one),
+    as {namespace, name}; read from the YAML, the replay imports no plugin."""
+    out = []
+    for profile in (yaml.safe_load(config) or {}).get("profiles") or []:
+        for entry in profile.get("pluginConfig") or []:
+            if entry.get("name") == names.REBALANCER:
+                state = (entry.get("args") or {}).get("state") or {}
+                ref = {
+                    "namespace": state.get("namespace", "netsched-system"),
+                    "name": state.get("name", "netsched-rebalancer"),
+                }
+                if ref not in out:
+                    out.append(ref)
+    return out
 
 
 def _key(raw: Mapping[str, Any]) -> str:
