@@ -212,10 +212,15 @@ class RebalanceWatcher:
         )
 
     def finish(
-        self, created: Mapping[str, float], placements: Mapping[str, str], bound: Mapping[str, float]
+        self,
+        created: Mapping[str, float],
+        placements: Mapping[str, str],
+        bound: Mapping[str, float],
+        slack: float = 0.0,
     ) -> Rebalancing:
-        """Each eviction's replacement: the first pod its Deployment created at or after it,
-        where it went and how busy that node's NIC was from then on."""
+        """Each eviction's replacement: the first pod its Deployment created at or after it
+        (`slack` seconds before it: a watcher reading the round's report after the controllers
+        saw the deletion, in real time), where it went and how busy that node's NIC was then."""
         taken: set[str] = set()
         for m in self.result.moves:
             if m.result != EVICTED or not m.deployment:
@@ -223,7 +228,7 @@ class RebalanceWatcher:
             later = sorted(
                 (at, key)
                 for key, at in created.items()
-                if at >= m.at and key not in taken and self._deployment(key) == m.deployment
+                if at >= m.at - slack and key not in taken and self._deployment(key) == m.deployment
             )
             if later:
                 m.replacement = later[0][1]

@@ -76,6 +76,7 @@ log = logging.getLogger(__name__)
 DEPLOYMENTS = "apps/deployments"
 PROMETHEUS_PLACEHOLDER = "http://prometheus-k8s.monitoring.svc:9090"  # the examples' address
 TICK = 0.1  # seconds between two passes of the replay's loop
+REPORT_SLACK = 2.0  # seconds a round's report may be read after its evictions were seen
 WARM_UP_TIMEOUT = 120.0  # for Prometheus' first rates and the scheduler's first poll
 
 
@@ -298,7 +299,11 @@ class Replay:
         out.evicted_or_lost = sorted(self._gone - cluster.deleted_by_controller)
         if watcher.enabled:
             with self._lock:
-                out.rebalancing = watcher.finish(controllers.created, self._placed, self._bound_at)
+                # The round's report is read a pass or more after the controllers replaced
+                # the pod its eviction deleted (the rebalancer runs on its own thread).
+                out.rebalancing = watcher.finish(
+                    controllers.created, self._placed, self._bound_at, REPORT_SLACK
+                )
         out.events = server.list("events.k8s.io/events", None)
         return out
 
