@@ -156,6 +156,9 @@ class Report:
             parts.append(self._traffic())
         if self.scenario.timeline:
             parts.append(self._timeline())
+        over = self._over_limits()
+        if over:
+            parts.append(over)
         if any(r.rebalancing is not None for r in self.runs):
             parts.append(self._moves())
         if placements:
@@ -303,6 +306,31 @@ class Report:
             "pods that crosses nodes, and that leaves each topology level's domain)"
         )
         return note + "\n" + table(head, rows)
+
+    def _over_limits(self) -> str:
+        """Why a node of the simulated run may end above LoadThreshold's CPU limit, and how far
+        (the limit judges each decision, not the load the pods make afterwards)."""
+        limit = self.thresholds.get("cpu")
+        run = self.runs[0]
+        if limit is None:
+            return ""
+        seen = [(ph.label, ph.figures.max_cpu) for ph in run.phases]
+        if run.after is not None and len(run.after.cpu):
+            seen.append(("at the end", float(np.nanmax(run.after.cpu))))
+        over = [(label, v) for label, v in seen if v == v and v > limit + 1e-9]
+        if not over:
+            return ""
+        worst = max(over, key=lambda x: x[1])
+        return (
+            f"Above LoadThreshold's CPU limit ({_pct(limit)}) in {run.label}: "
+            + ", ".join(f"{label} {_pct(v)}" for label, v in over)
+            + f" (at most {(worst[1] - limit) * 100:.1f} points over). LoadThreshold judges each pod when it is placed, against "
+            "the CPU its node read at the last poll plus the ledger's estimates of the pods placed since "
+            "(requests x cpuFactor, 0.85 unless configured); this scenario's pods use "
+            f"{self.scenario.usage.cpu_of_requests:g} x their requests (usage.cpuOfRequests), and pods placed "
+            "within one rate window are judged by those estimates alone, so a node filled in a burst can end "
+            "above the limit by the difference. The limit keeps decisions under it, not the load that follows."
+        )
 
     def _timeline(self) -> str:
         levels = list(self.scenario.levels)
