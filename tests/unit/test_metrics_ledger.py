@@ -56,6 +56,28 @@ def serve(hub: object, src: object, fake: object, at: float) -> None:
     hub.poll_now()  # type: ignore[attr-defined]
 
 
+def ramping_pod(
+    *, known_nodes: bool = False
+) -> tuple[FakeClock, object, tuple[object, object], Snapshot, float, object]:
+    """A pod of 1 cpu reserved on n0 at t0, using 0.4 cores: its per-pod series read at 20 s
+    (a third of a 1 m window held) and at 45 s (0.3), each with a poll of the nodes; the node
+    viewed after the first poll; the caller views it after the second, or not."""
+    clock, hub, (src, fake), snap = rig(per_pod=True)
+    if known_nodes:
+        hub.update_nodes(snap.nodes)  # type: ignore[attr-defined]
+    t0 = clock.wall()
+    pod = make_pod("p").req(cpu="1").info()
+    src.reserve(pod, "n0")  # type: ignore[attr-defined]
+    clock.step(20)
+    fake.serve(src, POD_USAGE, {"default/p/cpu": (0.4 * 20 / 60, t0 + 20)}, label="netsched_pod")  # type: ignore[attr-defined]
+    serve(hub, src, fake, t0 + 20)
+    assert src.estimates(snap).cpu[0] == pytest.approx(850 * 40 / 60)  # type: ignore[attr-defined]
+    clock.step(25)
+    fake.serve(src, POD_USAGE, {"default/p/cpu": (0.3, t0 + 45)}, label="netsched_pod")  # type: ignore[attr-defined]
+    serve(hub, src, fake, t0 + 45)
+    return clock, hub, (src, fake), snap, t0, pod
+
+
 def test_a_placed_pod_ramps_in_and_a_gone_one_ramps_out() -> None:
     clock, hub, (src, fake), snap = rig()
     t0 = clock.wall()
@@ -143,17 +165,7 @@ def test_a_just_started_pods_reading_is_taken_for_what_it_holds() -> None:
     # use (0.3 of 0.4 cores), as its node's does: the ledger takes it for 0.4 cores, of which
     # the node's reading misses a quarter (before: 0.3 taken as its whole use, a quarter of that
     # added). Read after less than half a window, the reading says too little: the estimate stands.
-    clock, hub, (src, fake), snap = rig(per_pod=True)
-    t0 = clock.wall()
-    pod = make_pod("p").req(cpu="1").info()
-    src.reserve(pod, "n0")
-    clock.step(20)
-    fake.serve(src, POD_USAGE, {"default/p/cpu": (0.4 * 20 / 60, t0 + 20)}, label="netsched_pod")
-    serve(hub, src, fake, t0 + 20)
-    assert src.estimates(snap).cpu[0] == pytest.approx(850 * 40 / 60)
-    clock.step(25)
-    fake.serve(src, POD_USAGE, {"default/p/cpu": (0.3, t0 + 45)}, label="netsched_pod")
-    serve(hub, src, fake, t0 + 45)
+    clock, hub, (src, fake), snap, t0, pod = ramping_pod()
     assert src.estimates(snap).cpu[0] == pytest.approx(400 * 15 / 60)
     # It leaves: what it used leaves with it, not its ramping-out reading.
     clock.step(1)
@@ -170,18 +182,7 @@ def test_a_pod_gone_before_any_view_of_the_last_poll_takes_its_measured_share_ou
     # eviction between two cycles): the ledger's coverage is still the poll at 20 s's, over
     # which the pod's reading held a third of it. The departure reads the node's latest
     # samples: the measured 0.4 cores leave, not the 0.85 estimate.
-    clock, hub, (src, fake), snap = rig(per_pod=True)
-    hub.update_nodes(snap.nodes)  # type: ignore[attr-defined]
-    t0 = clock.wall()
-    pod = make_pod("p").req(cpu="1").info()
-    src.reserve(pod, "n0")
-    clock.step(20)
-    fake.serve(src, POD_USAGE, {"default/p/cpu": (0.4 * 20 / 60, t0 + 20)}, label="netsched_pod")
-    serve(hub, src, fake, t0 + 20)
-    assert src.estimates(snap).cpu[0] == pytest.approx(850 * 40 / 60)
-    clock.step(25)
-    fake.serve(src, POD_USAGE, {"default/p/cpu": (0.3, t0 + 45)}, label="netsched_pod")
-    serve(hub, src, fake, t0 + 45)
+    clock, hub, (src, fake), snap, t0, pod = ramping_pod(known_nodes=True)
     clock.step(1)
     src.depart(make_pod("p").req(cpu="1").node("n0").set("metadata.uid", pod.uid).info())
     assert src.estimates(snap).cpu[0] == pytest.approx(-400 * 45 / 60)
