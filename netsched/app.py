@@ -136,6 +136,7 @@ class SchedulerApp:
         self.scheduler = parts.scheduler
         self.shared = parts.shared
         self.periodic = parts.periodic
+        self.debug_pages = parts.debug_pages
         self._build_frameworks = parts.build_frameworks
         self._swap_lock = threading.Lock()
         self.reflectors: list[Reflector] = []

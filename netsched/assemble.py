@@ -23,6 +23,7 @@ from netsched.clock import Clock
 from netsched.config import SchedulerConfig
 from netsched.eventhandlers import EventHandlers
 from netsched.framework.cluster_events import UNSCHEDULED_POD, ActionType, ClusterEvent
+from netsched.framework.debug_pages import DebugPages
 from netsched.framework.extension_points import PluginFactory
 from netsched.framework.handle import Services
 from netsched.framework.periodic import PeriodicTasks
@@ -83,6 +84,9 @@ class Parts:
     # process runs on its loop (SchedulerApp) or between steps (InMemoryCluster).
     shared: SharedServices
     periodic: PeriodicTasks
+    # The pages the plugins publish under /debug/ (Handle.debug_page), which the process's
+    # endpoints serve (netsched.serve.debug_handlers).
+    debug_pages: DebugPages
     # New frameworks for a reloaded config, sharing this assembly's edges, recorders,
     # nominator, objects and waiting pods (hot reload stages them in `profiles`).
     build_frameworks: Callable[[SchedulerConfig], dict[str, Framework]] | None = None
@@ -147,13 +151,15 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
     def activate(pending: Iterable[PodInfo]) -> int:
         return queue.activate(pending)
 
-    family = _Family(SharedServices(), PeriodicTasks(edges.clock), _PodIndexes(), _WhatIf(edges.leading))
+    family = _Family(
+        SharedServices(), PeriodicTasks(edges.clock), _PodIndexes(), _WhatIf(edges.leading), DebugPages()
+    )
     pods = family.indexes.pods_in_namespace
 
     def build_frameworks(new: SchedulerConfig) -> dict[str, Framework]:
-        # The periodic tasks become the ones these frameworks' plugins register (a reload
-        # drops the tasks of plugins it drops); a failed build leaves them as they were.
-        with family.periodic.registering():
+        # The periodic tasks and debug pages become the ones these frameworks' plugins
+        # register (a reload drops those of plugins it drops); a failed build leaves them.
+        with family.periodic.registering(), family.debug_pages.registering():
             built = _frameworks(
                 new, registry, edges, nominator, recorders, objects, waiting, stopping, pods, activate, family
             )
@@ -237,6 +243,7 @@ def assemble(cfg: SchedulerConfig, registry: Mapping[str, PluginFactory], edges:
         nominator,
         family.shared,
         family.periodic,
+        family.debug_pages,
         build_frameworks,
     )
 
@@ -249,6 +256,7 @@ class _Family:
     periodic: PeriodicTasks
     indexes: _PodIndexes
     what_if: _WhatIf
+    debug_pages: DebugPages
 
 
 class _WhatIf:
@@ -333,6 +341,7 @@ def _frameworks(
             activate=activate,
             shared=family.shared,
             periodic=family.periodic,
+            debug_pages=family.debug_pages,
             pod_indexes=family.indexes,
             what_if=family.what_if,
         )

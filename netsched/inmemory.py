@@ -184,6 +184,7 @@ class InMemoryCluster:
         self.scheduler = parts.scheduler
         self.shared = parts.shared
         self.periodic = parts.periodic
+        self.debug_pages = parts.debug_pages
         self.build_frameworks = parts.build_frameworks  # a hot reload: stage what it builds
         self.placements: dict[str, str] = {}
         self.on_bound: list[Callable[[PodInfo, str], None]] = []

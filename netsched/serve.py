@@ -16,7 +16,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -319,8 +319,11 @@ def start_secure_server(app: SchedulerApp) -> ObservabilityServer | None:
     return server
 
 
-def debug_handlers(app: SchedulerApp) -> dict[str, DebugHandler]:
-    """/debug/explain?pod=NAMESPACE/NAME[&format=text]: per-node filter verdicts and scores."""
+def debug_handlers(app: SchedulerApp) -> Mapping[str, DebugHandler]:
+    """/debug/explain?pod=NAMESPACE/NAME[&format=text]: per-node filter verdicts and scores;
+    /debug/pprof/profile with --profiling; and the pages the plugins publish
+    (Handle.debug_page: the rebalancer's /debug/rebalancer), looked up at each request so that
+    a hot reload adds or drops them."""
 
     def explain_endpoint(query: dict[str, list[str]]) -> tuple[int, str, bytes]:
         key = _one(query.get("pod"))
@@ -340,7 +343,26 @@ def debug_handlers(app: SchedulerApp) -> dict[str, DebugHandler]:
         from netsched.observability.profile import Profiler
 
         handlers["/debug/pprof/profile"] = Profiler().endpoint
-    return handlers
+    return _DebugHandlers(handlers, app.debug_pages)
+
+
+class _DebugHandlers(Mapping[str, DebugHandler]):
+    """The process's own debug endpoints, then the plugins' pages (DebugPages refuses the
+    paths of the former), read at each lookup."""
+
+    def __init__(self, own: Mapping[str, DebugHandler], pages: Mapping[str, DebugHandler]) -> None:
+        self._own = own
+        self._pages = pages
+
+    def __getitem__(self, path: str) -> DebugHandler:
+        return self._own[path] if path in self._own else self._pages[path]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._own
+        yield from (p for p in self._pages if p not in self._own)
+
+    def __len__(self) -> int:
+        return len(set(self._own) | set(self._pages))
 
 
 def _one(v: list[str] | None) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from netsched.clock import Clock
+from netsched.framework.debug_pages import DebugPageError, DebugPages
 from netsched.framework.errors import PluginError
 from netsched.framework.extension_points import PluginArgs
 from netsched.framework.periodic import PeriodicTasks
@@ -84,6 +85,8 @@ class Services:
     # the same for every profile and every reload.
     shared: SharedServices = field(default_factory=SharedServices)
     periodic: PeriodicTasks | None = None
+    # Pages under /debug/ (Handle.debug_page), served by the process's endpoints.
+    debug_pages: DebugPages = field(default_factory=DebugPages)
     plugin_metrics: PluginMetrics | None = None
     pod_indexes: PodIndexer = field(default_factory=lambda: _NoPodIndexes())
     # What-if questions off the cycle (a rebalancer's plan); the process sets it once its
@@ -135,6 +138,14 @@ class FrameworkHandle:
     def run_soon(self, name: str) -> None:
         if self._services.periodic is not None:
             self._services.periodic.soon(name)
+
+    def debug_page(
+        self, path: str, render: Callable[[], Any], text: Callable[[Any], str] | None = None
+    ) -> None:
+        try:
+            self._services.debug_pages.publish(path, self.profile_name, render, text)
+        except DebugPageError as e:
+            raise PluginError(str(e)) from e
 
     def add_pod_index(self, name: str, key: Callable[[PodInfo], str]) -> None:
         self._services.pod_indexes.add_pod_index(name, key)

@@ -22,6 +22,7 @@ from typing import TypeVar
 import numpy as np
 
 from netsched.framework.cycle_state import CycleState
+from netsched.framework.debug_pages import DebugPages
 from netsched.framework.diagnosis import Diagnosis
 from netsched.framework.errors import PluginFault
 from netsched.framework.extension_points import (
@@ -97,10 +98,12 @@ class Framework(FrameworkHandle):
     def replica(self) -> Framework:
         """A second instance of this profile (its own plugins and snapshot, the same services):
         explanations run on it so they never touch the scheduling thread's plugins (nor take
-        over their periodic tasks)."""
-        # Its plugins' periodic tasks go to a task set nobody runs: the live ones keep theirs.
+        over their periodic tasks or debug pages)."""
+        # Its plugins' periodic tasks and pages go where nobody runs or serves them: the live
+        # ones keep theirs.
         idle = PeriodicTasks(self._services.clock)
-        return Framework(self._profile, self._registry, dataclasses.replace(self._services, periodic=idle))
+        services = dataclasses.replace(self._services, periodic=idle, debug_pages=DebugPages())
+        return Framework(self._profile, self._registry, services)
 
     @property
     def plugins(self) -> Mapping[str, AnyPlugin]:

@@ -229,6 +229,17 @@ class Handle(Protocol):
         """Run periodic task `name` at the loop's next turn (work was just marked for it)."""
         ...
 
+    def debug_page(
+        self, path: str, render: Callable[[], Any], text: Callable[[Any], str] | None = None
+    ) -> None:
+        """Publish `GET path` (under /debug/) on the process's endpoints, behind their
+        authentication and authorization as /debug/explain: `render()` is this profile's
+        JSON-ready data (the page answers {"profiles": {name: data}}), `text(data)` the same
+        for `format=text` (None: indented JSON).  The page is the publishing plugin's, as a
+        periodic task is: a reload whose plugins no longer publish it removes it.  PluginError
+        for a path outside /debug/ or one the process serves itself (explain, pprof)."""
+        ...
+
     def add_pod_index(self, name: str, key: Callable[[PodInfo], str]) -> None:
         """Keep pending and assigned pods indexed by `key` ("" leaves a pod out) under `name`,
         from now on and for the pods already known; a name registered again keeps its first key."""

@@ -139,7 +139,9 @@ class ObservabilityServer:
         self.checks = tuple(checks)
         # Without a readiness check, ready means alive (a process with nothing to sync).
         self.ready: ReadyCheck = ready or (lambda: (all(r is None for _, r, _ in evaluate(self.checks)), {}))
-        self.debug_handlers = dict(debug_handlers or {})
+        # Looked up at each request: a live mapping (the plugins' pages, which a hot reload
+        # changes) is kept as given, not copied.
+        self.debug_handlers: Mapping[str, DebugHandler] = debug_handlers if debug_handlers is not None else {}
         for path in self.debug_handlers:
             if not path.startswith("/debug/"):
                 raise ValueError(f"debug endpoints live under /debug/, got {path!r}")

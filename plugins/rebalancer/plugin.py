@@ -63,6 +63,7 @@ from netsched.metrics.plugin_api import (
     source_for,
 )
 
+from . import debug
 from .args import NETWORK, RebalancerArgs
 from .eligibility import why_not
 from .plan import Plan, PlannedMove, Planner, Readings, replacement
@@ -71,7 +72,7 @@ from .state import Move, State, Store
 log = logging.getLogger(__name__)
 
 LEFT = "node(s) were left by a pod of this workload the rebalancer moved"
-_PLANS_KEPT = 20  # rounds whose plans the debug page shows
+_PLANS_KEPT = 20  # rounds whose plans the debug page shows (debug.py)
 _CLAIM = "Rebalancer/claim"  # cycle state: the move whose held place the pod took back
 
 
@@ -111,6 +112,11 @@ class Rebalancer(
         self.reports: deque[RoundReport] = deque(maxlen=_PLANS_KEPT)
         self._metrics = _Metrics(handle)
         handle.every(f"{self.name}/round/{handle.profile_name}", self.args.interval_seconds, self.run_round)
+        handle.debug_page(debug.PATH, self._debug_view, debug.text)
+
+    def _debug_view(self) -> dict[str, Any]:
+        # list(deque) copies in one step: rounds append from the periodic thread meanwhile.
+        return debug.view(list(self.reports), self.args, self.handle.what_if.leading())
 
     # ------------------------------------------------------------ the replacement's cycle
 

@@ -5,6 +5,7 @@ cooldowns kept in the state ConfigMap."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -318,3 +319,33 @@ def test_a_tie_among_equal_nodes_goes_to_the_planned_target(seed: int) -> None:
     w.cluster.add_pod(w.pod(workload, 9))
     w.cluster.schedule_pending()
     assert w.cluster.placements[f"default/{workload}-9"] == move["to"]
+
+
+def test_the_debug_page_shows_the_rounds_newest_first(world: World) -> None:
+    """/debug/rebalancer (Handle.debug_page; over HTTP in tests/integration/test_rebalancer_http.py):
+    hot nodes, each planned move with its figures and result, blocked nodes, skipped rounds."""
+    for n in ("n1", "n2", "n3"):
+        world.tx[n] = 0.75 * GBIT  # nothing can leave n0 at first
+    world.round()
+    blocked = world.round()
+    for n in ("n1", "n2", "n3"):
+        world.tx[n] = 0.1 * GBIT
+    moved = world.round()
+    status, ctype, body = world.cluster.debug_pages.answer("/debug/rebalancer", {})
+    assert (status, ctype) == (200, "application/json")
+    page = json.loads(body)["profiles"]["netsched"]
+    assert (page["leading"], page["dryRun"], page["consecutiveRounds"]) == (True, False, 2)
+    assert [r["round"] for r in page["rounds"]] == [3, 2, 1]
+    assert page["rounds"][0]["moves"] == moved.moves and page["rounds"][0]["hot"] == {"n0": ["network"]}
+    assert page["rounds"][1]["blocked"] == blocked.blocked and page["rounds"][1]["moves"] == []
+    text = world.cluster.debug_pages.answer("/debug/rebalancer", {"format": ["text"]})[2].decode()
+    lines = text.splitlines()
+    assert lines[:2] == [
+        "== profile netsched",
+        "leader; acting (evicts); a round every 30s, hot after 2 rounds above high",
+    ]
+    assert lines[2].startswith("round 3 at ") and lines[2].endswith("2 move(s); hot: n0 (network)")
+    move = moved.moves[0]
+    assert f"  evicted   {move['pod']} n0 -> {move['to']} [network]: {move['why']}" in lines
+    assert any(line.startswith("  blocked   n0: ") for line in lines)
+    assert lines[-1].endswith("no hot node")  # round 1: one hot round is not yet hot
