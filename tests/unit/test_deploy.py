@@ -28,7 +28,9 @@ SERVICEMONITOR = DEPLOY / "optional" / "servicemonitor"
 DASHBOARDS = DEPLOY / "optional" / "grafana-dashboards"
 NAMESPACE = "netsched-system"
 SCHEDULER_NAME = "netsched"
-METRIC_PLUGINS = ("NetworkTraffic", "LoadAware", "LoadThreshold", "TrafficAffinity")
+METRIC_PLUGINS = ("NetworkTraffic", "LoadAware", "LoadThreshold", "TrafficAffinity", "Rebalancer")
+CONFIG_MAP = "netsched-config"  # the KubeSchedulerConfiguration's; rebalancer-state.yaml ships another
+STATE_CONFIG_MAP = "netsched-rebalancer"
 
 # The least-privilege set, spelled out: changing it must be a deliberate edit here too.
 EXPECTED_CLUSTER_RULES = {
@@ -73,6 +75,12 @@ EXPECTED_LEASE_GRANTS = {
     Grant("coordination.k8s.io", "leases", "get", NAMESPACE, "netsched"),
     Grant("coordination.k8s.io", "leases", "update", NAMESPACE, "netsched"),
 }
+# The Rebalancer's state (plugins/rebalancer/state.py: Store.load gets, Store.save merge-patches;
+# it never creates, lists or watches): that one ConfigMap, in netsched's namespace only.
+EXPECTED_STATE_GRANTS = {
+    Grant("", "configmaps", "get", NAMESPACE, STATE_CONFIG_MAP),
+    Grant("", "configmaps", "patch", NAMESPACE, STATE_CONFIG_MAP),
+}
 
 
 def documents(path: Path) -> list[dict[str, Any]]:
@@ -89,8 +97,17 @@ def one(kind: str, objects: list[dict[str, Any]] | None = None) -> dict[str, Any
     return found[0]
 
 
+def config_map(objects: list[dict[str, Any]] | None = None, name: str = CONFIG_MAP) -> dict[str, Any]:
+    (found,) = [
+        o
+        for o in (objects if objects is not None else base())
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == name
+    ]
+    return found
+
+
 def scheduler_config_text() -> str:
-    text: str = one("ConfigMap")["data"]["config.yaml"]
+    text: str = config_map()["data"]["config.yaml"]
     return text
 
 
@@ -185,7 +202,13 @@ def test_config_map_holds_a_kube_scheduler_configuration() -> None:
     assert le["leaderElect"] is True
     assert (le["resourceNamespace"], le["resourceName"]) == (NAMESPACE, "netsched")
     enabled = {p["name"]: p.get("weight") for p in config["profiles"][0]["plugins"]["multiPoint"]["enabled"]}
-    assert enabled == {"NetworkTraffic": 3, "LoadAware": 2, "LoadThreshold": None, "TrafficAffinity": 10}
+    assert enabled == {
+        "NetworkTraffic": 3,
+        "LoadAware": 2,
+        "LoadThreshold": None,
+        "TrafficAffinity": 10,
+        "Rebalancer": None,
+    }
     args = {pc["name"]: pc["args"] for pc in config["profiles"][0]["pluginConfig"]}
     assert set(args) == set(METRIC_PLUGINS)
     for name in METRIC_PLUGINS:
@@ -320,7 +343,7 @@ def test_deployment_flags_config_and_probes_agree() -> None:
     mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
     assert mounts["config"] == "/etc/netsched"
     volumes = {v["name"]: v for v in one("Deployment")["spec"]["template"]["spec"]["volumes"]}
-    assert volumes["config"]["configMap"]["name"] == one("ConfigMap")["metadata"]["name"]
+    assert volumes["config"]["configMap"]["name"] == CONFIG_MAP
     assert "emptyDir" in volumes["tmp"] and mounts["tmp"] == "/tmp"
     assert c["resources"]["requests"]["cpu"] and c["resources"]["limits"]["memory"]
     # No CPU limit, as kube-scheduler: CFS throttling would stall bursts and lease renewals.
@@ -522,6 +545,25 @@ def test_leases_are_granted_only_in_the_lease_namespace_and_name() -> None:
     assert allows(grants, "coordination.k8s.io", "leases", "get", le["resourceNamespace"], le["resourceName"])
 
 
+def test_the_rebalancer_ships_in_dry_run_with_its_state_configmap_and_only_get_patch_on_it() -> None:
+    """deploy/ enables the Rebalancer acting on nothing (dryRun: true); the ConfigMap its args name
+    is shipped, empty (an apply again leaves what netsched wrote), and the only grants on
+    ConfigMaps are get and patch on that name in that namespace."""
+    from netsched.config import load_config
+
+    args = load_config(scheduler_config_text(), _registry()).profiles[0].args("Rebalancer")
+    assert args is not None and args.dry_run is True and args.interval_seconds == 15
+    state = config_map(name=args.state.name)
+    assert (state["metadata"]["namespace"], args.state.namespace) == (NAMESPACE, NAMESPACE)
+    assert "data" not in state
+    grants = grants_from_deploy(DEPLOY)
+    assert {g for g in grants if g.resource == "configmaps"} == EXPECTED_STATE_GRANTS
+    assert allows(grants, "", "configmaps", "patch", NAMESPACE, STATE_CONFIG_MAP)
+    assert not allows(grants, "", "configmaps", "patch", NAMESPACE, CONFIG_MAP)  # not its own config
+    assert not allows(grants, "", "configmaps", "get", "default", STATE_CONFIG_MAP)
+    assert not allows(grants, "", "configmaps", "create", NAMESPACE, STATE_CONFIG_MAP)
+
+
 def test_readme_rbac_table_is_what_the_manifests_grant() -> None:
     text = (DEPLOY / "README.md").read_text()
     table = text[text.index("### RBAC") :].split("\n\n")[2]
@@ -541,7 +583,7 @@ def test_rules_from_deploy_is_the_plain_tuple_view() -> None:
     assert ("", "pods/binding", "create") in rules
     assert ("coordination.k8s.io", "leases", "update") in rules
     assert rules == EXPECTED_CLUSTER_RULES | {
-        (g.api_group, g.resource, g.verb) for g in EXPECTED_LEASE_GRANTS
+        (g.api_group, g.resource, g.verb) for g in EXPECTED_LEASE_GRANTS | EXPECTED_STATE_GRANTS
     }
 
 
@@ -613,8 +655,7 @@ def test_overlay_sets_the_prometheus_address_and_weights_without_copying_the_con
     registry = Registry(importlib.import_module("netsched.plugins.registry").in_tree_plugins())
     base = scheduler_config_text()
     for how, objects in overlay_renderings():
-        (cm,) = [o for o in objects if o["kind"] == "ConfigMap"]
-        assert cm["metadata"]["name"] == one("ConfigMap")["metadata"]["name"], how
+        cm = config_map(objects)
         text = cm["data"]["config.yaml"]
         cfg = load_config(text, registry)
         weights = cfg.profiles[0].score_weights()
