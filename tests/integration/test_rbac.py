@@ -4,7 +4,8 @@ The scheduler runs against the fake API server through a scenario that
 exercises every path that talks to the API (list/watch, binding, events and
 their series, status patches, preemption, PDBs, leader election, the core/v1
 events fallback, gang scheduling: PodGroups listed and watched, their status
-patched, events about them, and an eviction) while the server records each request as an RBAC
+patched, events about them, and the Rebalancer: its state ConfigMap read and patched, a pod
+evicted) while the server records each request as an RBAC
 (group, resource, verb).  The recorded set must be granted by deploy/ plus the
 optional Coscheduling component, and every grant must be used, except a short
 list of rare paths named below with the code that needs them.  Without the
@@ -14,8 +15,10 @@ profile enables Coscheduling).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,25 +26,40 @@ import pytest
 
 from netsched.app import AppOptions, SchedulerApp, build_registry
 from netsched.config import load_config
-from netsched.framework import EvictionResult
-from netsched.framework.parse import parse_pod
-from netsched.kube import KubeAPI, build_api_client
+from netsched.kube import KubeAPI, KubeClient, build_api_client
+from netsched.metrics.estimation import EGRESS_BANDWIDTH
+from netsched.plugins.rebalancer import Rebalancer
+from netsched.plugins.rebalancer.state import KEY, State, Store
 from netsched.serve import start_election, start_secure_server
 from netsched.testing.builders import make_node, make_pod
-from netsched.testing.configs import COSCHEDULING_PLUGINS
 from netsched.testing.fakeapi import FakeAPIServer
+from netsched.testing.framework import plugin_of
+from netsched.testing.kubectl import apply as kubectl_apply
+from netsched.testing.kubectl import create_token
+from netsched.testing.kustomize import load_kustomization
+from netsched.testing.prometheus import FakePrometheus, FakePrometheusServer
 from netsched.testing.rbac import request_rule, rules_from_deploy
+from netsched.testing.rebalancing import (
+    REBALANCING_PLUGINS,
+    NodeReadings,
+    rebalancing_config,
+    rebalancing_plugin_config,
+)
 from netsched.testing.serving import delegating_serving
 from netsched.testing.volumes import FakePVController, pv, pvc, storage_class
 from netsched.testing.wait import wait_until
+from netsched.testing.workloads import FakeKubelet, FakeReplicaSetController, replica_set
 
 pytestmark = pytest.mark.integration
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 COSCHEDULING = DEPLOY / "optional" / "coscheduling"
+STATE = "netsched-rebalancer"  # the rebalancer's state ConfigMap, as deploy/ ships it
 
-CONFIG = (
-    """
+# Gangs (Coscheduling, also the queue sort) and the rebalancing plugins, whose metric sources
+# poll a fake Prometheus at {url}: the Rebalancer acts (dryRun false) on hot links, one round
+# a second, a node hot after two.
+CONFIG = """
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
@@ -55,15 +73,24 @@ podInitialBackoffSeconds: 1
 podMaxBackoffSeconds: 1
 profiles:
 - schedulerName: netsched
-"""
-    + COSCHEDULING_PLUGINS
-    + """\
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Coscheduling
+{plugins}    queueSort:
+      enabled: [{{name: Coscheduling}}]
+      disabled: [{{name: "*"}}]
   pluginConfig:
   - name: Coscheduling
     args:
       permitWaitingTimeSeconds: 10
-"""
-)
+{plugin_config}"""
+
+
+def config(url: str) -> str:
+    plugin_config = rebalancing_plugin_config(url, intervalSeconds=1, consecutiveRounds=2)
+    return CONFIG.format(plugins=REBALANCING_PLUGINS, plugin_config=plugin_config)
+
 
 # Granted but not reached by this scenario, each with the code path that needs it.
 RARE_PATHS = {
@@ -72,6 +99,12 @@ RARE_PATHS = {
 
 
 def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path) -> None:
+    prometheus = FakePrometheusServer(FakePrometheus())
+    with prometheus:
+        _scenario(server, tmp_path, prometheus)
+
+
+def _scenario(server: FakeAPIServer, tmp_path: Path, prometheus: FakePrometheusServer) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     server.write_kubeconfig(kubeconfig)
     server.create("nodes", make_node("n0").capacity(cpu="2").obj())
@@ -87,8 +120,10 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
             "status": {"disruptionsAllowed": 1},
         },
     )
+    # deploy/'s state ConfigMap, which the rebalancer reads as it starts leading and patches.
+    server.create("configmaps", _deployed("ConfigMap", STATE))
     registry = build_registry()
-    cfg = load_config(CONFIG, registry)
+    cfg = load_config(config(prometheus.url), registry)
     client = build_api_client(str(kubeconfig), qps=500, burst=1000, pool_size=24)
     api = KubeAPI(client)
     app = SchedulerApp(
@@ -100,6 +135,8 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
             secure=delegating_serving(kubeconfig, tmp_path / "certs"),
         ),
     )
+    rebalancer = plugin_of(app.frameworks["netsched"], Rebalancer)
+    readings = NodeReadings(prometheus.fake, rebalancer.source, ["n0", "n1"])
     stop = threading.Event()
     elector = None
     https = start_secure_server(app)
@@ -202,10 +239,19 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
                 timeout=20,
                 what="volume pods bound",
             )
-        # An eviction (create on pods/eviction), through the app's own KubeAPI.evict: called
-        # here until the rebalancer, its production caller, runs in this scenario.
-        evicted = api.evict(parse_pod(server.get("pods", "uses-static")))
-        assert evicted.result is EvictionResult.EVICTED
+        # The rebalancer: a pod of a ReplicaSet sending 200 Mbit/s, its node's link turns hot,
+        # and the pod is evicted (pods/eviction create) and the cooldowns written (configmaps
+        # patch; the get was its first round as leader).
+        template = make_pod("t").scheduler("netsched").annotation(EGRESS_BANDWIDTH, "200M").obj()
+        with FakeReplicaSetController(server), FakeKubelet(server):
+            server.create("apps/replicasets", replica_set("web", template))
+            pod = wait_until(lambda: _running(server, "web"), what="the ReplicaSet's pod running")
+            readings.set({pod["spec"]["nodeName"]: 0.95})
+            wait_until(
+                lambda: any(r.resource == "configmaps" and r.verb == "patch" for r in server.requests),
+                what="the rebalancer's eviction and its state written",
+            )
+        assert [m["result"] for r in rebalancer.reports for m in r.moves] == ["evicted"]
         # Let a renewal happen.
         time.sleep(1.2)
     finally:
@@ -235,6 +281,23 @@ def test_recorded_calls_equal_deploy_rbac(server: FakeAPIServer, tmp_path: Path)
     assert {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")} <= recorded
 
 
+def _deployed(kind: str, name: str) -> dict[str, Any]:
+    (obj,) = [o for o in load_kustomization(DEPLOY) if o["kind"] == kind and o["metadata"]["name"] == name]
+    return obj
+
+
+def _running(server: FakeAPIServer, app: str) -> dict[str, Any] | None:
+    """A Running pod of the ReplicaSet `app` (the kit's label), if any."""
+    return next(
+        (
+            p
+            for p in server.list("pods")
+            if (p["metadata"].get("labels") or {}).get("app") == app and p["status"].get("phase") == "Running"
+        ),
+        None,
+    )
+
+
 def _scrape(port: int, token: str) -> int:
     import http.client
     import ssl
@@ -255,3 +318,133 @@ def _events(server: FakeAPIServer, pod: str, reason: str) -> list[dict[str, Any]
         for e in server.list("events.k8s.io/events", None)
         if e.get("regarding", {}).get("name") == pod and e.get("reason") == reason
     ]
+
+
+NS = "netsched-system"
+SA_USER = "system:serviceaccount:netsched-system:netsched"
+
+
+def test_the_rebalancer_runs_on_deploys_rbac_and_each_grant_it_uses_is_needed(
+    server: FakeAPIServer, client: KubeClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """deploy/ applied as written and every request authorized as kube's RBAC would: the scheduler
+    runs as netsched's service account, and its Rebalancer reads its state ConfigMap, evicts a pod
+    off a hot link and writes its cooldowns. With the Role's patch removed, the next eviction's
+    write gets kube's 403 (the eviction itself still goes, its cooldown lives in memory only);
+    with the ClusterRole's pods/eviction rule removed, the eviction does; with the Role's get
+    removed, a new leader's read does."""
+    for obj in load_kustomization(DEPLOY):
+        kubectl_apply(client, obj)
+    token = create_token(client, NS, "netsched")
+    for name in ("n0", "n1", "n2"):
+        server.create("nodes", make_node(name).capacity(cpu="4", memory="8Gi", pods="20").obj())
+    server.authorize_requests()
+    kubeconfig = server.write_kubeconfig(tmp_path / "netsched-kubeconfig", token=token)
+    caplog.set_level(logging.WARNING)
+    with (
+        FakePrometheusServer(FakePrometheus()) as prometheus,
+        FakeReplicaSetController(server) as controller,
+        FakeKubelet(server),
+    ):
+        registry = build_registry()
+        # Rounds only when the test runs them (intervalSeconds 3600: the loop's first is due in
+        # an hour); one eviction a round; a node may be left again at once, a workload not.
+        text = rebalancing_config(
+            prometheus.url,
+            election=True,
+            intervalSeconds=3600,
+            consecutiveRounds=1,
+            limits={"evictionsPerRound": 1},
+            cooldownSeconds={"workload": 300, "node": 0},
+        )
+        api = KubeAPI(build_api_client(str(kubeconfig), qps=500, burst=1000, pool_size=24))
+        app = SchedulerApp(load_config(text, registry), registry, api, options=AppOptions(watch_timeout=5))
+        rebalancer = plugin_of(app.frameworks["netsched"], Rebalancer)
+        readings = NodeReadings(prometheus.fake, rebalancer.source, ["n0", "n1", "n2"], transmit=0.6)
+        readings.set({"n0": 0.05})  # the quietest link: NetworkTraffic puts the pods there
+        stop = threading.Event()
+        elector = None
+        try:
+            assert app.start_informers(sync_timeout=10)
+            app.start_background()
+            elector = start_election(app, stop)  # deploy/'s lease, through its Role
+            wait_until(lambda: app.leading, what="leadership")
+            template = make_pod("t").scheduler("netsched").annotation(EGRESS_BANDWIDTH, "200M").obj()
+            for workload in ("web", "api", "db"):
+                server.create("apps/replicasets", replica_set(workload, template))
+            wait_until(lambda: len(_running_on(server, "n0")) == 3, what="three pods running on n0")
+            # n0's link at 95 %, 20 % of it each pod's: each round moves one of them.
+            readings.set({"n0": 0.95, "n1": 0.1, "n2": 0.1})
+
+            def moved() -> dict[str, Any] | None:
+                report = rebalancer.run_round()
+                return report.moves[0] if report is not None and report.moves else None
+
+            first = wait_until(moved, what="a first move")
+            assert first["result"] == "evicted" and first["from"] == "n0"
+            assert _state(server).workloads.keys() == {_workload(first)}  # get, then patch, allowed
+
+            _drop(server, "roles", "netsched-rebalancer-state", lambda r: {**r, "verbs": ["get"]}, NS)
+            second = wait_until(moved, what="a second move")
+            assert second["result"] == "evicted"  # evicted, but its cooldown not written:
+            assert _state(server).workloads.keys() == {_workload(first)}
+            assert _logged(
+                caplog, f'configmaps "{STATE}" is forbidden: User "{SA_USER}" cannot patch resource'
+            )
+
+            _drop(
+                server,
+                "clusterroles",
+                "netsched",
+                lambda r: None if r["resources"] == ["pods/eviction"] else r,
+            )
+            third = wait_until(moved, what="a third move")
+            assert third["result"] == "error"
+            assert _logged(caplog, f'User "{SA_USER}" cannot create resource "pods/eviction"')
+            assert server.get("pods", third["pod"].split("/")[1])  # still there
+            assert len(controller.created) == 5  # three pods, two replacements
+
+            _drop(server, "roles", "netsched-rebalancer-state", lambda r: None, NS)
+            assert Store(api, rebalancer.args.state).load().workloads == {}  # a new leader's read
+            assert _logged(caplog, f'User "{SA_USER}" cannot get resource "configmaps"')
+        finally:
+            stop.set()
+            if elector is not None:
+                elector.stop(release=True)
+            app.shutdown(timeout=5)
+
+
+def _running_on(server: FakeAPIServer, node: str) -> list[dict[str, Any]]:
+    return [
+        p
+        for p in server.list("pods")
+        if p["spec"].get("nodeName") == node and p["status"].get("phase") == "Running"
+    ]
+
+
+def _state(server: FakeAPIServer) -> State:
+    return State.decode(server.get("configmaps", STATE, NS).get("data", {}).get(KEY, ""))
+
+
+def _workload(move: dict[str, Any]) -> str:
+    """The workload of a moved pod "default/web-<hash>-<suffix>": "default/web"."""
+    return move["pod"].split("-")[0]
+
+
+def _drop(
+    server: FakeAPIServer,
+    kind: str,
+    name: str,
+    change: Callable[[dict[str, Any]], dict[str, Any] | None],
+    namespace: str | None = None,
+) -> None:
+    """Rewrite the stored role's rules with `change` (None drops a rule)."""
+    resource = f"rbac.authorization.k8s.io/{kind}"
+    role = server.get(resource, name, namespace)
+    rules = [new for r in role["rules"] if (new := change(r)) is not None]
+    assert rules != role["rules"]
+    server.update(resource, {**role, "rules": rules}, namespace)
+
+
+def _logged(caplog: pytest.LogCaptureFixture, text: str) -> bool:
+    return any(text in r.getMessage() for r in caplog.records)
