@@ -51,6 +51,16 @@ def load_kustomization(path: str | Path) -> list[Obj]:
     return objects
 
 
+def find_object(path: str | Path, kind: str, name: str) -> Obj:
+    """The one object of `kind` named `name` in the kustomize directory `path`."""
+    found = [
+        o for o in load_kustomization(path) if o.get("kind") == kind and o["metadata"].get("name") == name
+    ]
+    if len(found) != 1:
+        raise LookupError(f"{path}: {len(found)} {kind} objects named {name!r}, expected one")
+    return found[0]
+
+
 def _generated_config_maps(file: Path, kustomization: Obj) -> Iterator[Obj]:
     shared = kustomization.get("generatorOptions") or {}
     for i, generator in enumerate(kustomization.get("configMapGenerator") or []):

@@ -5,8 +5,8 @@ The Rebalancer's tests over the fake API server (its RBAC, leader-only rounds, i
 share one setting: a profile that places pods by link load (NetworkTraffic, LoadThreshold) and
 rebalances them on the network trigger alone (the CPU trigger off, so a pod's estimated CPU
 can never make a node hot by itself), every metric source polling a FakePrometheusServer each
-second with a 2 s rate window (a pod placed is wholly in the readings 2 s later, so the ledger's
-ramp-in of a new pod's estimate does not linger).  `NodeReadings` is what that fake answers:
+second with a 2 s rate window and a 2 s cover margin (a pod placed is wholly in the readings 2 s
+later, so the ledger's estimate of a new pod does not linger).  `NodeReadings` is what that fake answers:
 every node's link at 1 Gbit/s and its transmit as a fraction of it; the test moves the load.
 """
 
@@ -37,6 +37,7 @@ _PLUGIN_CONFIG = """\
         timeoutSeconds: 0.5
         maxSampleAgeSeconds: 5
         rateWindow: 2s
+        estimation: {{coverMarginSeconds: 2}}
         perPodUsage: false
   - name: LoadThreshold
     args:

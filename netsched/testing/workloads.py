@@ -103,6 +103,15 @@ def pod_disruption_budget(
     return out
 
 
+def running_on(server: FakeAPIServer, node: str) -> list[Obj]:
+    """The pods bound to `node` that a kubelet (FakeKubelet) has started."""
+    return [
+        p
+        for p in server.list(PODS.plural)
+        if p["spec"].get("nodeName") == node and (p.get("status") or {}).get("phase") == "Running"
+    ]
+
+
 def _owned_by(pod: Mapping[str, Any], uid: str) -> bool:
     ref = controller_of(pod)
     return ref is not None and ref.get("uid") == uid

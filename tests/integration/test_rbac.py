@@ -36,7 +36,7 @@ from netsched.testing.fakeapi import FakeAPIServer
 from netsched.testing.framework import plugin_of
 from netsched.testing.kubectl import apply as kubectl_apply
 from netsched.testing.kubectl import create_token
-from netsched.testing.kustomize import load_kustomization
+from netsched.testing.kustomize import find_object, load_kustomization
 from netsched.testing.prometheus import FakePrometheus, FakePrometheusServer
 from netsched.testing.rbac import request_rule, rules_from_deploy
 from netsched.testing.rebalancing import (
@@ -48,7 +48,7 @@ from netsched.testing.rebalancing import (
 from netsched.testing.serving import delegating_serving
 from netsched.testing.volumes import FakePVController, pv, pvc, storage_class
 from netsched.testing.wait import wait_until
-from netsched.testing.workloads import FakeKubelet, FakeReplicaSetController, replica_set
+from netsched.testing.workloads import FakeKubelet, FakeReplicaSetController, replica_set, running_on
 
 pytestmark = pytest.mark.integration
 
@@ -121,7 +121,7 @@ def _scenario(server: FakeAPIServer, tmp_path: Path, prometheus: FakePrometheusS
         },
     )
     # deploy/'s state ConfigMap, which the rebalancer reads as it starts leading and patches.
-    server.create("configmaps", _deployed("ConfigMap", STATE))
+    server.create("configmaps", find_object(DEPLOY, "ConfigMap", STATE))
     registry = build_registry()
     cfg = load_config(config(prometheus.url), registry)
     client = build_api_client(str(kubeconfig), qps=500, burst=1000, pool_size=24)
@@ -281,11 +281,6 @@ def _scenario(server: FakeAPIServer, tmp_path: Path, prometheus: FakePrometheusS
     assert {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")} <= recorded
 
 
-def _deployed(kind: str, name: str) -> dict[str, Any]:
-    (obj,) = [o for o in load_kustomization(DEPLOY) if o["kind"] == kind and o["metadata"]["name"] == name]
-    return obj
-
-
 def _running(server: FakeAPIServer, app: str) -> dict[str, Any] | None:
     """A Running pod of the ReplicaSet `app` (the kit's label), if any."""
     return next(
@@ -372,7 +367,7 @@ def test_the_rebalancer_runs_on_deploys_rbac_and_each_grant_it_uses_is_needed(
             template = make_pod("t").scheduler("netsched").annotation(EGRESS_BANDWIDTH, "200M").obj()
             for workload in ("web", "api", "db"):
                 server.create("apps/replicasets", replica_set(workload, template))
-            wait_until(lambda: len(_running_on(server, "n0")) == 3, what="three pods running on n0")
+            wait_until(lambda: len(running_on(server, "n0")) == 3, what="three pods running on n0")
             # n0's link at 95 %, 20 % of it each pod's: each round moves one of them.
             readings.set({"n0": 0.95, "n1": 0.1, "n2": 0.1})
 
@@ -412,14 +407,6 @@ def test_the_rebalancer_runs_on_deploys_rbac_and_each_grant_it_uses_is_needed(
             if elector is not None:
                 elector.stop(release=True)
             app.shutdown(timeout=5)
-
-
-def _running_on(server: FakeAPIServer, node: str) -> list[dict[str, Any]]:
-    return [
-        p
-        for p in server.list("pods")
-        if p["spec"].get("nodeName") == node and p["status"].get("phase") == "Running"
-    ]
 
 
 def _state(server: FakeAPIServer) -> State:
