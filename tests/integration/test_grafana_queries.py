@@ -22,7 +22,14 @@ because the scheduler did something:
   nothing listens: that source fails every poll (query errors, fallback = 1)
   while the first one works (query latency, sample ages, nodes without series);
 - the replica is scraped on standby (netsched_leader 0) before it campaigns,
-  so acquiring the lease shows up in the "Leader changes" annotation.
+  so acquiring the lease shows up in the "Leader changes" annotation;
+- the Rebalancer runs in both profiles: the dead one skips every round
+  (fallback); the live one finds node-d's link hot, where two ReplicaSets have
+  a pod each (bound there by the test: LoadThreshold keeps the scheduler's own
+  pods off node-d): "mover" is evicted, and its replacement (the kit's
+  ReplicaSet controller) placed where the plan said; "pinned" is under a
+  PodDisruptionBudget that allows no disruption, so every later round's
+  eviction of it is refused.
 
 Without /usr/bin/prometheus the Prometheus tests skip locally and fail in CI.
 """
@@ -30,6 +37,7 @@ Without /usr/bin/prometheus the Prometheus tests skip locally and fail in CI.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import json
 import logging
@@ -55,12 +63,15 @@ from netsched.config import load_config
 from netsched.config.reload import SUCCESS, ConfigReloader
 from netsched.kube import KubeAPI, build_api_client
 from netsched.kube.client import RetrySettings
+from netsched.metrics.estimation import INGRESS_BANDWIDTH
 from netsched.serve import start_election, start_server
 from netsched.testing.builders import make_node, make_pod
 from netsched.testing.configs import COSCHEDULING_PLUGINS
 from netsched.testing.exporter import FakeNode, SyntheticExporter
 from netsched.testing.fakeapi import FakeAPIServer
+from netsched.testing.kustomize import find_object
 from netsched.testing.prometheus import PrometheusServer, free_port, require_prometheus
+from netsched.testing.workloads import FakeReplicaSetController, pod_disruption_budget, replica_set
 
 pytestmark = pytest.mark.integration
 
@@ -207,6 +218,12 @@ def test_dashboards_cover_the_metrics_operators_need() -> None:
         "netsched_events_dropped_total",
         "netsched_traffic_cross_node_ratio",
         "netsched_traffic_cross_level_ratio",
+        "netsched_rebalancer_rounds_total",
+        "netsched_rebalancer_skipped_rounds_total",
+        "netsched_rebalancer_planned_moves_total",
+        "netsched_rebalancer_evictions_total",
+        "netsched_rebalancer_replacements_total",
+        "netsched_rebalancer_hot_nodes",
     ):
         assert metric in text, metric
     assert "stddev(" in text and "histogram_quantile(" in text
@@ -373,6 +390,7 @@ profiles:
       - name: LoadThreshold
       - name: TrafficAffinity
         weight: 4
+      - name: Rebalancer
   pluginConfig:
   - name: NetworkTraffic
     args:
@@ -396,6 +414,13 @@ profiles:
       cpuUtilizationPercent: 85
       memoryUtilizationPercent: 85
       prometheus: *live
+  - name: Rebalancer
+    args:
+      dryRun: false
+      intervalSeconds: 1
+      consecutiveRounds: 2
+      cooldownSeconds: {{node: 0}}
+      prometheus: *live
 - schedulerName: {dead_profile}
   plugins: *plugins
   pluginConfig:
@@ -418,6 +443,10 @@ profiles:
       networkUtilizationPercent: 80
       cpuUtilizationPercent: 85
       memoryUtilizationPercent: 85
+      prometheus: *dead
+  - name: Rebalancer
+    args:
+      intervalSeconds: 1
       prometheus: *dead
 """
 
@@ -532,6 +561,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             )
         kubeconfig = workdir / "kubeconfig"
         server.write_kubeconfig(kubeconfig)
+        server.create("configmaps", find_object(ROOT / "deploy", "ConfigMap", "netsched-rebalancer"))
+        _pods_on_node_d(server)
+        controllers = contextlib.ExitStack()
         # Prometheus must know netsched's port before either starts; nothing ever listens on dead_port.
         metrics_port, dead_port = free_port(), free_port()
         prom = PrometheusServer([exporter.target, f"127.0.0.1:{metrics_port}"], binary=exe, workdir=workdir)
@@ -565,6 +597,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         feeder = PodFeeder(server)
         metrics_server = elector = None
         try:
+            controllers.enter_context(FakeReplicaSetController(server))
             metrics_server = start_server(app)
             assert app.start_informers(sync_timeout=10)
             start = time.time()
@@ -599,6 +632,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             )
         finally:
             feeder.stop()
+            controllers.close()
             server.clear_faults()  # bindings still retrying succeed at once
             app.stop_scheduling(timeout=5)
             if elector is not None:
@@ -607,6 +641,45 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             if metrics_server is not None:
                 metrics_server.stop()
             prom.close()
+
+
+def _pods_on_node_d(server: FakeAPIServer) -> None:
+    """Two ReplicaSets with their one pod each already Running on node-d, receiving 300 and 150
+    Mbit/s (the busier direction there): the rebalancer tries the heavier first. "pinned" has a
+    budget allowing no disruption (its status as written: no disruption controller runs here)."""
+    for name, ingress in (("mover", "300M"), ("pinned", "150M")):
+        template = (
+            make_pod("t")
+            .scheduler(LIVE_PROFILE)
+            .label("app", name)
+            .req(cpu="50m", memory="64Mi")
+            .annotation(INGRESS_BANDWIDTH, ingress)
+            .obj()
+        )
+        rs = server.create("apps/replicasets", replica_set(name, template))
+        pod = template | {"metadata": {**template["metadata"], "name": f"{name}-0"}}
+        pod["metadata"]["labels"] = dict(rs["spec"]["selector"]["matchLabels"])
+        pod["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": rs["metadata"]["name"],
+                "uid": rs["metadata"]["uid"],
+                "controller": True,
+            }
+        ]
+        pod["spec"] = {**template["spec"], "nodeName": "node-d"}
+        pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        server.create("pods", pod)
+    server.create(
+        "policy/poddisruptionbudgets",
+        pod_disruption_budget(
+            "pinned",
+            {"app": "pinned"},
+            max_unavailable=0,
+            status={"disruptionsAllowed": 0, "observedGeneration": 1},
+        ),
+    )
 
 
 def api(prom: PrometheusServer, endpoint: str, **params: str) -> Any:
@@ -766,6 +839,36 @@ def test_the_data_is_the_running_schedulers(stack: Stack) -> None:
     )
     placed = eventually(stack, "sum by (node) (netsched_placements_total)", "node", bool, "placements")
     assert set(placed) <= set(NODES), placed
+    # The Rebalancer: node-d's link hot; "mover" evicted and replaced where the plan said,
+    # "pinned" refused by its budget round after round; the dead profile skips every round.
+    eventually(
+        stack,
+        f'max by (kind) (netsched_rebalancer_hot_nodes{{profile="{LIVE_PROFILE}"}})',
+        "kind",
+        lambda v: v.get("network") == 1.0,
+        "node-d's link hot for the rebalancer",
+    )
+    eventually(
+        stack,
+        f'sum by (result) (netsched_rebalancer_evictions_total{{profile="{LIVE_PROFILE}", trigger="network"}})',
+        "result",
+        lambda v: v.get("evicted") == 1.0 and v.get("refused", 0) >= 2,
+        "one eviction and refusals by the budget",
+    )
+    eventually(
+        stack,
+        f'sum by (on_target) (netsched_rebalancer_replacements_total{{profile="{LIVE_PROFILE}"}})',
+        "on_target",
+        lambda v: v == {"True": 1.0},
+        "the replacement placed where the plan said",
+    )
+    eventually(
+        stack,
+        "sum by (profile, cause) (netsched_rebalancer_skipped_rounds_total)",
+        "cause",
+        lambda v: set(v) == {"fallback"},
+        "the dead profile's rounds skipped, its source in fallback",
+    )
 
 
 # --- "Busiest nodes now": the table Grafana builds from three instant queries ------------------
