@@ -306,33 +306,40 @@ class Rebalancer(
         return out
 
     def _evict(self, move: PlannedMove, text: str, number: int, now: float) -> str:
+        # The move is in flight before the eviction is asked for: the ReplicaSet controller can
+        # make the replacement, and the scheduler place it, before the eviction's answer is back
+        # (seen over HTTP); its PreFilter must already find the move and the held place.
+        workload = workload_key(move.pod, self.args.workload_label)
+        record = Move(
+            move.pod.key,
+            move.source,
+            move.target,
+            now + self.args.replacement_timeout_seconds,
+            move.trigger,
+            number,
+        )
+        with self._lock:
+            self._state.moves[workload] = record
+            self._hold(workload, record, move.pod)
         try:
             got = self.handle.api.evict(move.pod)
         except Exception as e:  # an API error: nothing moved; the next round plans again
+            self._not_moved(workload, record)
             log.warning("Rebalancing eviction failed pod=%s err=%s", move.pod.key, e)
             self._metrics.evictions.labels(self.handle.profile_name, move.trigger, "error").inc()
             return "error"
         result = got.result.value
         self._metrics.evictions.labels(self.handle.profile_name, move.trigger, result).inc()
         if got.result == EvictionResult.EVICTED:
-            workload = workload_key(move.pod, self.args.workload_label)
-            record = Move(
-                move.pod.key,
-                move.source,
-                move.target,
-                now + self.args.replacement_timeout_seconds,
-                move.trigger,
-                number,
-            )
             with self._lock:
                 st = self._state
-                st.moves[workload] = record
                 st.workloads[workload] = now + self.args.workload_cooldown_seconds
                 st.nodes[move.source] = now + self.args.node_cooldown_seconds
                 st.evictions.append(now)
-                self._hold(workload, record, move.pod)
             self.handle.events.event(move.pod, "Normal", "Rebalanced", "Evict", text)
-        elif got.result == EvictionResult.REFUSED:
+            return result
+        self._not_moved(workload, record)
+        if got.result == EvictionResult.REFUSED:
             log.info(
                 "Rebalancing eviction refused by a disruption budget pod=%s message=%s",
                 move.pod.key,
@@ -347,6 +354,13 @@ class Rebalancer(
                     f"{text}; refused: {got.message} (retried in a later round)",
                 )
         return result
+
+    def _not_moved(self, workload: str, record: Move) -> None:
+        """The eviction did not happen: the move is not in flight, its place not held."""
+        with self._lock:
+            if self._state.moves.get(workload) is record:
+                del self._state.moves[workload]
+                self.source.ledger.remove(_held(workload))
 
     def _hold(self, workload: str, move: Move, pod: PodInfo) -> None:
         """Keep the plan's target for the replacement (lock held)."""

@@ -349,3 +349,39 @@ def test_the_debug_page_shows_the_rounds_newest_first(world: World) -> None:
     assert f"  evicted   {move['pod']} n0 -> {move['to']} [network]: {move['why']}" in lines
     assert any(line.startswith("  blocked   n0: ") for line in lines)
     assert lines[-1].endswith("no hot node")  # round 1: one hot round is not yet hot
+
+
+def test_a_replacement_placed_before_the_evictions_answer_finds_its_move(world: World) -> None:
+    """Over HTTP the ReplicaSet controller can make the replacement, and the scheduler place it,
+    before the eviction's answer is back (seen in tests/integration/test_grafana_queries.py): the
+    move is in flight, its place held, from before the eviction is asked for."""
+    found: list[bool] = []
+    evict = world.cluster.api.evict
+
+    def evict_then_a_replacement_comes(pod: Any, dry_run: bool = False) -> Any:
+        got = evict(pod, dry_run=dry_run)
+        workload = pod.name.rsplit("-", 1)[0]
+        twin = (
+            make_pod(f"{workload}-new")
+            .scheduler("netsched")
+            .owner("ReplicaSet", f"{workload}-h1")
+            .label("pod-template-hash", "h1")
+            .info()
+        )
+        state = world.cluster.frameworks["netsched"].new_cycle_state()
+        status = world.plugin.pre_filter(state, twin, world.cluster.scheduler.snapshot)[1]
+        found.append(status.ok and not status.is_skip)
+        return got
+
+    world.cluster.api.evict = evict_then_a_replacement_comes  # type: ignore[method-assign]
+    world.round()
+    report = world.round()
+    assert [m["result"] for m in report.moves] == ["evicted", "evicted"] and found == [True, True]
+
+
+def test_an_eviction_that_does_not_happen_leaves_no_move_in_flight(world: World) -> None:
+    world.cluster.api.evict = lambda pod, dry_run=False: (_ for _ in ()).throw(RuntimeError("outage"))  # type: ignore[method-assign]
+    world.round()
+    report = world.round()
+    assert [m["result"] for m in report.moves] == ["error", "error"]
+    assert world.plugin._state.moves == {} and world.plugin._state.workloads == {}
