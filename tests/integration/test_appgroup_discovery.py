@@ -25,7 +25,7 @@ from netsched.kube import KubeClient
 from netsched.kube.resources import APPGROUPS
 from netsched.testing.fakeapi import FakeAPIServer, RecordedRequest
 from netsched.testing.kubectl import apply, create_token
-from netsched.testing.kustomize import load_kustomization
+from netsched.testing.kustomize import find_object, load_kustomization
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +51,7 @@ def as_netsched(server: FakeAPIServer, client: KubeClient, tmp_path: Path) -> Pa
 
 
 def deploy_config() -> str:
-    (config_map,) = [o for o in load_kustomization(DEPLOY) if o["kind"] == "ConfigMap"]
+    config_map = find_object(DEPLOY, "ConfigMap", "netsched-config")
     text: str = config_map["data"]["config.yaml"]
     assert "- name: TrafficAffinity" in text  # what this file is about: deploy/'s profile reads AppGroups
     return text
