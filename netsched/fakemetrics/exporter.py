@@ -47,8 +47,12 @@ class _Counter:
     def value(self, now: float) -> float:
         return self.base + self.rate * (now - self.since)
 
-    def set_rate(self, rate: float, now: float) -> None:
-        self.base = self.value(now)
+    def set_rate(self, rate: float, now: float, since: float | None = None) -> None:
+        """From `now` on it grows at `rate`; `since` (between its last change and now): the
+        change happened then, and the counter has grown at `rate` since (a load the exporter
+        learns of at a scrape but that began before it)."""
+        at = now if since is None else min(max(since, self.since), now)
+        self.base = self.value(at) + rate * (now - at)
         self.since = now
         self.rate = rate
 

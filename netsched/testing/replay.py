@@ -151,6 +151,7 @@ class Replay:
         self._pushed: set[int] = set()  # timeline load/traffic entries given to the exporter
         self._t0 = 0.0
         self._tick = 0.0  # the time of the loop's current pass
+        self._last_gone = -1e9  # when a pod last left (seconds of the replay)
 
     # ------------------------------------------------------------ the run
 
@@ -170,7 +171,7 @@ class Replay:
             self._background(exporter, 0.0)
             exporter.set_pairs(self._pairs(0.0))
             # CPU per pod from the model (usage.cpuOfRequests and podLoad changes applied).
-            exporter.follow(self._running, cpu_of_requests=1.0, per_pod=True)
+            exporter.follow(self._running, cpu_of_requests=1.0, per_pod=True, changed_at=self._changed_at)
             scrape = f"{max(1, round(s.timing.scrape_interval))}s"
             prom = PrometheusServer([exporter.target], scrape_interval=scrape, workdir=tmp)
             prom.start()
@@ -349,6 +350,7 @@ class Replay:
         """Lock held."""
         self._bound.pop(key, None)
         self._gone.add(key)
+        self._last_gone = max(self._last_gone, t)
         self.model.remove(key, t)
         controllers.deleted(key, t)
 
@@ -380,6 +382,16 @@ class Replay:
                 rx, tx, cpu, memory = loads[history.index[key]].tolist()
                 out.append(RunningPod(key, workload_key(info, label), node, cpu, memory, rx, tx))
             return out
+
+    def _changed_at(self) -> float:
+        """On the monotonic clock: when the running pods last changed (one started
+        podStartSeconds after its bind, or one left), for the exporter's counters."""
+        t = self.now()
+        start = self.scenario.timing.pod_start_seconds
+        with self._lock:
+            started = [b + start for _, b, _ in self._bound.values() if b + start <= t]
+            last = max([self._last_gone, *started], default=-1e9)
+        return self._t0 + last
 
     def _pending(self, server: FakeAPIServer) -> bool:
         return any(not p["spec"].get("nodeName") for p in server.list(PODS.key))

@@ -79,6 +79,7 @@ class PairTrafficExporter(SyntheticExporter):
         self._pairs: dict[tuple[str, str], tuple[float, float]] = {}  # -> (request, response)
         self._pair_counters: dict[tuple[str, str, str], _Counter] = {}  # (a, b, metric)
         self._pods: Callable[[], list[RunningPod]] = list
+        self._changed_at: Callable[[], float] | None = None  # when the running pods last changed
         self._cpu_of_requests: float | None = None  # None: CPU does not follow the pods
         self._per_pod = False
         self._pod_counters: dict[tuple[str, str], _Counter] = {}  # (pod key, series)
@@ -99,13 +100,18 @@ class PairTrafficExporter(SyntheticExporter):
         *,
         cpu_of_requests: float | None = None,
         per_pod: bool = False,
+        changed_at: Callable[[], float] | None = None,
     ) -> None:
         """Read the running pods at every scrape; `cpu_of_requests`: the share of its CPU request
-        a pod uses (None: CPU does not follow the pods); `per_pod`: export cAdvisor's series."""
+        a pod uses (None: CPU does not follow the pods); `per_pod`: export cAdvisor's series;
+        `changed_at`: when the running pods last changed (a pod started or left), so that the
+        counters change their rate then, not at the scrape that first sees it (None: at the
+        scrape), as a real node's counters do between two scrapes."""
         with self._lock:
             self._pods = pods
             self._cpu_of_requests = cpu_of_requests
             self._per_pod = per_pod
+            self._changed_at = changed_at
 
     def set_load(
         self,
@@ -136,14 +142,15 @@ class PairTrafficExporter(SyntheticExporter):
     def render(self) -> str:
         now = self._clock()
         pods = self._pods()  # outside the lock: it may call the API server
+        since = self._changed_at() if self._changed_at is not None else None
         with self._lock:
-            self._follow(pods, now)
+            self._follow(pods, now, since)
             extra = self._render_pairs(now) + self._render_pods(now)
         return super().render() + extra
 
     # ------------------------------------------------------------ the load the pods make
 
-    def _follow(self, pods: list[RunningPod], now: float) -> None:
+    def _follow(self, pods: list[RunningPod], now: float, since: float | None = None) -> None:
         by_workload: dict[str, list[RunningPod]] = {}
         for p in pods:
             by_workload.setdefault(p.workload, []).append(p)
@@ -157,7 +164,7 @@ class PairTrafficExporter(SyntheticExporter):
             for metric in ISTIO_SHARES:
                 counter = self._pair_counters.setdefault((a, b, metric), _Counter(0.0, now))
                 rate = (request if metric in _REQUEST_METRICS else response) / REQUEST_SHARE_OF[metric]
-                counter.set_rate(rate * ISTIO_SHARES[metric] if live else 0.0, now)
+                counter.set_rate(rate * ISTIO_SHARES[metric] if live else 0.0, now, since)
             if not live:
                 continue
             each = 1.0 / (len(pa) * len(pb))
@@ -179,13 +186,13 @@ class PairTrafficExporter(SyntheticExporter):
                 pod_tx[p.key] = pod_tx.get(p.key, 0.0) + p.tx
         for name, n in self.nodes.items():
             base_rx, base_tx, base_cpu = self._background(name)
-            n.counters[("rx", "eth0")].set_rate(base_rx + rx.get(name, 0.0), now)
-            n.counters[("tx", "eth0")].set_rate(base_tx + tx.get(name, 0.0), now)
+            n.counters[("rx", "eth0")].set_rate(base_rx + rx.get(name, 0.0), now, since)
+            n.counters[("tx", "eth0")].set_rate(base_tx + tx.get(name, 0.0), now, since)
             if self._cpu_of_requests is not None:
                 cpu = min(base_cpu + self._cpu_of_requests * requested.get(name, 0.0) / n.cpus, 1.0)
                 for c in range(n.cpus):
-                    n.counters[("idle", str(c))].set_rate(1.0 - cpu, now)
-                    n.counters[("user", str(c))].set_rate(cpu, now)
+                    n.counters[("idle", str(c))].set_rate(1.0 - cpu, now, since)
+                    n.counters[("user", str(c))].set_rate(cpu, now, since)
         if self._per_pod:
             share = self._cpu_of_requests if self._cpu_of_requests is not None else 1.0
             running = {p.key for p in pods}
@@ -198,7 +205,10 @@ class PairTrafficExporter(SyntheticExporter):
                     ("rx", pod_rx.get(p.key, 0.0)),
                     ("tx", pod_tx.get(p.key, 0.0)),
                 ):
-                    self._pod_counters.setdefault((p.key, series), _Counter(0.0, now)).set_rate(rate, now)
+                    start = now if since is None else min(since, now)  # a new pod's series: from then
+                    self._pod_counters.setdefault((p.key, series), _Counter(0.0, start)).set_rate(
+                        rate, now, since
+                    )
 
     def _render_pairs(self, now: float) -> str:
         if not self._pair_counters:
