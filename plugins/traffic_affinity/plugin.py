@@ -128,6 +128,10 @@ class TrafficAffinity(
         # traffic in a sample whose window began before then was theirs (a Recreate rollout
         # whose pods all left between two polls).  workload -> (when, pods before).
         self._before: dict[str, tuple[float, int]] = {}
+        # Pods of each workload that left within the rate window, where they ran: a leaving pod's
+        # sample was made while they were there (a peer on its node that left first kept their
+        # flow off the link).  workload -> [(when, uid, node)], oldest first.
+        self._left: dict[str, list[tuple[float, str, str]]] = {}
         self._sample = 0.0  # sampled_at of the graph read last (0: none)
         # Pods each workload has once its rollout (if any) is done: the largest of its template
         # revisions' pods known now (a surge pod is not an extra replica).  Set by _roll.
@@ -440,19 +444,37 @@ class TrafficAffinity(
             else:
                 pods = max(others + 1, self._peak.get(workload, 0))
             now = self.source.wall()
+            window = self.args.prometheus.rate_window_seconds
             when, before = self._before.get(workload, (0.0, 0))
-            recent = when >= now - self.args.prometheus.rate_window_seconds  # the same rollout
+            recent = when >= now - window  # the same rollout
             self._before[workload] = (now, max(pods, before) if recent else pods)
+            self._left[workload] = [*self._recent(workload, now - window), (now, pod.uid, pod.node_name)]
+            sampled = {peer: self._sampled(peer, now - window) for peer in graph.of(workload)}
         flows = pod_flows(graph, workload, pods)
         if flows is None:
             return None
 
         def local(peer: str) -> float:
-            known = self._known(peer)
-            here = sum(1 for p in known if p.node_name == pod.node_name)
-            return here / max(len(known), 1)
+            nodes = sampled.get(peer, [])
+            return nodes.count(pod.node_name) / max(len(nodes), 1)
 
         return leaving(flows, local)
+
+    def _sampled(self, workload: str, since: float) -> list[str]:
+        """The nodes of the workload's pods while a sample whose window began at `since` was
+        made (call under the lock): its placed pods, terminating ones included, and those that
+        left since then.  Pending pods carried nothing in it."""
+        where = {p.uid: p.node_name for p in self.handle.pods_by_index(self._index, workload) if p.node_name}
+        for _, uid, node in self._recent(workload, since):
+            where.setdefault(uid, node)
+        return list(where.values())
+
+    def _recent(self, workload: str, since: float) -> list[tuple[float, str, str]]:
+        """The workload's departures since `since`, older ones forgotten (call under the lock)."""
+        left = [e for e in self._left.pop(workload, ()) if e[0] >= since]
+        if left:
+            self._left[workload] = left
+        return left
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ import json
 import logging
 import shutil
 import subprocess
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -488,6 +489,25 @@ def test_a_recreate_rollout_shares_the_traffic_among_the_pods_that_left() -> Non
     r.clock.step(r.plugin.args.prometheus.rate_window_seconds + 1)
     r.edges({pair_key("default/api", "default/db", REQUEST): 400.0})
     assert r.hint(new)(new, "n3") == (0.0, 400.0)
+
+
+@pytest.mark.parametrize(("later", "api0_leaving"), [(5.0, 100.0), (61.0, 200.0)])
+def test_a_leaving_pod_kept_its_flow_to_a_peer_that_left_first_off_the_link(
+    later: float, api0_leaving: float
+) -> None:
+    # api-0 and db-0 shared n0; api sends db 400 B/s over 4 pod pairs.  A Recreate rollout
+    # deletes both: db-0 leaves first (gone from the cache), api-0 `later` seconds after.  Within
+    # the 1m window the sample api-0's share comes from was made with db-0 beside it, so only its
+    # flow to db-1 (n5) crossed n0's link: 100 B/s, not 200 (before: db-0 no longer counted,
+    # n0's reading was corrected by a flow it never carried and read below its background).
+    # A window later the sample holds nothing of db-0: all of api-0's db traffic crossed.
+    api0 = replace(replica("api", 0, "n0").info(), deleting=True)
+    r = Rig([api0, replica("db", 1, "n5"), replica("api", 1, "n4")])
+    r.edges({pair_key("default/api", "default/db", REQUEST): 400.0})
+    assert r.plugin.departing(replica("db", 0, "n0").info()) == (100.0, 0.0)  # api-1's, from n4
+    r.clock.step(later)
+    r.edges({pair_key("default/api", "default/db", REQUEST): 400.0})
+    assert r.plugin.departing(api0) == (0.0, api0_leaving)
 
 
 def test_pods_gone_within_a_sample_divide_by_the_most_seen() -> None:
