@@ -22,9 +22,11 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
+
+from netsched.framework.staging import Staging
 
 # A debug endpoint's answer: (HTTP status, content type, body); its handler gets the parsed query.
 Reply = tuple[int, str, bytes]
@@ -51,7 +53,7 @@ class DebugPages(Mapping[str, Handler]):
         self._reserved = reserved
         self._lock = threading.Lock()
         self._pages: dict[str, dict[str, Page]] = {}  # path -> profile -> page
-        self._staged: dict[str, dict[str, Page]] | None = None
+        self._staging: Staging[dict[str, dict[str, Page]]] = Staging(self._lock)
 
     def publish(
         self, path: str, profile: str, render: Callable[[], Any], text: Callable[[Any], str] | None = None
@@ -62,23 +64,17 @@ class DebugPages(Mapping[str, Handler]):
             raise DebugPageError(f"debug page {path!r}: the process serves this path itself")
         page = Page(render, text)
         with self._lock:
-            into = self._staged if self._staged is not None else self._pages
+            staged = self._staging.staged
+            into = staged if staged is not None else self._pages
             into.setdefault(path, {})[profile] = page
 
-    @contextmanager
-    def registering(self) -> Iterator[None]:
+    def registering(self) -> AbstractContextManager[None]:
         """Frameworks are built inside: on success their publications become the pages; on
         failure the pages stay as they were."""
-        with self._lock:
-            self._staged = {}
-        try:
-            yield
-        except BaseException:
-            with self._lock:
-                self._staged = None
-            raise
-        with self._lock:
-            self._pages, self._staged = self._staged, None
+        return self._staging.build(dict, self._replace)
+
+    def _replace(self, pages: dict[str, dict[str, Page]]) -> None:
+        self._pages = pages
 
     # ------------------------------------------------------------ Mapping[path, Handler]
 

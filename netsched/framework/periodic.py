@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from netsched.clock import Clock
+from netsched.framework.staging import Staging
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ class PeriodicTasks:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         # name -> (every, run) registered by the frameworks being built; None between builds
-        self._staged: dict[str, tuple[float, Callable[[], object]]] | None = None
+        self._staging: Staging[dict[str, tuple[float, Callable[[], object]]]] = Staging(self._lock)
 
     def every(self, name: str, seconds: float, run: Callable[[], object]) -> None:
         """Run `run` every `seconds`; a name registered again gets the new callback and
@@ -56,8 +57,9 @@ class PeriodicTasks:
         if seconds <= 0:
             raise ValueError(f"periodic task {name}: every must be positive, got {seconds}")
         with self._lock:
-            if self._staged is not None:
-                self._staged[name] = (seconds, run)
+            staged = self._staging.staged
+            if staged is not None:
+                staged[name] = (seconds, run)
                 return
             self._put(name, seconds, run)
         self._wake.set()
@@ -66,21 +68,15 @@ class PeriodicTasks:
     def registering(self) -> Iterator[None]:
         """Frameworks are built inside: on success their registrations become the task set
         (tasks nobody registered again stop); on failure the tasks stay as they were."""
-        with self._lock:
-            self._staged = {}
-        try:
+        with self._staging.build(dict, self._replace):
             yield
-        except BaseException:
-            with self._lock:
-                self._staged = None
-            raise
-        with self._lock:
-            staged, self._staged = self._staged, None
-            kept = {name: self._tasks[name] for name in staged if name in self._tasks}
-            self._tasks = kept
-            for name, (seconds, run) in staged.items():
-                self._put(name, seconds, run)
         self._wake.set()
+
+    def _replace(self, staged: dict[str, tuple[float, Callable[[], object]]]) -> None:
+        """The task set becomes `staged` (lock held): a name kept keeps its due time."""
+        self._tasks = {name: self._tasks[name] for name in staged if name in self._tasks}
+        for name, (seconds, run) in staged.items():
+            self._put(name, seconds, run)
 
     def names(self) -> list[str]:
         with self._lock:
