@@ -5,7 +5,7 @@ ledger's model of it (issue 39's time model).
 
 A tiny exporter serves two counters to a real Prometheus (Debian's package, scraping every
 `--scrape` seconds): `gone_total` grows at 1000/s and stops at e (a pod that left), `new_total`
-is flat and grows at 1000/s from e (a pod that started).  After the run, instant queries of
+(far from zero, as a node's counters are) is flat and grows at 1000/s from e (a pod that started).  After the run, instant queries of
 rate(x[W]) evaluated every `--step` seconds from e to e + W + 15 give the share of the pod the
 reading holds; beside it, what netsched.metrics.ledger.held assumes (the average over
 [ts - W, ts]) and what simulate assumes (the average over the W before the last scrape, its
@@ -32,6 +32,7 @@ from netsched.metrics.ledger import held
 from netsched.testing.prometheus import require_prometheus
 
 RATE = 1000.0
+BASE = 1e12  # a node counter's value before the pod came
 NEVER = float("inf")
 
 
@@ -50,8 +51,8 @@ def main() -> None:
     def gone(now: float) -> float:
         return RATE * (min(now, e) - t0)
 
-    def new(now: float) -> float:
-        return RATE * max(0.0, now - e)
+    def new(now: float) -> float:  # a node's counter: far from zero (rate() would not extrapolate)
+        return BASE + RATE * max(0.0, now - e)
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
