@@ -149,6 +149,7 @@ class Replay:
         self._placed: dict[str, str] = {}  # every pod ever bound -> its node
         self._bound_at: dict[str, float] = {}
         self._pushed: set[int] = set()  # timeline load/traffic entries given to the exporter
+        self._background_at = b""  # the background last given to the exporter (its arrays' bytes)
         self._t0 = 0.0
         self._tick = 0.0  # the time of the loop's current pass
         self._last_gone = -1e9  # when a pod last left (seconds of the replay)
@@ -414,7 +415,13 @@ class Replay:
         )
 
     def _background(self, exporter: PairTrafficExporter, t: float) -> None:
+        """The nodes' background load at `t` into the exporter, when it changed since the last
+        push (a `load:` curve's steps and spikes, a timeline entry's level)."""
         net, cpu, mem = self.model.background(t)
+        stamp = net.tobytes() + cpu.tobytes() + mem.tobytes()
+        if stamp == self._background_at:
+            return
+        self._background_at = stamp
         for name, n, c, m in zip(self.model.names, net.tolist(), cpu.tolist(), mem.tolist(), strict=True):
             exporter.set_load(name, rx=n, tx=n, cpu=c, memory=m)
 
@@ -422,7 +429,9 @@ class Replay:
         return {(p.a, p.b): (p.request, p.response) for p in self.model.traffic(t).pairs}
 
     def _push(self, t: float, exporter: PairTrafficExporter) -> None:
-        """Timeline load and traffic changes into the exporter, when one is due."""
+        """The background as the model has it now (it follows a `load:` curve over time, each
+        step and spike when it comes), and the timeline's traffic changes when one is due."""
+        self._background(exporter, t)
         for i, entry in enumerate(self.scenario.timeline):
             if (
                 isinstance(entry.action, LoadChange | TrafficChange)
@@ -430,7 +439,6 @@ class Replay:
                 and i not in self._pushed
             ):
                 self._pushed.add(i)
-                self._background(exporter, t)
                 exporter.set_pairs(self._pairs(t))
 
 
