@@ -26,6 +26,7 @@ from netsched.kube.resources import APPGROUPS
 from netsched.testing.fakeapi import FakeAPIServer, RecordedRequest
 from netsched.testing.kubectl import apply, create_token
 from netsched.testing.kustomize import find_object, load_kustomization
+from netsched.testing.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -125,4 +126,10 @@ def test_with_the_crd_and_deploy_optional_appgroup_the_appgroups_are_read(
     stored: Any = app.objects.get(APPGROUPS.key, "default", "shop")
     assert stored is not None and stored["spec"] == SHOP["spec"]
     assert about_appgroups(caplog) == []
-    assert {r.verb for r in server.requests if r.resource == "appgroups"} == {"list", "watch"}
+
+    # The reflector is synced once its list is in; its watch request follows on its own thread.
+    def verbs() -> set[str]:
+        return {r.verb for r in server.requests if r.resource == "appgroups"}
+
+    wait_until(lambda: "watch" in verbs(), what="the AppGroups' watch")
+    assert verbs() == {"list", "watch"}
