@@ -64,6 +64,11 @@ def start(scheduler_app: Callable[..., SchedulerApp], kubeconfig: Path) -> Sched
     return app
 
 
+def appgroup_verbs(server: FakeAPIServer) -> set[str]:
+    """What the API server was asked of AppGroups (list, watch)."""
+    return {r.verb for r in server.requests if r.resource == "appgroups"}
+
+
 def about_appgroups(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
     return [(r.levelno, r.getMessage()) for r in caplog.records if "resource=appgroups" in r.getMessage()]
 
@@ -84,7 +89,7 @@ def test_no_appgroup_api_is_skipped_quietly_after_asking_discovery(
         )
     ]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("netsched")]
-    assert [r for r in server.requests if r.resource == "appgroups"] == []  # never listed nor watched
+    assert appgroup_verbs(server) == set()  # never listed nor watched
     assert app.synced
 
 
@@ -128,8 +133,5 @@ def test_with_the_crd_and_deploy_optional_appgroup_the_appgroups_are_read(
     assert about_appgroups(caplog) == []
 
     # The reflector is synced once its list is in; its watch request follows on its own thread.
-    def verbs() -> set[str]:
-        return {r.verb for r in server.requests if r.resource == "appgroups"}
-
-    wait_until(lambda: "watch" in verbs(), what="the AppGroups' watch")
-    assert verbs() == {"list", "watch"}
+    wait_until(lambda: "watch" in appgroup_verbs(server), what="the AppGroups' watch")
+    assert appgroup_verbs(server) == {"list", "watch"}
